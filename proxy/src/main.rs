@@ -1,0 +1,5 @@
+//! The `wheelgate` binary.
+
+fn main() {
+    println!("wheelgate");
+}

@@ -1,0 +1,1 @@
+//! wheelgate-selectors: probes that describe the local machine for wheelgate-resolver.
