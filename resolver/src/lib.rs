@@ -4,13 +4,22 @@
 //!
 //! Pure and synchronous: no network, no OS probing. The pieces:
 //! - [`filename`]: wheel and sdist filenames (PEP 427, PEP 625, PEP 825 variant labels);
+//! - [`platform_tags`]: whether a wheel's platform tags run on a machine (PEP 425, 600, 656);
 //! - [`backend`] and [`version`]: `cu128`, `rocm6.4`, driver versions, compute capabilities;
 //! - [`machine`]: the machine description selection works from;
+//! - [`catalog`]: what each PyTorch build needs, as data, with inference for unknown builds;
+//! - [`select`]: the choice per version, with a reason for every rejected build;
 
 pub mod backend;
+pub mod catalog;
+pub mod filename;
 pub mod machine;
+pub mod platform_tags;
+pub mod select;
 pub mod version;
 
 pub use backend::{Backend, BackendKind};
+pub use catalog::Catalog;
 pub use machine::{Arch, Machine, Os, Platform};
+pub use select::{Decision, Policy, select_page, select_release};
 pub use version::{ComputeCapability, CudaVersion, DottedVersion};

@@ -1,0 +1,238 @@
+//! Reading the catalog's TOML form into [`Catalog`].
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::{BackendEntry, Catalog, DriverFloor, Release, ReleaseLine};
+use crate::backend::Backend;
+use crate::machine::{GfxTarget, Os, Platform};
+use crate::version::{ComputeCapability, DottedVersion};
+
+/// A catalog that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("the catalog is not valid TOML of the expected shape")]
+    Toml(#[source] toml::de::Error),
+    #[error("`{0}` is not a release line (expected `major.minor` such as `2.9`)")]
+    InvalidReleaseLine(String),
+    #[error("the catalog names an unknown CUDA family `{0}` (expected a number such as `12`)")]
+    InvalidFamily(String),
+    #[error("release {release}: backend `{backend}` refers to an unknown sm set `{set}`")]
+    UnknownSmSet {
+        release: String,
+        backend: String,
+        set: String,
+    },
+    #[error("the catalog has an invalid value `{value}` in {place}: {reason}")]
+    InvalidValue {
+        place: String,
+        value: String,
+        reason: String,
+    },
+    #[error("the catalog lists no release")]
+    NoRelease,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCatalog {
+    cuda_families: BTreeMap<String, RawFloor>,
+    sm_sets: BTreeMap<String, Vec<ComputeCapability>>,
+    rocm_gfx: BTreeMap<String, Vec<GfxTarget>>,
+    xpu: RawXpu,
+    release: Vec<RawRelease>,
+    routing: RawRouting,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFloor {
+    linux: DottedVersion,
+    windows: DottedVersion,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawXpu {
+    device_ips: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRelease {
+    torch: String,
+    #[serde(default)]
+    inferred: bool,
+    #[serde(default)]
+    companions: BTreeMap<String, String>,
+    #[serde(default)]
+    plain: BTreeMap<String, Backend>,
+    backends: BTreeMap<Backend, RawBackend>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBackend {
+    sm: Option<String>,
+    sm_windows: Option<String>,
+    sm_aarch64: Option<String>,
+    #[serde(default)]
+    ptx: Vec<ComputeCapability>,
+    os: Option<Vec<Os>>,
+    #[serde(default)]
+    inferred: bool,
+    note: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRouting {
+    pytorch_built: Vec<String>,
+    triton_family: Vec<String>,
+}
+
+impl Catalog {
+    /// Reads a catalog in the format of `resolver/data/catalog.toml`.
+    pub fn from_toml(content: &str) -> Result<Catalog, CatalogError> {
+        let raw: RawCatalog = toml::from_str(content).map_err(CatalogError::Toml)?;
+        let mut cuda_families = BTreeMap::new();
+        for (family, floor) in raw.cuda_families {
+            let number: u16 = family
+                .parse()
+                .map_err(|_| CatalogError::InvalidFamily(family.clone()))?;
+            cuda_families.insert(
+                number,
+                DriverFloor {
+                    linux: floor.linux,
+                    windows: floor.windows,
+                },
+            );
+        }
+        let mut rocm_gfx = Vec::new();
+        for (name, targets) in raw.rocm_gfx {
+            let invalid = || CatalogError::InvalidValue {
+                place: "rocm_gfx".to_string(),
+                value: name.clone(),
+                reason: "expected `rocmX.Y`".to_string(),
+            };
+            let Ok(Backend::Rocm(version)) = name.parse::<Backend>() else {
+                return Err(invalid());
+            };
+            rocm_gfx.push((version, targets));
+        }
+        rocm_gfx.sort_by(|a, b| b.0.cmp(&a.0));
+        let mut releases = Vec::new();
+        for raw_release in raw.release {
+            releases.push(convert_release(raw_release, &raw.sm_sets)?);
+        }
+        if releases.is_empty() {
+            return Err(CatalogError::NoRelease);
+        }
+        releases.sort_by_key(|r: &Release| std::cmp::Reverse(r.torch));
+        for platform in &raw.xpu.device_ips {
+            if platform.parse::<DottedVersion>().is_err() {
+                return Err(CatalogError::InvalidValue {
+                    place: "xpu.device_ips".to_string(),
+                    value: platform.clone(),
+                    reason: "expected `arch.release.revision`".to_string(),
+                });
+            }
+        }
+        Ok(Catalog {
+            cuda_families,
+            sm_sets: raw.sm_sets,
+            rocm_gfx,
+            xpu_device_ips: raw.xpu.device_ips,
+            releases,
+            pytorch_built: raw.routing.pytorch_built.into_iter().collect(),
+            triton_family: raw.routing.triton_family.into_iter().collect(),
+        })
+    }
+}
+
+fn convert_release(
+    raw: RawRelease,
+    sm_sets: &BTreeMap<String, Vec<ComputeCapability>>,
+) -> Result<Release, CatalogError> {
+    let torch: ReleaseLine = raw.torch.parse()?;
+    let mut companions = BTreeMap::new();
+    for (project, line) in raw.companions {
+        companions.insert(crate::filename::normalize_name(&project), line.parse()?);
+    }
+    for key in raw.plain.keys() {
+        key.parse::<Platform>()
+            .map_err(|err| CatalogError::InvalidValue {
+                place: format!("release {torch} plain"),
+                value: key.clone(),
+                reason: err.to_string(),
+            })?;
+    }
+    let mut backends = BTreeMap::new();
+    for (backend, entry) in raw.backends {
+        for set in [&entry.sm, &entry.sm_windows, &entry.sm_aarch64]
+            .into_iter()
+            .flatten()
+        {
+            if !sm_sets.contains_key(set) {
+                return Err(CatalogError::UnknownSmSet {
+                    release: torch.to_string(),
+                    backend: backend.to_string(),
+                    set: set.clone(),
+                });
+            }
+        }
+        backends.insert(
+            backend,
+            BackendEntry {
+                sm: entry.sm,
+                sm_windows: entry.sm_windows,
+                sm_aarch64: entry.sm_aarch64,
+                ptx: entry.ptx,
+                os: entry.os,
+                inferred: entry.inferred,
+                note: entry.note,
+            },
+        );
+    }
+    // Normalize plain keys so lookups by `Platform::to_string` always match.
+    let plain = raw
+        .plain
+        .into_iter()
+        .filter_map(|(key, backend)| {
+            key.parse::<Platform>()
+                .ok()
+                .map(|p| (Catalog::platform_key(p), backend))
+        })
+        .collect();
+    Ok(Release {
+        torch,
+        inferred: raw.inferred,
+        companions,
+        plain,
+        backends,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_unknown_sm_set_and_bad_shapes() {
+        let bad = super::super::EMBEDDED_CATALOG.replace("sm = \"cu13x\"", "sm = \"cu99x\"");
+        assert!(matches!(
+            Catalog::from_toml(&bad),
+            Err(CatalogError::UnknownSmSet { .. })
+        ));
+        assert!(matches!(
+            Catalog::from_toml("garbage ="),
+            Err(CatalogError::Toml(_))
+        ));
+        let bad = super::super::EMBEDDED_CATALOG.replace("torch = \"2.9\"", "torch = \"two\"");
+        assert!(matches!(
+            Catalog::from_toml(&bad),
+            Err(CatalogError::InvalidReleaseLine(_))
+        ));
+    }
+}

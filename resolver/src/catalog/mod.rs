@@ -1,0 +1,170 @@
+//! The catalog of PyTorch builds: for each torch release line and backend, what the build needs
+//! from a machine. Loaded from data (`resolver/data/catalog.toml`, embedded), with inference for
+//! releases and backends the data does not know yet.
+
+mod data;
+mod rules;
+
+pub use data::CatalogError;
+pub use rules::{BackendRules, Inferred, Requirement, TrainRelease};
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::backend::Backend;
+use crate::machine::{GfxTarget, Platform};
+use crate::version::{ComputeCapability, DottedVersion};
+
+/// The catalog wheelgate ships with, from `resolver/data/catalog.toml`.
+pub const EMBEDDED_CATALOG: &str = include_str!("../../data/catalog.toml");
+
+/// A torch release line, `major.minor` (`2.9`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ReleaseLine {
+    pub major: u64,
+    pub minor: u64,
+}
+
+impl std::fmt::Display for ReleaseLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+impl std::str::FromStr for ReleaseLine {
+    type Err = CatalogError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let error = || CatalogError::InvalidReleaseLine(text.to_string());
+        let (major, minor) = text.split_once('.').ok_or_else(error)?;
+        Ok(ReleaseLine {
+            major: major.parse().map_err(|_| error())?,
+            minor: minor.parse().map_err(|_| error())?,
+        })
+    }
+}
+
+/// The NVIDIA driver a CUDA major family needs (minor-version compatibility).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverFloor {
+    pub linux: DottedVersion,
+    pub windows: DottedVersion,
+}
+
+/// What one backend of one release was built with.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BackendEntry {
+    /// Name of the Linux `x86_64` sm set.
+    pub sm: Option<String>,
+    pub sm_windows: Option<String>,
+    /// Name of the Linux aarch64 sm set; CUDA builds exist on aarch64 only where it is given.
+    pub sm_aarch64: Option<String>,
+    /// Compute capabilities the build also ships PTX for (JIT-compiled on newer GPUs).
+    pub ptx: Vec<ComputeCapability>,
+    /// Operating systems the build exists for, when restricted.
+    pub os: Option<Vec<crate::machine::Os>>,
+    /// The build's existence or contents were not confirmed from a primary source.
+    pub inferred: bool,
+    pub note: Option<String>,
+}
+
+/// One torch release line and its release train.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Release {
+    pub torch: ReleaseLine,
+    /// The whole entry was not confirmed from a primary source.
+    pub inferred: bool,
+    /// Normalized project name → its release line in this train (`torchvision` → `0.24`).
+    pub companions: BTreeMap<String, ReleaseLine>,
+    /// What an unlabelled wheel of this release is, per platform.
+    pub plain: BTreeMap<String, Backend>,
+    pub backends: BTreeMap<Backend, BackendEntry>,
+}
+
+/// The whole catalog. Build it with [`Catalog::embedded`] or [`Catalog::from_toml`].
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    pub(crate) cuda_families: BTreeMap<u16, DriverFloor>,
+    pub(crate) sm_sets: BTreeMap<String, Vec<ComputeCapability>>,
+    /// Newest first.
+    pub(crate) rocm_gfx: Vec<(DottedVersion, Vec<GfxTarget>)>,
+    pub(crate) xpu_device_ips: Vec<String>,
+    /// Newest first.
+    pub(crate) releases: Vec<Release>,
+    pub(crate) pytorch_built: BTreeSet<String>,
+    pub(crate) triton_family: BTreeSet<String>,
+}
+
+impl Catalog {
+    /// The catalog compiled into this library.
+    pub fn embedded() -> &'static Catalog {
+        static CATALOG: std::sync::OnceLock<Catalog> = std::sync::OnceLock::new();
+        CATALOG.get_or_init(|| {
+            Catalog::from_toml(EMBEDDED_CATALOG).expect("the embedded catalog is valid (tested)")
+        })
+    }
+
+    /// The release lines, newest first.
+    pub fn releases(&self) -> &[Release] {
+        &self.releases
+    }
+
+    /// The newest release line the catalog knows, confirmed or not.
+    pub fn newest_release(&self) -> &Release {
+        &self.releases[0]
+    }
+
+    /// The driver floor of a CUDA major family, if known.
+    pub fn driver_floor(&self, family: u16) -> Option<&DriverFloor> {
+        self.cuda_families.get(&family)
+    }
+
+    /// The device IP versions PyTorch's XPU builds list.
+    pub fn xpu_device_ips(&self) -> &[String] {
+        &self.xpu_device_ips
+    }
+
+    /// Whether a (normalized) project name is built and published by PyTorch, so it must come
+    /// only from the PyTorch upstream.
+    pub fn is_pytorch_built(&self, normalized: &str) -> bool {
+        self.pytorch_built.contains(normalized)
+    }
+
+    /// Whether a (normalized) project name is of the triton family PyTorch publishes.
+    pub fn is_triton_family(&self, normalized: &str) -> bool {
+        self.triton_family.contains(normalized)
+    }
+
+    /// Whether the project belongs to the PyTorch upstream (PyTorch-built or triton family).
+    pub fn routes_to_pytorch(&self, normalized: &str) -> bool {
+        self.is_pytorch_built(normalized) || self.is_triton_family(normalized)
+    }
+
+    /// Platform key used in `plain` tables.
+    pub(crate) fn platform_key(platform: Platform) -> String {
+        platform.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_catalog_loads_newest_first() {
+        let catalog = Catalog::embedded();
+        let lines: Vec<String> = catalog
+            .releases()
+            .iter()
+            .map(|r| r.torch.to_string())
+            .collect();
+        assert_eq!(lines.first().map(String::as_str), Some("2.14"));
+        assert_eq!(lines.last().map(String::as_str), Some("2.4"));
+        let mut sorted = catalog.releases().to_vec();
+        sorted.sort_by_key(|r| std::cmp::Reverse(r.torch));
+        assert_eq!(&sorted, catalog.releases());
+        assert!(catalog.routes_to_pytorch("torch"));
+        assert!(catalog.routes_to_pytorch("pytorch-triton"));
+        assert!(!catalog.routes_to_pytorch("numpy"));
+        assert_eq!(catalog.driver_floor(13).unwrap().linux.to_string(), "580");
+    }
+}

@@ -1,0 +1,388 @@
+//! Looking up what a build needs: the release train a project version belongs to, and the
+//! requirement of one backend of that release on one platform, inferred where the data is silent.
+
+use pep440_rs::Version;
+
+use super::{Catalog, DriverFloor, Release, ReleaseLine};
+use crate::backend::Backend;
+use crate::machine::{Arch, GfxTarget, Os, Platform};
+use crate::version::{ComputeCapability, CudaVersion};
+
+/// Something the catalog did not say and selection assumed; shown in explanations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inferred(pub String);
+
+impl std::fmt::Display for Inferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The torch release whose rules apply to a project version.
+#[derive(Debug, Clone)]
+pub struct TrainRelease<'c> {
+    pub release: &'c Release,
+    /// Why these rules are an assumption, when they are.
+    pub inferred: Option<Inferred>,
+}
+
+/// What one backend of one release needs from a machine on one platform.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendRules {
+    pub backend: Backend,
+    pub requirement: Requirement,
+    /// What was assumed to get here.
+    pub inferred: Vec<Inferred>,
+    pub note: Option<String>,
+}
+
+/// The hardware a build needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requirement {
+    /// A CPU build runs anywhere its platform tags allow.
+    Nothing,
+    /// An NVIDIA driver of the CUDA family and GPUs covered by the compiled architectures.
+    Cuda {
+        cuda: CudaVersion,
+        /// `None` when the catalog knows no floor for the family.
+        floor: Option<DriverFloor>,
+        sm: Vec<ComputeCapability>,
+        ptx: Vec<ComputeCapability>,
+    },
+    /// AMD GPUs whose gfx target the build was compiled for.
+    Rocm { gfx: Vec<GfxTarget> },
+    /// An Intel GPU the XPU build supports.
+    Xpu,
+}
+
+impl Catalog {
+    /// The release train a project version belongs to: torch by its own `major.minor`, companions
+    /// (torchvision, torchaudio) by the catalog's trains or their numbering rule, anything else
+    /// PyTorch builds by the newest release line (marked inferred).
+    pub fn train_release(&self, normalized_project: &str, version: &Version) -> TrainRelease<'_> {
+        let release = version.release();
+        let line = ReleaseLine {
+            major: release.first().copied().unwrap_or(0),
+            minor: release.get(1).copied().unwrap_or(0),
+        };
+        let torch_line = if normalized_project == "torch" {
+            Some(line)
+        } else if let Some(found) = self
+            .releases
+            .iter()
+            .find(|r| r.companions.get(normalized_project) == Some(&line))
+        {
+            Some(found.torch)
+        } else {
+            companion_rule(normalized_project, line)
+        };
+        let Some(torch_line) = torch_line else {
+            let newest = self.newest_release();
+            return TrainRelease {
+                release: newest,
+                inferred: Some(Inferred(format!(
+                    "{normalized_project} {version} is not part of a known torch release train; the rules of torch {} were used",
+                    newest.torch
+                ))),
+            };
+        };
+        if let Some(exact) = self.releases.iter().find(|r| r.torch == torch_line) {
+            let inferred = exact.inferred.then(|| {
+                Inferred(format!(
+                    "the build list of torch {torch_line} is not confirmed from a primary source"
+                ))
+            });
+            return TrainRelease {
+                release: exact,
+                inferred,
+            };
+        }
+        // Nearest known line: the newest older one, or the oldest when older than every entry.
+        let nearest = self
+            .releases
+            .iter()
+            .find(|r| r.torch < torch_line)
+            .unwrap_or_else(|| {
+                self.releases
+                    .last()
+                    .expect("a catalog has at least one release")
+            });
+        TrainRelease {
+            release: nearest,
+            inferred: Some(Inferred(format!(
+                "torch {torch_line} is not in the catalog; the rules of torch {} were used",
+                nearest.torch
+            ))),
+        }
+    }
+
+    /// What `backend` of `release` needs on `platform`, inferring from the newest known rule of
+    /// the same family where the catalog has no entry (`cu134` is CUDA 13.4, family 13).
+    pub fn backend_rules(
+        &self,
+        release: &Release,
+        backend: &Backend,
+        platform: Platform,
+    ) -> BackendRules {
+        let entry = release.backends.get(backend);
+        let mut inferred = Vec::new();
+        if entry.is_some_and(|e| e.inferred) {
+            inferred.push(Inferred(format!(
+                "{backend} for torch {} is not confirmed from a primary source",
+                release.torch
+            )));
+        }
+        let note = entry.and_then(|e| e.note.clone());
+        let requirement = match backend {
+            Backend::Cpu => Requirement::Nothing,
+            Backend::Xpu => Requirement::Xpu,
+            Backend::Rocm(version) => {
+                let gfx = if let Some((_, targets)) =
+                    self.rocm_gfx.iter().find(|(v, _)| v == version)
+                {
+                    targets.clone()
+                } else {
+                    // The newest known ROCm not newer than this one, else the oldest known.
+                    let (known, targets) = self
+                        .rocm_gfx
+                        .iter()
+                        .find(|(v, _)| v < version)
+                        .or_else(|| self.rocm_gfx.last())
+                        .map_or_else(
+                            || (version.clone(), Vec::new()),
+                            |(v, t)| (v.clone(), t.clone()),
+                        );
+                    inferred.push(Inferred(format!(
+                        "{backend} is not in the catalog; the gfx targets of rocm{known} were assumed"
+                    )));
+                    targets
+                };
+                Requirement::Rocm { gfx }
+            }
+            Backend::Cuda(cuda) => {
+                let floor = self.cuda_families.get(&cuda.major).cloned();
+                let sm = self.sm_for(release, backend, platform, &mut inferred);
+                let ptx = entry.map(|e| e.ptx.clone()).unwrap_or_default();
+                Requirement::Cuda {
+                    cuda: *cuda,
+                    floor,
+                    sm,
+                    ptx,
+                }
+            }
+        };
+        BackendRules {
+            backend: backend.clone(),
+            requirement,
+            inferred,
+            note,
+        }
+    }
+
+    fn sm_for(
+        &self,
+        release: &Release,
+        backend: &Backend,
+        platform: Platform,
+        inferred: &mut Vec<Inferred>,
+    ) -> Vec<ComputeCapability> {
+        if let Some(set) = release
+            .backends
+            .get(backend)
+            .and_then(|e| sm_set_name(e, platform))
+        {
+            return self.sm_sets[set].clone();
+        }
+        let Backend::Cuda(cuda) = backend else {
+            return Vec::new();
+        };
+        // The same backend in the nearest other release, newer releases first.
+        let same_backend = self.releases.iter().find_map(|r| {
+            r.backends
+                .get(backend)
+                .and_then(|e| sm_set_name(e, platform))
+                .map(|set| (r.torch, backend.clone(), set))
+        });
+        // Else the newest CUDA of the same family in the newest release that has one.
+        let same_family = || {
+            self.releases.iter().find_map(|r| {
+                r.backends
+                    .iter()
+                    .rev()
+                    .filter(|(b, _)| matches!(b, Backend::Cuda(v) if v.major == cuda.major))
+                    .find_map(|(b, e)| {
+                        sm_set_name(e, platform).map(|set| (r.torch, b.clone(), set))
+                    })
+            })
+        };
+        if let Some((torch, source, set)) = same_backend.or_else(same_family) {
+            inferred.push(Inferred(format!(
+                "{backend} for torch {} on {platform} is not in the catalog; the compute capabilities of {source} for torch {torch} were assumed",
+                release.torch
+            )));
+            return self.sm_sets[set].clone();
+        }
+        inferred.push(Inferred(format!(
+            "no CUDA {} build on {platform} is in the catalog; the compiled compute capabilities are unknown",
+            cuda.major
+        )));
+        Vec::new()
+    }
+
+    /// The backends a release offers on a platform according to the catalog alone, leaving out
+    /// builds whose existence is only inferred (an index page is the final word on those).
+    pub fn offered_backends(&self, release: &Release, platform: Platform) -> Vec<Backend> {
+        release
+            .backends
+            .iter()
+            .filter(|(_, entry)| !entry.inferred)
+            .filter(|(_, entry)| {
+                entry
+                    .os
+                    .as_ref()
+                    .is_none_or(|list| list.contains(&platform.os))
+            })
+            .filter(|(backend, entry)| match backend {
+                Backend::Cpu => true,
+                Backend::Cuda(_) => match (platform.os, platform.arch) {
+                    (Os::Linux | Os::Windows, Arch::X86_64) => true,
+                    (Os::Linux, Arch::Aarch64) => entry.sm_aarch64.is_some(),
+                    _ => false,
+                },
+                Backend::Rocm(_) => platform.os == Os::Linux && platform.arch == Arch::X86_64,
+                Backend::Xpu => {
+                    platform.arch == Arch::X86_64 && matches!(platform.os, Os::Linux | Os::Windows)
+                }
+            })
+            .map(|(backend, _)| backend.clone())
+            .collect()
+    }
+
+    /// What an unlabelled wheel of a release is on a platform (PyPI's default build).
+    pub fn plain_backend(&self, release: &Release, platform: Platform) -> Option<Backend> {
+        if platform.os == Os::Macos {
+            return Some(Backend::Cpu);
+        }
+        release.plain.get(&Catalog::platform_key(platform)).cloned()
+    }
+}
+
+fn sm_set_name(entry: &super::BackendEntry, platform: Platform) -> Option<&String> {
+    match (platform.os, platform.arch) {
+        (Os::Linux, Arch::Aarch64) => entry.sm_aarch64.as_ref(),
+        (Os::Windows, _) => entry.sm_windows.as_ref().or(entry.sm.as_ref()),
+        _ => entry.sm.as_ref(),
+    }
+}
+
+/// The numbering rules of release trains: torchvision `0.X` goes with torch `2.(X-15)`,
+/// torchaudio `2.X` with torch `2.X`.
+fn companion_rule(project: &str, line: ReleaseLine) -> Option<ReleaseLine> {
+    match project {
+        "torchvision" if line.major == 0 && line.minor >= 15 => Some(ReleaseLine {
+            major: 2,
+            minor: line.minor - 15,
+        }),
+        "torchaudio" if line.major == 2 => Some(line),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn version(text: &str) -> Version {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn companions_map_to_their_torch_release() {
+        let catalog = Catalog::embedded();
+        assert_eq!(
+            catalog
+                .train_release("torchvision", &version("0.24.0"))
+                .release
+                .torch
+                .to_string(),
+            "2.9"
+        );
+        assert_eq!(
+            catalog
+                .train_release("torchaudio", &version("2.11.0"))
+                .release
+                .torch
+                .to_string(),
+            "2.11"
+        );
+        let future = catalog.train_release("torchvision", &version("0.30.0"));
+        assert_eq!(future.release.torch.to_string(), "2.14");
+        assert!(
+            future
+                .inferred
+                .unwrap()
+                .0
+                .contains("torch 2.15 is not in the catalog")
+        );
+        let other = catalog.train_release("torchao", &version("0.13.0"));
+        assert!(other.inferred.is_some());
+    }
+
+    #[test]
+    fn unknown_cuda_backend_is_inferred_from_its_family() {
+        let catalog = Catalog::embedded();
+        let release = catalog.train_release("torch", &version("2.13.0")).release;
+        let rules = catalog.backend_rules(
+            release,
+            &"cu134".parse().unwrap(),
+            "linux-x86_64".parse().unwrap(),
+        );
+        let Requirement::Cuda { floor, sm, .. } = &rules.requirement else {
+            panic!("not CUDA")
+        };
+        assert_eq!(floor.as_ref().unwrap().linux.to_string(), "580");
+        assert!(!sm.iter().any(|cc| cc.to_string() == "7.0"));
+        assert!(
+            rules.inferred[0].0.contains("cu132"),
+            "{:?}",
+            rules.inferred
+        );
+    }
+
+    #[test]
+    fn unknown_rocm_backend_uses_newest_older_list() {
+        let catalog = Catalog::embedded();
+        let release = catalog.newest_release();
+        let rules = catalog.backend_rules(
+            release,
+            &"rocm7.15".parse().unwrap(),
+            "linux-x86_64".parse().unwrap(),
+        );
+        let Requirement::Rocm { gfx } = &rules.requirement else {
+            panic!("not ROCm")
+        };
+        assert!(gfx.iter().any(|g| g.as_str() == "gfx1103"));
+        assert!(rules.inferred[0].0.contains("rocm7.14"));
+    }
+
+    #[test]
+    fn catalog_offers_per_platform() {
+        let catalog = Catalog::embedded();
+        let release = catalog.train_release("torch", &version("2.9.0")).release;
+        let shown = |p: &str| {
+            catalog
+                .offered_backends(release, p.parse().unwrap())
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(
+            shown("linux-x86_64"),
+            "cpu cu126 cu128 cu130 rocm6.3 rocm6.4 xpu"
+        );
+        assert_eq!(shown("macos-arm64"), "cpu");
+        assert_eq!(shown("linux-aarch64"), "cpu cu126 cu128 cu130");
+        assert_eq!(shown("windows-x86_64"), "cpu cu126 cu128 cu130 xpu");
+    }
+}

@@ -1,0 +1,429 @@
+//! Distribution filenames: wheels (PEP 427, with PEP 825's optional variant label) and sdists
+//! (PEP 625, plus the legacy `.zip` form).
+
+use std::fmt;
+use std::str::FromStr;
+
+use pep440_rs::Version;
+
+use crate::backend::Backend;
+
+/// A wheel filename, split into its components.
+///
+/// `{name}-{version}(-{build})?-{python}-{abi}-{platform}(-{variant label})?.whl`; the three tag
+/// components may be compressed sets (`py2.py3`, `manylinux_2_28_x86_64.manylinux2014_x86_64`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WheelFilename {
+    /// The distribution name as written (`torch`, `nvidia_cudnn_cu12`).
+    pub name: String,
+    /// The version, local label included (`2.9.0+cu128`).
+    pub version: Version,
+    /// The build tag (`1` in `torch-2.0.0-1-cp310-...`).
+    pub build_tag: Option<BuildTag>,
+    pub python_tags: Vec<String>,
+    pub abi_tags: Vec<String>,
+    pub platform_tags: Vec<String>,
+    /// The PEP 825 variant label (`cuda12.8`, `null`, `x86_64_v3`).
+    pub variant_label: Option<String>,
+    /// The local version label as written in the filename (`cu128`, `rocm6.2.4`).
+    local_label: Option<String>,
+}
+
+/// A wheel build tag: a number with an optional suffix, ordered number first.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct BuildTag {
+    pub number: u64,
+    pub suffix: String,
+}
+
+/// A source distribution filename (`torch-2.9.0.tar.gz`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SdistFilename {
+    pub name: String,
+    pub version: Version,
+    pub extension: SdistExtension,
+}
+
+/// The archive formats of sdists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SdistExtension {
+    TarGz,
+    Zip,
+}
+
+/// Either kind of distribution filename.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DistFilename {
+    Wheel(WheelFilename),
+    Sdist(SdistFilename),
+}
+
+/// Why a filename could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FilenameError {
+    #[error("`{0}` is not a wheel or sdist filename (expected `.whl`, `.tar.gz` or `.zip`)")]
+    UnknownExtension(String),
+    #[error("wheel filename `{filename}` has {count} dash-separated components; expected 5 to 7")]
+    ComponentCount { filename: String, count: usize },
+    #[error("`{filename}` has an invalid distribution name `{name}`")]
+    InvalidName { filename: String, name: String },
+    #[error("`{filename}` has an invalid version `{version}`: {reason}")]
+    InvalidVersion {
+        filename: String,
+        version: String,
+        reason: String,
+    },
+    #[error("`{filename}` has an invalid build tag `{tag}` (it must start with a digit)")]
+    InvalidBuildTag { filename: String, tag: String },
+    #[error("`{filename}` has an empty or invalid tag in `{tag}`")]
+    InvalidTag { filename: String, tag: String },
+    #[error("`{filename}` has an invalid variant label `{label}` (allowed: `0-9 a-z _ .`)")]
+    InvalidVariantLabel { filename: String, label: String },
+    #[error("sdist filename `{0}` has no `-<version>` part")]
+    SdistWithoutVersion(String),
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+        && name.as_bytes()[0].is_ascii_alphanumeric()
+        && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric()
+}
+
+fn valid_tag_part(tag: &str) -> bool {
+    !tag.is_empty() && tag.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Whether a PEP 825 variant label is well formed: `^[0-9a-z_.]+$`. PEP 825 dropped the old
+/// 16-character limit, so any length is accepted.
+pub fn is_valid_variant_label(label: &str) -> bool {
+    !label.is_empty()
+        && label
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase() || b == b'_' || b == b'.')
+}
+
+fn parse_version(filename: &str, text: &str) -> Result<Version, FilenameError> {
+    text.parse::<Version>()
+        .map_err(|err| FilenameError::InvalidVersion {
+            filename: filename.to_string(),
+            version: text.to_string(),
+            reason: err.to_string(),
+        })
+}
+
+fn split_tags(filename: &str, component: &str) -> Result<Vec<String>, FilenameError> {
+    let tags: Vec<String> = component.split('.').map(str::to_string).collect();
+    if tags.iter().all(|t| valid_tag_part(t)) {
+        Ok(tags)
+    } else {
+        Err(FilenameError::InvalidTag {
+            filename: filename.to_string(),
+            tag: component.to_string(),
+        })
+    }
+}
+
+// A real example of this parser's input, from download.pytorch.org/whl/cu130/torch/:
+// `torch-2.10.0+cu130-cp310-cp310-manylinux_2_28_aarch64.whl`
+impl FromStr for WheelFilename {
+    type Err = FilenameError;
+
+    fn from_str(filename: &str) -> Result<Self, Self::Err> {
+        let stem = filename
+            .strip_suffix(".whl")
+            .ok_or_else(|| FilenameError::UnknownExtension(filename.to_string()))?;
+        let parts: Vec<&str> = stem.split('-').collect();
+        // PEP 825: six components are name, version, build, python, abi, platform when the third
+        // starts with a digit, otherwise name, version, python, abi, platform, label.
+        let (build, tags, label) = match parts.len() {
+            5 => (None, &parts[2..5], None),
+            6 if parts[2].as_bytes().first().is_some_and(u8::is_ascii_digit) => {
+                (Some(parts[2]), &parts[3..6], None)
+            }
+            6 => (None, &parts[2..5], Some(parts[5])),
+            7 => (Some(parts[2]), &parts[3..6], Some(parts[6])),
+            count => {
+                return Err(FilenameError::ComponentCount {
+                    filename: filename.to_string(),
+                    count,
+                });
+            }
+        };
+        let name = parts[0];
+        if !valid_name(name) {
+            return Err(FilenameError::InvalidName {
+                filename: filename.to_string(),
+                name: name.to_string(),
+            });
+        }
+        let version = parse_version(filename, parts[1])?;
+        let build_tag = build
+            .map(|tag| parse_build_tag(filename, tag))
+            .transpose()?;
+        if let Some(label) = label
+            && !is_valid_variant_label(label)
+        {
+            return Err(FilenameError::InvalidVariantLabel {
+                filename: filename.to_string(),
+                label: label.to_string(),
+            });
+        }
+        let local_label = parts[1].split_once('+').map(|(_, local)| local.to_string());
+        Ok(WheelFilename {
+            name: name.to_string(),
+            version,
+            build_tag,
+            python_tags: split_tags(filename, tags[0])?,
+            abi_tags: split_tags(filename, tags[1])?,
+            platform_tags: split_tags(filename, tags[2])?,
+            variant_label: label.map(str::to_string),
+            local_label,
+        })
+    }
+}
+
+fn parse_build_tag(filename: &str, tag: &str) -> Result<BuildTag, FilenameError> {
+    let error = || FilenameError::InvalidBuildTag {
+        filename: filename.to_string(),
+        tag: tag.to_string(),
+    };
+    let digits = tag.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || !valid_tag_part(tag) {
+        return Err(error());
+    }
+    let number = tag[..digits].parse().map_err(|_| error())?;
+    Ok(BuildTag {
+        number,
+        suffix: tag[digits..].to_string(),
+    })
+}
+
+impl WheelFilename {
+    /// The local version label as written (`cu128` for `2.9.0+cu128`).
+    pub fn local_label(&self) -> Option<&str> {
+        self.local_label.as_deref()
+    }
+
+    /// The backend named by the local version label (`+cu128`), if it names one.
+    pub fn label_backend(&self) -> Option<Backend> {
+        self.local_label
+            .as_deref()
+            .and_then(|label| label.parse().ok())
+    }
+}
+
+impl fmt::Display for WheelFilename {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.name, self.version)?;
+        if let Some(build) = &self.build_tag {
+            write!(f, "-{}{}", build.number, build.suffix)?;
+        }
+        write!(
+            f,
+            "-{}-{}-{}",
+            self.python_tags.join("."),
+            self.abi_tags.join("."),
+            self.platform_tags.join(".")
+        )?;
+        if let Some(label) = &self.variant_label {
+            write!(f, "-{label}")?;
+        }
+        f.write_str(".whl")
+    }
+}
+
+// A real example of this parser's input, from PyPI: `torch-2.9.0.tar.gz`; legacy names may keep
+// dashes in the project name (`python-dateutil-2.8.2.tar.gz`).
+impl FromStr for SdistFilename {
+    type Err = FilenameError;
+
+    fn from_str(filename: &str) -> Result<Self, Self::Err> {
+        let (stem, extension) = if let Some(stem) = filename.strip_suffix(".tar.gz") {
+            (stem, SdistExtension::TarGz)
+        } else if let Some(stem) = filename.strip_suffix(".zip") {
+            (stem, SdistExtension::Zip)
+        } else {
+            return Err(FilenameError::UnknownExtension(filename.to_string()));
+        };
+        // The version is the part after the last dash whose remainder parses as a version.
+        let mut split_at = None;
+        for (index, _) in stem.match_indices('-') {
+            if stem[index + 1..].parse::<Version>().is_ok() && valid_name(&stem[..index]) {
+                split_at = Some(index);
+                break;
+            }
+        }
+        let index =
+            split_at.ok_or_else(|| FilenameError::SdistWithoutVersion(filename.to_string()))?;
+        Ok(SdistFilename {
+            name: stem[..index].to_string(),
+            version: parse_version(filename, &stem[index + 1..])?,
+            extension,
+        })
+    }
+}
+
+impl FromStr for DistFilename {
+    type Err = FilenameError;
+
+    fn from_str(filename: &str) -> Result<Self, Self::Err> {
+        if std::path::Path::new(filename)
+            .extension()
+            .is_some_and(|ext| ext.eq_ignore_ascii_case("whl"))
+        {
+            filename.parse().map(DistFilename::Wheel)
+        } else {
+            filename.parse().map(DistFilename::Sdist)
+        }
+    }
+}
+
+impl DistFilename {
+    pub fn name(&self) -> &str {
+        match self {
+            DistFilename::Wheel(w) => &w.name,
+            DistFilename::Sdist(s) => &s.name,
+        }
+    }
+
+    pub fn version(&self) -> &Version {
+        match self {
+            DistFilename::Wheel(w) => &w.version,
+            DistFilename::Sdist(s) => &s.version,
+        }
+    }
+}
+
+/// Normalizes a project name per PEP 503: runs of `-`, `_`, `.` become one `-`, lowercased.
+pub fn normalize_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut pending_dash = false;
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            pending_dash = true;
+        } else {
+            if pending_dash && !out.is_empty() {
+                out.push('-');
+            }
+            pending_dash = false;
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_pytorch_wheel_with_local_label() {
+        let wheel: WheelFilename = "torch-2.10.0+cu130-cp310-cp310-manylinux_2_28_aarch64.whl"
+            .parse()
+            .unwrap();
+        assert_eq!(wheel.name, "torch");
+        assert_eq!(wheel.version.to_string(), "2.10.0+cu130");
+        assert_eq!(wheel.local_label(), Some("cu130"));
+        assert_eq!(wheel.label_backend(), Some("cu130".parse().unwrap()));
+        assert_eq!(wheel.platform_tags, ["manylinux_2_28_aarch64"]);
+        assert_eq!(wheel.variant_label, None);
+    }
+
+    #[test]
+    fn parses_build_tags_and_variant_labels_by_the_pep_825_rule() {
+        let wheel: WheelFilename = "torch-2.0.0-1-cp310-cp310-manylinux2014_aarch64.whl"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            wheel.build_tag,
+            Some(BuildTag {
+                number: 1,
+                suffix: String::new()
+            })
+        );
+        assert_eq!(wheel.variant_label, None);
+
+        let wheel: WheelFilename = "torch-2.9.0-cp313-cp313-manylinux_2_28_x86_64-cuda12.8.whl"
+            .parse()
+            .unwrap();
+        assert_eq!(wheel.variant_label.as_deref(), Some("cuda12.8"));
+        assert_eq!(wheel.build_tag, None);
+
+        let wheel: WheelFilename = "torch-2.9.0-cp313-cp313-macosx_11_0_arm64-null.whl"
+            .parse()
+            .unwrap();
+        assert_eq!(wheel.variant_label.as_deref(), Some("null"));
+
+        let wheel: WheelFilename = "numpy-2.3.2-1-cp313-cp313t-musllinux_1_2_x86_64-x86_64_v3.whl"
+            .parse()
+            .unwrap();
+        assert_eq!(wheel.build_tag.as_ref().map(|b| b.number), Some(1));
+        assert_eq!(wheel.variant_label.as_deref(), Some("x86_64_v3"));
+
+        assert!(matches!(
+            "foo-1.2.3-202206090410-py3-none-any-whoopsie-whoops.whl".parse::<WheelFilename>(),
+            Err(FilenameError::ComponentCount { count: 8, .. })
+        ));
+    }
+
+    #[test]
+    fn splits_compressed_tag_sets_and_round_trips() {
+        let text = "six-1.16.0-py2.py3-none-any.whl";
+        let wheel: WheelFilename = text.parse().unwrap();
+        assert_eq!(wheel.python_tags, ["py2", "py3"]);
+        assert_eq!(wheel.to_string(), text);
+        let text = "numpy-2.1.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl";
+        let wheel: WheelFilename = text.parse().unwrap();
+        assert_eq!(wheel.platform_tags.len(), 2);
+        assert_eq!(wheel.to_string(), text);
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        for bad in [
+            "",
+            ".whl",
+            "torch.whl",
+            "torch-2.9.0.whl",
+            "torch-notaversion-cp310-cp310-any.whl",
+            "-2.9.0-py3-none-any.whl",
+            "torch-2.9.0-py3--any.whl",
+            "torch-2.9.0-py3-none-any-UPPER.whl",
+            "torch-2.9.0-1-py3-none-any-Bad.whl",
+            "torch-2.9.0-1x!-py3-none-any.whl",
+        ] {
+            assert!(bad.parse::<WheelFilename>().is_err(), "{bad}");
+        }
+        assert!(matches!(
+            "torch-2.9.0.exe".parse::<DistFilename>(),
+            Err(FilenameError::UnknownExtension(_))
+        ));
+    }
+
+    #[test]
+    fn parses_sdists() {
+        let sdist: SdistFilename = "torch-2.9.0.tar.gz".parse().unwrap();
+        assert_eq!(
+            (sdist.name.as_str(), sdist.version.to_string().as_str()),
+            ("torch", "2.9.0")
+        );
+        let sdist: SdistFilename = "python-dateutil-2.8.2.tar.gz".parse().unwrap();
+        assert_eq!(sdist.name, "python-dateutil");
+        assert_eq!(sdist.extension, SdistExtension::TarGz);
+        assert!("noversion.tar.gz".parse::<SdistFilename>().is_err());
+        assert_eq!(
+            "Foo-1.0.zip".parse::<SdistFilename>().unwrap().extension,
+            SdistExtension::Zip
+        );
+    }
+
+    #[test]
+    fn normalizes_names() {
+        assert_eq!(normalize_name("Torch_Vision"), "torch-vision");
+        assert_eq!(normalize_name("a.-_b"), "a-b");
+        assert_eq!(normalize_name("pytorch-triton-rocm"), "pytorch-triton-rocm");
+    }
+}

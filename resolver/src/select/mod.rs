@@ -1,0 +1,13 @@
+//! Selection: for each package version, the one build that runs best on a machine, with a
+//! reason for every rejected build. The rules are DESIGN.md's "Selection rules".
+
+mod check;
+mod decide;
+mod page;
+mod reason;
+mod release;
+
+pub use decide::{Considered, Decision, Offer, Policy, catalog_offers, class_order, decide};
+pub use page::{Dropped, FileRef, PageSelection, VersionSelection, select_page};
+pub use reason::{OutrankedBecause, Rejection};
+pub use release::{ReleaseSelection, select_release};

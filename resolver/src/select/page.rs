@@ -1,0 +1,232 @@
+//! Selection over an index page: group a project's files by version and backend, decide per
+//! version, and say which files a per-machine page keeps.
+
+use std::collections::BTreeMap;
+
+use pep440_rs::Version;
+
+use crate::backend::Backend;
+use crate::catalog::Catalog;
+use crate::filename::{DistFilename, FilenameError, WheelFilename, normalize_name};
+use crate::machine::{Arch, Machine, Os, Platform};
+use crate::platform_tags::platform_matches;
+
+use super::decide::{Decision, Offer, Policy, decide};
+
+/// One file of a project page, as selection needs it.
+#[derive(Debug, Clone, Copy)]
+pub struct FileRef<'a> {
+    pub filename: &'a str,
+    /// The link as written on the page (its path may name the backend: `/whl/cu124/...`).
+    pub url: &'a str,
+}
+
+/// Why a file is left off a per-machine page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dropped {
+    /// Its backend was not chosen for its version.
+    NotChosen { backend: Backend },
+    /// A wheel-variant file (PEP 825): plain installers cannot parse its name.
+    Variant,
+    /// The filename is not a valid wheel or sdist name.
+    Unparseable(FilenameError),
+}
+
+/// The choice for one version of a project.
+#[derive(Debug, Clone)]
+pub struct VersionSelection {
+    /// The public version (without local label).
+    pub version: Version,
+    /// `None` when the version's files carry no backend (a pure-Python package): all kept.
+    pub decision: Option<Decision>,
+    /// Indices of the files a per-machine page keeps.
+    pub kept: Vec<usize>,
+}
+
+/// Selection over a whole project page.
+#[derive(Debug, Clone)]
+pub struct PageSelection {
+    pub project: String,
+    /// Newest version first.
+    pub versions: Vec<VersionSelection>,
+    /// Files left off, with the reason.
+    pub dropped: Vec<(usize, Dropped)>,
+}
+
+impl PageSelection {
+    /// Whether file `index` stays on the per-machine page.
+    pub fn keeps(&self, index: usize) -> bool {
+        self.versions.iter().any(|v| v.kept.contains(&index))
+    }
+}
+
+#[derive(Default)]
+struct VersionFiles {
+    /// Backend-specific wheels; `None` keys plain wheels of projects without a release train.
+    by_backend: BTreeMap<Option<Backend>, Vec<(usize, WheelFilename)>>,
+    /// Sdists and other backend-neutral files, always kept.
+    neutral: Vec<usize>,
+}
+
+/// Chooses, for every version on a project page, the build for `machine`.
+pub fn select_page(
+    catalog: &Catalog,
+    machine: &Machine,
+    policy: &Policy,
+    project: &str,
+    files: &[FileRef<'_>],
+) -> PageSelection {
+    let project = normalize_name(project);
+    let mut dropped = Vec::new();
+    let mut versions: BTreeMap<Version, VersionFiles> = BTreeMap::new();
+    let has_train = catalog.routes_to_pytorch(&project);
+    for (index, file) in files.iter().enumerate() {
+        if file.filename.ends_with("-variants.json") {
+            dropped.push((index, Dropped::Variant));
+            continue;
+        }
+        let parsed = match file.filename.parse::<DistFilename>() {
+            Ok(parsed) => parsed,
+            Err(err) => {
+                dropped.push((index, Dropped::Unparseable(err)));
+                continue;
+            }
+        };
+        let public = parsed.version().clone().without_local();
+        let entry = versions.entry(public.clone()).or_default();
+        match parsed {
+            DistFilename::Sdist(_) => entry.neutral.push(index),
+            DistFilename::Wheel(wheel) if wheel.variant_label.is_some() => {
+                dropped.push((index, Dropped::Variant))
+            }
+            DistFilename::Wheel(wheel) => {
+                let backend = wheel
+                    .label_backend()
+                    .or_else(|| backend_from_url(file.url))
+                    .or_else(|| {
+                        // An unlabelled wheel of a PyTorch release is the release's default build
+                        // for the wheel's platform (PyPI's torch on Linux x86_64 is a CUDA build).
+                        has_train
+                            .then(|| plain_backend(catalog, &project, &public, &wheel))
+                            .flatten()
+                    });
+                entry
+                    .by_backend
+                    .entry(backend)
+                    .or_default()
+                    .push((index, wheel));
+            }
+        }
+    }
+
+    let mut selections = Vec::new();
+    for (version, files) in versions.into_iter().rev() {
+        let labelled = files.by_backend.keys().any(Option::is_some);
+        if !labelled {
+            let mut kept = files.neutral;
+            kept.extend(files.by_backend.into_values().flatten().map(|(i, _)| i));
+            kept.sort_unstable();
+            selections.push(VersionSelection {
+                version,
+                decision: None,
+                kept,
+            });
+            continue;
+        }
+        let train = catalog.train_release(&project, &version);
+        let offers: Vec<Offer> = files
+            .by_backend
+            .iter()
+            .filter_map(|(backend, wheels)| {
+                backend.as_ref().map(|backend| Offer {
+                    backend: backend.clone(),
+                    has_platform_file: wheels
+                        .iter()
+                        .any(|(_, w)| platform_matches(machine, &w.platform_tags)),
+                })
+            })
+            .collect();
+        let mut decision = decide(catalog, machine, policy, train.release, &offers);
+        if let Some(inferred) = &train.inferred {
+            decision.notes.insert(0, inferred.to_string());
+        }
+        let mut kept = files.neutral;
+        for (backend, wheels) in files.by_backend {
+            match backend {
+                Some(backend) if Some(&backend) == decision.chosen.as_ref() => {
+                    kept.extend(wheels.iter().map(|(i, _)| *i))
+                }
+                Some(backend) => dropped.extend(wheels.iter().map(|(i, _)| {
+                    (
+                        *i,
+                        Dropped::NotChosen {
+                            backend: backend.clone(),
+                        },
+                    )
+                })),
+                // Plain wheels beside labelled ones, in a project without a release train: of
+                // unknown build, so they are served only when no labelled build was chosen.
+                None if decision.chosen.is_none() => kept.extend(wheels.iter().map(|(i, _)| *i)),
+                None => {}
+            }
+        }
+        kept.sort_unstable();
+        selections.push(VersionSelection {
+            version,
+            decision: Some(decision),
+            kept,
+        });
+    }
+    dropped.sort_by_key(|(i, _)| *i);
+    PageSelection {
+        project,
+        versions: selections,
+        dropped,
+    }
+}
+
+/// The backend named by the directory of a link (`/whl/cu124/torch-2.5.0-...whl`), which
+/// download.pytorch.org uses for the few wheels that carry no local label.
+fn backend_from_url(url: &str) -> Option<Backend> {
+    let path = url.split(['#', '?']).next().unwrap_or_default();
+    let mut segments = path.rsplit('/');
+    segments.next()?;
+    segments.next()?.parse().ok()
+}
+
+fn plain_backend(
+    catalog: &Catalog,
+    project: &str,
+    version: &Version,
+    wheel: &WheelFilename,
+) -> Option<Backend> {
+    let platform = wheel_platform(wheel)?;
+    let train = catalog.train_release(project, version);
+    catalog.plain_backend(train.release, platform)
+}
+
+/// The platform a wheel is built for, from its first platform tag.
+fn wheel_platform(wheel: &WheelFilename) -> Option<Platform> {
+    let tag = wheel.platform_tags.first()?;
+    let (os, arch) = if tag.starts_with("macosx_") {
+        (
+            Os::Macos,
+            if tag.ends_with("_x86_64") {
+                Arch::X86_64
+            } else {
+                Arch::Aarch64
+            },
+        )
+    } else if tag == "win_amd64" {
+        (Os::Windows, Arch::X86_64)
+    } else if tag == "win_arm64" {
+        (Os::Windows, Arch::Aarch64)
+    } else if tag.ends_with("_x86_64") {
+        (Os::Linux, Arch::X86_64)
+    } else if tag.ends_with("_aarch64") {
+        (Os::Linux, Arch::Aarch64)
+    } else {
+        return None;
+    };
+    Some(Platform { os, arch })
+}

@@ -1,0 +1,3 @@
+//! Integration tests of wheelgate-resolver, one module per area.
+
+mod scenarios;
