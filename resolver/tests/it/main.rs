@@ -1,3 +1,4 @@
 //! Integration tests of wheelgate-resolver, one module per area.
 
+mod page;
 mod scenarios;
