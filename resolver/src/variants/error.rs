@@ -1,0 +1,68 @@
+//! The one error type of the wheel-variants module.
+
+/// Why variant metadata (a `{name}-{version}-variants.json` file, a wheel's
+/// `*.dist-info/variant.json`, or a variant label) was rejected.
+///
+/// Paths are written like JSON pointers (`/variants/cuda12.8/nvidia/sm_arch`) so that labels
+/// containing dots stay readable. Offending names are shortened to 80 characters, so that a
+/// hostile file cannot flood a log.
+#[derive(Debug, thiserror::Error)]
+pub enum VariantsError {
+    /// The text is not JSON at all (or nests deeper than `serde_json`'s limit).
+    #[error("variant metadata is not valid JSON (line {line}, column {column})")]
+    Json {
+        line: usize,
+        column: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A required key is absent.
+    #[error("variant metadata has no `{path}`")]
+    Missing { path: String },
+    /// A key holds the wrong kind of JSON value.
+    #[error("`{path}` must be {expected}")]
+    WrongType {
+        path: String,
+        expected: &'static str,
+    },
+    /// The same key appears twice in one object, so its meaning is ambiguous.
+    #[error("`{path}` lists `{key}` twice")]
+    DuplicateKey { path: String, key: String },
+    /// A variant label outside `^[0-9a-z_.]+$`.
+    #[error(
+        "`{label}` is not a valid variant label (expected lowercase letters, digits, `_` and `.`)"
+    )]
+    InvalidLabel { label: String },
+    /// A namespace outside `^[a-z0-9_]+$`.
+    #[error(
+        "`{name}` at `{path}` is not a valid variant namespace (expected lowercase letters, digits and `_`)"
+    )]
+    InvalidNamespace { path: String, name: String },
+    /// A feature name outside `^[a-z0-9_]+$`.
+    #[error(
+        "`{name}` at `{path}` is not a valid variant feature (expected lowercase letters, digits and `_`)"
+    )]
+    InvalidFeature { path: String, name: String },
+    /// A feature value outside `^[a-z0-9_.]+$`.
+    #[error(
+        "`{value}` at `{path}` is not a valid variant value (expected lowercase letters, digits, `_` and `.`)"
+    )]
+    InvalidValue { path: String, value: String },
+    /// A feature of a variant with an empty value list, which no machine could ever satisfy.
+    #[error("`{path}` lists no values")]
+    EmptyValues { path: String },
+    /// A wheel's `variant.json` that does not describe exactly one variant.
+    #[error(
+        "a wheel's `variant.json` must describe exactly one variant, this one describes {count}"
+    )]
+    NotOneVariant { count: usize },
+}
+
+/// Caps a name taken from untrusted input before it goes into an error message.
+pub(crate) fn shorten(text: &str) -> String {
+    const LIMIT: usize = 80;
+    match text.char_indices().nth(LIMIT) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_string(),
+    }
+}
