@@ -6,16 +6,20 @@
 //! - [`filename`]: wheel and sdist filenames (PEP 427, PEP 625, PEP 825 variant labels);
 //! - [`platform_tags`]: whether a wheel's platform tags run on a machine (PEP 425, 600, 656);
 //! - [`backend`] and [`version`]: `cu128`, `rocm6.4`, driver versions, compute capabilities;
+//! - [`index`]: simple-index pages (PEP 503 HTML, PEP 691 JSON), parsed and rendered;
 //! - [`machine`]: the machine description selection works from;
 //! - [`catalog`]: what each PyTorch build needs, as data, with inference for unknown builds;
 //! - [`select`]: the choice per version, with a reason for every rejected build;
+//! - [`variants`]: wheel variants (PEP 817, PEP 825): labels, `*-variants.json`, PEP 825 ordering;
 
 pub mod backend;
 pub mod catalog;
 pub mod filename;
+pub mod index;
 pub mod machine;
 pub mod platform_tags;
 pub mod select;
+pub mod variants;
 pub mod version;
 
 pub use backend::{Backend, BackendKind};
