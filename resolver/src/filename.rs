@@ -114,37 +114,51 @@ fn parse_version(filename: &str, text: &str) -> Result<Version, FilenameError> {
         })
 }
 
-fn split_tags(filename: &str, component: &str) -> Result<Vec<String>, FilenameError> {
-    let tags: Vec<String> = component.split('.').map(str::to_string).collect();
-    if tags.iter().all(|t| valid_tag_part(t)) {
-        Ok(tags)
-    } else {
-        Err(FilenameError::InvalidTag {
-            filename: filename.to_string(),
-            tag: component.to_string(),
-        })
-    }
+/// A wheel filename split into borrowed, validated components, the version not yet parsed: the
+/// cheap first step of [`WheelFilename`] parsing, used directly where a page of thousands of
+/// names is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WheelParts<'a> {
+    pub name: &'a str,
+    /// The version as written, local label included (`2.9.0+cu128`).
+    pub version: &'a str,
+    pub build: Option<&'a str>,
+    /// The compressed tag sets as written (`py2.py3`).
+    pub python: &'a str,
+    pub abi: &'a str,
+    pub platform: &'a str,
+    pub variant_label: Option<&'a str>,
 }
 
-// A real example of this parser's input, from download.pytorch.org/whl/cu130/torch/:
-// `torch-2.10.0+cu130-cp310-cp310-manylinux_2_28_aarch64.whl`
-impl FromStr for WheelFilename {
-    type Err = FilenameError;
-
-    fn from_str(filename: &str) -> Result<Self, Self::Err> {
+impl<'a> WheelParts<'a> {
+    // A real example of this parser's input, from download.pytorch.org/whl/cu130/torch/:
+    // `torch-2.10.0+cu130-cp310-cp310-manylinux_2_28_aarch64.whl`
+    /// Splits and validates a wheel filename without parsing its version.
+    pub fn split(filename: &'a str) -> Result<Self, FilenameError> {
         let stem = filename
             .strip_suffix(".whl")
             .ok_or_else(|| FilenameError::UnknownExtension(filename.to_string()))?;
-        let parts: Vec<&str> = stem.split('-').collect();
+        let mut parts = [""; 7];
+        let mut count = 0;
+        for part in stem.split('-') {
+            if count < parts.len() {
+                parts[count] = part;
+            }
+            count += 1;
+        }
         // PEP 825: six components are name, version, build, python, abi, platform when the third
         // starts with a digit, otherwise name, version, python, abi, platform, label.
-        let (build, tags, label) = match parts.len() {
-            5 => (None, &parts[2..5], None),
+        let (build, tags, label) = match count {
+            5 => (None, [parts[2], parts[3], parts[4]], None),
             6 if parts[2].as_bytes().first().is_some_and(u8::is_ascii_digit) => {
-                (Some(parts[2]), &parts[3..6], None)
+                (Some(parts[2]), [parts[3], parts[4], parts[5]], None)
             }
-            6 => (None, &parts[2..5], Some(parts[5])),
-            7 => (Some(parts[2]), &parts[3..6], Some(parts[6])),
+            6 => (None, [parts[2], parts[3], parts[4]], Some(parts[5])),
+            7 => (
+                Some(parts[2]),
+                [parts[3], parts[4], parts[5]],
+                Some(parts[6]),
+            ),
             count => {
                 return Err(FilenameError::ComponentCount {
                     filename: filename.to_string(),
@@ -159,10 +173,30 @@ impl FromStr for WheelFilename {
                 name: name.to_string(),
             });
         }
-        let version = parse_version(filename, parts[1])?;
-        let build_tag = build
-            .map(|tag| parse_build_tag(filename, tag))
-            .transpose()?;
+        if parts[1].is_empty() {
+            return Err(FilenameError::InvalidVersion {
+                filename: filename.to_string(),
+                version: String::new(),
+                reason: "the version is empty".to_string(),
+            });
+        }
+        if let Some(tag) = build {
+            let digits = tag.bytes().take_while(u8::is_ascii_digit).count();
+            if digits == 0 || !valid_tag_part(tag) {
+                return Err(FilenameError::InvalidBuildTag {
+                    filename: filename.to_string(),
+                    tag: tag.to_string(),
+                });
+            }
+        }
+        for component in tags {
+            if !component.split('.').all(valid_tag_part) {
+                return Err(FilenameError::InvalidTag {
+                    filename: filename.to_string(),
+                    tag: component.to_string(),
+                });
+            }
+        }
         if let Some(label) = label
             && !is_valid_variant_label(label)
         {
@@ -171,16 +205,46 @@ impl FromStr for WheelFilename {
                 label: label.to_string(),
             });
         }
-        let local_label = parts[1].split_once('+').map(|(_, local)| local.to_string());
+        Ok(WheelParts {
+            name,
+            version: parts[1],
+            build,
+            python: tags[0],
+            abi: tags[1],
+            platform: tags[2],
+            variant_label: label,
+        })
+    }
+
+    /// The local version label as written (`cu128` for `2.9.0+cu128`).
+    pub fn local_label(&self) -> Option<&'a str> {
+        self.version.split_once('+').map(|(_, local)| local)
+    }
+
+    /// The platform tags of the compressed set.
+    pub fn platform_tags(&self) -> impl Iterator<Item = &'a str> + use<'a> {
+        self.platform.split('.')
+    }
+}
+
+impl FromStr for WheelFilename {
+    type Err = FilenameError;
+
+    fn from_str(filename: &str) -> Result<Self, Self::Err> {
+        let parts = WheelParts::split(filename)?;
+        let split = |tags: &str| tags.split('.').map(str::to_string).collect::<Vec<_>>();
         Ok(WheelFilename {
-            name: name.to_string(),
-            version,
-            build_tag,
-            python_tags: split_tags(filename, tags[0])?,
-            abi_tags: split_tags(filename, tags[1])?,
-            platform_tags: split_tags(filename, tags[2])?,
-            variant_label: label.map(str::to_string),
-            local_label,
+            name: parts.name.to_string(),
+            version: parse_version(filename, parts.version)?,
+            build_tag: parts
+                .build
+                .map(|tag| parse_build_tag(filename, tag))
+                .transpose()?,
+            python_tags: split(parts.python),
+            abi_tags: split(parts.abi),
+            platform_tags: split(parts.platform),
+            variant_label: parts.variant_label.map(str::to_string),
+            local_label: parts.local_label().map(str::to_string),
         })
     }
 }

@@ -6,8 +6,13 @@ use crate::version::DottedVersion;
 
 /// Whether any of `platform_tags` runs on `machine`. Python and ABI tags are left to the
 /// installer, which knows its interpreter.
-pub fn platform_matches(machine: &Machine, platform_tags: &[String]) -> bool {
-    platform_tags.iter().any(|tag| tag_matches(machine, tag))
+pub fn platform_matches<'t>(
+    machine: &Machine,
+    platform_tags: impl IntoIterator<Item = &'t str>,
+) -> bool {
+    platform_tags
+        .into_iter()
+        .any(|tag| tag_matches(machine, tag))
 }
 
 fn tag_matches(machine: &Machine, tag: &str) -> bool {
@@ -97,7 +102,7 @@ mod tests {
     }
 
     fn matches(machine: &Machine, tag: &str) -> bool {
-        platform_matches(machine, &[tag.to_string()])
+        platform_matches(machine, [tag])
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::reason::{OutrankedBecause, Rejection, kind_name};
 /// How a site wants selection to lean.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
-    /// Serve exactly this backend (like download.pytorch.org/whl/<backend>/), whatever the probes
+    /// Serve exactly this backend (like `download.pytorch.org/whl/<backend>/`), whatever the probes
     /// say. A version not built for it gets no files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned: Option<Backend>,
@@ -110,7 +110,8 @@ pub fn decide(
             }),
         }
     }
-    usable.sort_by_key(|b| preference_key(machine, policy, b));
+    let classes = class_order(machine);
+    usable.sort_by_key(|b| preference_key(&classes, policy, b));
     usable.dedup();
     notes.dedup();
 
@@ -184,11 +185,10 @@ fn outranked_because(policy: &Policy, by: &Backend, loser: &Backend) -> Outranke
 /// Sort key, smallest first: the accelerator class of the machine's best device first (discrete
 /// before integrated), CPU last; within a class the site's preferences, then the newest.
 fn preference_key(
-    machine: &Machine,
+    classes: &[BackendKind],
     policy: &Policy,
     backend: &Backend,
 ) -> (usize, usize, std::cmp::Reverse<Backend>) {
-    let classes = class_order(machine);
     let class_rank = classes
         .iter()
         .position(|k| *k == backend.kind())

@@ -1,13 +1,13 @@
 //! Selection over an index page: group a project's files by version and backend, decide per
 //! version, and say which files a per-machine page keeps.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use pep440_rs::Version;
 
 use crate::backend::Backend;
 use crate::catalog::Catalog;
-use crate::filename::{DistFilename, FilenameError, WheelFilename, normalize_name};
+use crate::filename::{FilenameError, SdistFilename, WheelParts, normalize_name};
 use crate::machine::{Arch, Machine, Os, Platform};
 use crate::platform_tags::platform_matches;
 
@@ -61,9 +61,9 @@ impl PageSelection {
 }
 
 #[derive(Default)]
-struct VersionFiles {
+struct VersionFiles<'a> {
     /// Backend-specific wheels; `None` keys plain wheels of projects without a release train.
-    by_backend: BTreeMap<Option<Backend>, Vec<(usize, WheelFilename)>>,
+    by_backend: BTreeMap<Option<Backend>, Vec<(usize, WheelParts<'a>)>>,
     /// Sdists and other backend-neutral files, always kept.
     neutral: Vec<usize>,
 }
@@ -78,47 +78,7 @@ pub fn select_page(
 ) -> PageSelection {
     let project = normalize_name(project);
     let mut dropped = Vec::new();
-    let mut versions: BTreeMap<Version, VersionFiles> = BTreeMap::new();
-    let has_train = catalog.routes_to_pytorch(&project);
-    for (index, file) in files.iter().enumerate() {
-        if file.filename.ends_with("-variants.json") {
-            dropped.push((index, Dropped::Variant));
-            continue;
-        }
-        let parsed = match file.filename.parse::<DistFilename>() {
-            Ok(parsed) => parsed,
-            Err(err) => {
-                dropped.push((index, Dropped::Unparseable(err)));
-                continue;
-            }
-        };
-        let public = parsed.version().clone().without_local();
-        let entry = versions.entry(public.clone()).or_default();
-        match parsed {
-            DistFilename::Sdist(_) => entry.neutral.push(index),
-            DistFilename::Wheel(wheel) if wheel.variant_label.is_some() => {
-                dropped.push((index, Dropped::Variant))
-            }
-            DistFilename::Wheel(wheel) => {
-                let backend = wheel
-                    .label_backend()
-                    .or_else(|| backend_from_url(file.url))
-                    .or_else(|| {
-                        // An unlabelled wheel of a PyTorch release is the release's default build
-                        // for the wheel's platform (PyPI's torch on Linux x86_64 is a CUDA build).
-                        has_train
-                            .then(|| plain_backend(catalog, &project, &public, &wheel))
-                            .flatten()
-                    });
-                entry
-                    .by_backend
-                    .entry(backend)
-                    .or_default()
-                    .push((index, wheel));
-            }
-        }
-    }
-
+    let versions = group_by_version(catalog, &project, files, &mut dropped);
     let mut selections = Vec::new();
     for (version, files) in versions.into_iter().rev() {
         let labelled = files.by_backend.keys().any(Option::is_some);
@@ -142,7 +102,7 @@ pub fn select_page(
                     backend: backend.clone(),
                     has_platform_file: wheels
                         .iter()
-                        .any(|(_, w)| platform_matches(machine, &w.platform_tags)),
+                        .any(|(_, w)| platform_matches(machine, w.platform_tags())),
                 })
             })
             .collect();
@@ -154,7 +114,7 @@ pub fn select_page(
         for (backend, wheels) in files.by_backend {
             match backend {
                 Some(backend) if Some(&backend) == decision.chosen.as_ref() => {
-                    kept.extend(wheels.iter().map(|(i, _)| *i))
+                    kept.extend(wheels.iter().map(|(i, _)| *i));
                 }
                 Some(backend) => dropped.extend(wheels.iter().map(|(i, _)| {
                     (
@@ -166,7 +126,9 @@ pub fn select_page(
                 })),
                 // Plain wheels beside labelled ones, in a project without a release train: of
                 // unknown build, so they are served only when no labelled build was chosen.
-                None if decision.chosen.is_none() => kept.extend(wheels.iter().map(|(i, _)| *i)),
+                None if decision.chosen.is_none() => {
+                    kept.extend(wheels.iter().map(|(i, _)| *i));
+                }
                 None => {}
             }
         }
@@ -185,6 +147,93 @@ pub fn select_page(
     }
 }
 
+/// Groups a page's files by public version and backend; what cannot be served goes to `dropped`.
+fn group_by_version<'a>(
+    catalog: &Catalog,
+    project: &str,
+    files: &[FileRef<'a>],
+    dropped: &mut Vec<(usize, Dropped)>,
+) -> BTreeMap<Version, VersionFiles<'a>> {
+    let mut versions: BTreeMap<Version, VersionFiles<'_>> = BTreeMap::new();
+    let has_train = catalog.routes_to_pytorch(project);
+    // A page repeats each version and local label once per Python and platform: parse each
+    // distinct text once.
+    let mut parsed_versions: HashMap<&str, Option<Version>> = HashMap::new();
+    let mut parsed_labels: HashMap<&str, Option<Backend>> = HashMap::new();
+    for (index, file) in files.iter().enumerate() {
+        if file.filename.ends_with("-variants.json") {
+            dropped.push((index, Dropped::Variant));
+            continue;
+        }
+        if !has_extension(file.filename, "whl") {
+            match file.filename.parse::<SdistFilename>() {
+                Ok(sdist) => versions
+                    .entry(sdist.version.without_local())
+                    .or_default()
+                    .neutral
+                    .push(index),
+                Err(err) => dropped.push((index, Dropped::Unparseable(err))),
+            }
+            continue;
+        }
+        let wheel = match WheelParts::split(file.filename) {
+            Ok(wheel) => wheel,
+            Err(err) => {
+                dropped.push((index, Dropped::Unparseable(err)));
+                continue;
+            }
+        };
+        let public = parsed_versions.entry(wheel.version).or_insert_with(|| {
+            wheel
+                .version
+                .parse::<Version>()
+                .ok()
+                .map(Version::without_local)
+        });
+        let Some(public) = public.clone() else {
+            let err = file
+                .filename
+                .parse::<crate::filename::WheelFilename>()
+                .expect_err("the version did not parse");
+            dropped.push((index, Dropped::Unparseable(err)));
+            continue;
+        };
+        if wheel.variant_label.is_some() {
+            dropped.push((index, Dropped::Variant));
+            continue;
+        }
+        let label_backend = wheel.local_label().and_then(|label| {
+            parsed_labels
+                .entry(label)
+                .or_insert_with(|| label.parse().ok())
+                .clone()
+        });
+        let backend = label_backend
+            .or_else(|| backend_from_url(file.url))
+            .or_else(|| {
+                // An unlabelled wheel of a PyTorch release is the release's default build for the
+                // wheel's platform (PyPI's torch on Linux x86_64 is a CUDA build).
+                has_train
+                    .then(|| plain_backend(catalog, project, &public, &wheel))
+                    .flatten()
+            });
+        versions
+            .entry(public)
+            .or_default()
+            .by_backend
+            .entry(backend)
+            .or_default()
+            .push((index, wheel));
+    }
+    versions
+}
+
+fn has_extension(filename: &str, extension: &str) -> bool {
+    std::path::Path::new(filename)
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case(extension))
+}
+
 /// The backend named by the directory of a link (`/whl/cu124/torch-2.5.0-...whl`), which
 /// download.pytorch.org uses for the few wheels that carry no local label.
 fn backend_from_url(url: &str) -> Option<Backend> {
@@ -198,7 +247,7 @@ fn plain_backend(
     catalog: &Catalog,
     project: &str,
     version: &Version,
-    wheel: &WheelFilename,
+    wheel: &WheelParts<'_>,
 ) -> Option<Backend> {
     let platform = wheel_platform(wheel)?;
     let train = catalog.train_release(project, version);
@@ -206,8 +255,8 @@ fn plain_backend(
 }
 
 /// The platform a wheel is built for, from its first platform tag.
-fn wheel_platform(wheel: &WheelFilename) -> Option<Platform> {
-    let tag = wheel.platform_tags.first()?;
+fn wheel_platform(wheel: &WheelParts<'_>) -> Option<Platform> {
+    let tag = wheel.platform_tags().next()?;
     let (os, arch) = if tag.starts_with("macosx_") {
         (
             Os::Macos,
