@@ -1,0 +1,62 @@
+//! The interface between the NVIDIA probe and a GPU library (NVML, libcuda), so the probe can be
+//! tested with a library that fails in any way without loading a real one.
+
+use std::fmt;
+
+use wheelgate_resolver::{ComputeCapability, CudaVersion, DottedVersion};
+
+/// What a GPU library reported.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LibraryReport {
+    /// Driver version (NVML only).
+    pub driver_version: Option<DottedVersion>,
+    /// Highest CUDA version the driver supports.
+    pub cuda_version: Option<CudaVersion>,
+    /// The GPUs the library can use, in its order.
+    pub gpus: Vec<LibraryGpu>,
+}
+
+/// One GPU as a library reports it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LibraryGpu {
+    pub name: Option<String>,
+    pub compute_capability: Option<ComputeCapability>,
+    /// Integrated GPU (Jetson), where the library says.
+    pub integrated: Option<bool>,
+}
+
+/// Why a library gave no answer. [`LibraryError::NotFound`] is the normal case on a machine
+/// without NVIDIA's driver and is only logged at debug level.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LibraryError {
+    #[error("not found (tried {0})")]
+    NotFound(String),
+    #[error("`{library}` has no symbol `{symbol}`")]
+    MissingSymbol { library: String, symbol: String },
+    #[error("`{function}` failed with code {code}{}", describe(.message.as_deref()))]
+    Call {
+        function: &'static str,
+        code: i64,
+        message: Option<String>,
+    },
+    #[error("this platform has no such library")]
+    Unsupported,
+}
+
+fn describe(message: Option<&str>) -> String {
+    message.map(|m| format!(" ({m})")).unwrap_or_default()
+}
+
+/// A GPU library the NVIDIA probe can ask.
+pub trait NvidiaLibrary: Send + Sync {
+    /// Name shown as the source of facts (`NVML`, `libcuda`).
+    fn name(&self) -> &'static str;
+    /// Loads the library if needed and asks it.
+    fn query(&self) -> Result<LibraryReport, LibraryError>;
+}
+
+impl fmt::Debug for dyn NvidiaLibrary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
