@@ -1519,36 +1519,4 @@ mod tests {
             }
         }
     }
-
-    /// Throughput on the real page; run with
-    /// `cargo test --release -p wheelgate-resolver index::html::tests::throughput -- --ignored --nocapture`.
-    #[test]
-    #[ignore = "timing; run by hand in release mode"]
-    fn throughput() {
-        let Some(html) = fixture("whl_cu130_torch.html") else {
-            return;
-        };
-        let rounds = 2_000;
-        let started = std::time::Instant::now();
-        let mut files = 0;
-        for _ in 0..rounds {
-            files += parse_project_html(std::hint::black_box(&html))
-                .unwrap()
-                .files
-                .len();
-        }
-        let elapsed = started.elapsed();
-        #[allow(clippy::cast_precision_loss)]
-        let mb_per_s = (html.len() * rounds) as f64 / elapsed.as_secs_f64() / 1e6;
-        println!("parse_project_html: {mb_per_s:.0} MB/s ({files} files)");
-        let page = parse_project_html(&html).unwrap();
-        let started = std::time::Instant::now();
-        let mut bytes = 0;
-        for _ in 0..rounds {
-            bytes += render_project_html(std::hint::black_box(&page)).len();
-        }
-        #[allow(clippy::cast_precision_loss)]
-        let mb_per_s = bytes as f64 / started.elapsed().as_secs_f64() / 1e6;
-        println!("render_project_html: {mb_per_s:.0} MB/s");
-    }
 }
