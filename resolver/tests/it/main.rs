@@ -1,4 +1,5 @@
 //! Integration tests of wheelgate-resolver, one module per area.
 
+mod garbage;
 mod page;
 mod scenarios;
