@@ -10,6 +10,7 @@
 //! - [`machine`]: the machine description selection works from;
 //! - [`catalog`]: what each PyTorch build needs, as data, with inference for unknown builds;
 //! - [`select`]: the choice per version, with a reason for every rejected build;
+//! - [`token`]: a machine as one short path-safe URL segment (`/m/<token>/`), round-tripping;
 //! - [`variants`]: wheel variants (PEP 817, PEP 825): labels, `*-variants.json`, PEP 825 ordering;
 
 pub mod backend;
@@ -19,6 +20,7 @@ pub mod index;
 pub mod machine;
 pub mod platform_tags;
 pub mod select;
+pub mod token;
 pub mod variants;
 pub mod version;
 
