@@ -84,14 +84,26 @@ pub fn scan(sysroot: &Sysroot) -> (Vec<PciDevice>, Fact) {
             Err((path, reason)) => trail.failed(Source::File(path), reason),
         }
     }
-    let shown: Vec<String> = devices
-        .iter()
-        .map(|d| format!("{:04x}:{:04x}@{}", d.vendor, d.device, d.address))
-        .collect();
+    // `10de:2330 x8, 102b:0536`: ids in bus order, identical ones counted.
+    let mut shown: Vec<(String, usize)> = Vec::new();
+    for device in &devices {
+        let id = format!("{:04x}:{:04x}", device.vendor, device.device);
+        match shown.iter_mut().find(|(seen, _)| *seen == id) {
+            Some((_, count)) => *count += 1,
+            None => shown.push((id, 1)),
+        }
+    }
     let value = if shown.is_empty() {
         "none".to_string()
     } else {
-        shown.join(" ")
+        shown
+            .iter()
+            .map(|(id, count)| match count {
+                1 => id.clone(),
+                _ => format!("{id} x{count}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     };
     (devices, trail.found(value, Source::File(DEVICES.into())))
 }

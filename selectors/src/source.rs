@@ -116,6 +116,18 @@ impl Trail {
         }
     }
 
+    /// Closes the trail with the answer "there is none" (no device of a vendor): every place
+    /// looked at is in the trail.
+    pub fn none(self) -> Fact {
+        debug!(fact = %self.name, "none");
+        Fact {
+            name: self.name,
+            value: Some("none".to_string()),
+            source: None,
+            tried: self.tried,
+        }
+    }
+
     /// Closes the trail without a value.
     pub fn not_found(self) -> Fact {
         debug!(fact = %self.name, "no source answered");

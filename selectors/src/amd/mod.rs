@@ -117,12 +117,8 @@ pub fn probe(
     };
     let (gpus, gpu_sources): (Vec<AmdGpu>, Vec<Source>) = found.into_iter().unzip();
 
-    if gpus.is_empty() && list_source.is_none() {
-        facts.push(list_trail.not_found());
-        return Ok(None);
-    }
     if gpus.is_empty() {
-        facts.push(list_trail.found("none", list_source.expect("checked above")));
+        facts.push(list_trail.none());
         return Ok(None);
     }
 
@@ -170,14 +166,18 @@ fn read_kfd(
         Ok(nodes) => nodes,
         Err(error) => {
             trail.failed(Source::File(NODES.into()), error);
-            if let Some(device) = pci.iter().find(|d| d.vendor == pci::AMD) {
-                trail.failed(
+            match pci.iter().find(|d| d.vendor == pci::AMD) {
+                Some(device) => trail.failed(
                     Source::File(format!("/sys/bus/pci/devices/{}", device.address)),
                     format!(
                         "AMD display device `1002:{:04x}` without the amdgpu driver's KFD: ROCm cannot use it",
                         device.device
                     ),
-                );
+                ),
+                None => trail.failed(
+                    Source::File("/sys/bus/pci/devices".into()),
+                    "no amdgpu KFD topology and no AMD display device",
+                ),
             }
             return (None, Vec::new());
         }

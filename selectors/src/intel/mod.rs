@@ -41,6 +41,12 @@ pub fn probe(
     }
     let devices: Vec<&PciDevice> = pci.iter().filter(|d| d.vendor == pci::INTEL).collect();
     if devices.is_empty() {
+        let mut trail = Trail::new("intel.gpus");
+        trail.failed(
+            Source::File("/sys/bus/pci/devices".into()),
+            "no Intel display device",
+        );
+        facts.push(trail.none());
         return Ok(None);
     }
     // The XPU runtime reaches a GPU through its DRM render node; without one (a container that

@@ -227,14 +227,15 @@ fn absent(driver_trail: &Trail, linux: bool) -> crate::source::Fact {
     for attempt in driver_trail.tried() {
         trail.failed(attempt.source.clone(), &attempt.reason);
     }
-    trail.failed(
-        Source::File("/sys/bus/pci/devices".into()),
-        "no PCI display device with vendor `10de`",
-    );
     if linux {
         trail.failed(Source::File(DEVICE_TREE_COMPATIBLE.into()), "no Tegra chip");
+        trail.failed(Source::File(WSL_DXG.into()), "not WSL2 with a GPU");
     }
-    trail.not_found()
+    trail.failed(
+        Source::File("/sys/bus/pci/devices".into()),
+        "no NVIDIA kernel module, PCI device, Tegra chip or WSL2 GPU",
+    );
+    trail.none()
 }
 
 /// Asks NVML, then libcuda; the first that answers wins.

@@ -1,0 +1,78 @@
+//! The command line: subcommands, their arguments, and their errors.
+//!
+//! Each subcommand lives in its own file (`detect.rs`; `select.rs` and the server's commands
+//! join here). Commands that need no network (`detect`) run without starting an async runtime,
+//! so they stay fast.
+
+pub mod detect;
+pub mod logging;
+
+use clap::{Parser, Subcommand};
+
+/// Stable exit codes: scripts may rely on them.
+pub mod exit {
+    /// Success.
+    pub const OK: u8 = 0;
+    /// The command ran and failed (an invalid override, an unwritable output).
+    pub const FAILURE: u8 = 1;
+    /// The command line or the logging setup is invalid (clap uses 2 for usage errors too).
+    pub const USAGE: u8 = 2;
+}
+
+/// Environment variable choosing the log format (`text` or `json`), like `--log-format`.
+pub const LOG_FORMAT_VAR: &str = "WHEELGATE_LOG_FORMAT";
+
+/// wheelgate: the right PyTorch wheel for every machine, through one index URL.
+///
+/// Logging follows `RUST_LOG` (for example `RUST_LOG=wheelgate_selectors=debug` shows every
+/// source each probe tried).
+#[derive(Debug, Parser)]
+#[command(name = "wheelgate", version, about, long_about = None)]
+pub struct Cli {
+    /// Log format on standard error.
+    #[arg(long, global = true, env = LOG_FORMAT_VAR, value_enum, default_value_t = logging::LogFormat::Text)]
+    pub log_format: logging::LogFormat,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Describe this machine (or a captured tree): platform, GPUs, drivers, and where each fact
+    /// came from.
+    Detect(detect::DetectArgs),
+}
+
+/// Why a subcommand failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Detect(#[from] detect::DetectCommandError),
+}
+
+/// Runs one subcommand.
+pub fn run(command: Command) -> Result<(), CliError> {
+    match command {
+        Command::Detect(args) => detect::run(&args)?,
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn json_and_token_exclude_each_other() {
+        assert!(Cli::try_parse_from(["wheelgate", "detect", "--json", "--token"]).is_err());
+        assert!(Cli::try_parse_from(["wheelgate", "detect", "--token"]).is_ok());
+    }
+}
