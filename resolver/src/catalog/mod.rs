@@ -139,6 +139,11 @@ impl Catalog {
         self.is_pytorch_built(normalized) || self.is_triton_family(normalized)
     }
 
+    /// Every project name the PyTorch upstream owns.
+    pub fn pytorch_projects(&self) -> impl Iterator<Item = &String> {
+        self.pytorch_built.iter().chain(self.triton_family.iter())
+    }
+
     /// Platform key used in `plain` tables.
     pub(crate) fn platform_key(platform: Platform) -> String {
         platform.to_string()

@@ -1,0 +1,190 @@
+//! The server's configuration: one serde struct per section with documented defaults, layered
+//! defaults → TOML file → environment → command-line flags.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use wheelgate_resolver::{Machine, Policy};
+
+/// Default listen address: loopback only, so a proxy started on a laptop is not an open index
+/// for the network; a shared server sets `--listen 0.0.0.0:3141`.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:3141";
+/// download.pytorch.org's wheel root.
+pub const DEFAULT_PYTORCH_URL: &str = "https://download.pytorch.org/whl";
+/// PyPI's simple index, used when pip names no other.
+pub const DEFAULT_PYPI_URL: &str = "https://pypi.org/simple";
+/// How long an index page is served from cache before it is revalidated upstream (pip's own
+/// `max-age` for index pages).
+pub const DEFAULT_INDEX_TTL_SECS: u64 = 600;
+/// Default limit of the file cache: 50 GiB, a few dozen CUDA wheels.
+pub const DEFAULT_CACHE_MAX_BYTES: u64 = 50 * 1024 * 1024 * 1024;
+
+/// Everything `wheelgate serve` runs with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServeConfig {
+    /// Address to listen on (`DEFAULT_LISTEN`).
+    pub listen: SocketAddr,
+    /// The PyTorch upstream: the root under which `<backend>/<project>/` pages live.
+    pub pytorch_url: String,
+    /// The general upstream: a PEP 503/691 simple index (PyPI or a company mirror).
+    pub pypi_url: String,
+    /// Where files and index pages are cached.
+    pub cache_dir: PathBuf,
+    /// Serve only what is cached; never contact an upstream.
+    pub offline: bool,
+    /// Seconds an index page is fresh.
+    pub index_ttl_secs: u64,
+    /// Size limit of the file cache in bytes; least recently used files are evicted past it.
+    pub cache_max_bytes: u64,
+    /// The machine `/simple/` resolves for; the host's own (probed) when absent.
+    pub machine: Option<Machine>,
+    /// Selection policy (pinned backend, preferred backends) for every route.
+    pub policy: Policy,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            listen: DEFAULT_LISTEN.parse().expect("valid default address"),
+            pytorch_url: DEFAULT_PYTORCH_URL.to_string(),
+            pypi_url: DEFAULT_PYPI_URL.to_string(),
+            cache_dir: default_cache_dir(),
+            offline: false,
+            index_ttl_secs: DEFAULT_INDEX_TTL_SECS,
+            cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
+            machine: None,
+            policy: Policy::default(),
+        }
+    }
+}
+
+/// A configuration file that could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the configuration file `{path}`")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the configuration file `{path}` is invalid: {message}")]
+    Parse { path: PathBuf, message: String },
+}
+
+impl ServeConfig {
+    /// Reads a TOML configuration file over the defaults.
+    pub fn from_file(path: &Path) -> Result<ServeConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|err| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: err.to_string(),
+        })
+    }
+
+    /// The PyTorch upstream without a trailing slash.
+    pub fn pytorch_root(&self) -> &str {
+        self.pytorch_url.trim_end_matches('/')
+    }
+
+    /// The general upstream without a trailing slash.
+    pub fn pypi_root(&self) -> &str {
+        self.pypi_url.trim_end_matches('/')
+    }
+}
+
+/// `$XDG_CACHE_HOME/wheelgate`, else `~/.cache/wheelgate`, else `./wheelgate-cache`.
+pub fn default_cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir).join("wheelgate");
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(home).join(".cache").join("wheelgate");
+    }
+    PathBuf::from("wheelgate-cache")
+}
+
+/// The index pip is configured with on this machine (`PIP_INDEX_URL`, then `pip config`'s
+/// `global.index-url` files), else PyPI's.
+pub fn pip_configured_index() -> String {
+    if let Ok(url) = std::env::var("PIP_INDEX_URL")
+        && !url.trim().is_empty()
+    {
+        return url.trim().to_string();
+    }
+    let mut files = Vec::new();
+    if let Some(path) = std::env::var_os("PIP_CONFIG_FILE") {
+        files.push(PathBuf::from(path));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        let home = PathBuf::from(home);
+        files.push(home.join(".config/pip/pip.conf"));
+        files.push(home.join(".pip/pip.conf"));
+    }
+    files.push(PathBuf::from("/etc/pip.conf"));
+    for file in files {
+        if let Ok(text) = std::fs::read_to_string(&file)
+            && let Some(url) = index_url_from_pip_conf(&text)
+        {
+            return url;
+        }
+    }
+    DEFAULT_PYPI_URL.to_string()
+}
+
+// A real example of this parser's input, a pip.conf:
+// [global]
+// index-url = https://mirror.example/simple
+fn index_url_from_pip_conf(text: &str) -> Option<String> {
+    let mut section = String::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.trim().to_ascii_lowercase();
+        } else if matches!(section.as_str(), "global" | "install")
+            && let Some((key, value)) = line.split_once('=')
+            && matches!(key.trim(), "index-url" | "index_url")
+            && !value.trim().is_empty()
+        {
+            return Some(value.trim().to_string());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_pip_conf_index_url() {
+        assert_eq!(
+            index_url_from_pip_conf("[global]\nindex-url = https://m.example/simple\n").as_deref(),
+            Some("https://m.example/simple")
+        );
+        assert_eq!(index_url_from_pip_conf("[other]\nindex-url = x\n"), None);
+    }
+
+    #[test]
+    fn config_file_layers_over_defaults_and_rejects_unknown_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wheelgate.toml");
+        std::fs::write(
+            &path,
+            "listen = \"0.0.0.0:8080\"\noffline = true\n[policy]\npinned = \"cu128\"\n",
+        )
+        .unwrap();
+        let config = ServeConfig::from_file(&path).unwrap();
+        assert_eq!(config.listen.to_string(), "0.0.0.0:8080");
+        assert!(config.offline);
+        assert_eq!(config.pytorch_url, DEFAULT_PYTORCH_URL);
+        assert_eq!(config.policy.pinned.unwrap().to_string(), "cu128");
+        std::fs::write(&path, "lisen = \"x\"\n").unwrap();
+        let err = ServeConfig::from_file(&path).unwrap_err().to_string();
+        assert!(err.contains("lisen"), "{err}");
+    }
+}

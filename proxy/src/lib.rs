@@ -1,0 +1,14 @@
+//! wheelgate, the server: a package index in front of download.pytorch.org and PyPI that serves
+//! every machine the right PyTorch build through one index URL.
+//!
+//! - [`config`]: the configuration and its defaults;
+//! - [`upstream`]: the HTTP client and which upstream owns which project;
+//! - [`cache`]: index pages (TTL, revalidation, stale on failure) and files (verified, streamed);
+//! - [`server`]: the axum app: simple-index routes, files, operations;
+//! - [`serve`]: building the state and running the server.
+
+pub mod cache;
+pub mod config;
+pub mod serve;
+pub mod server;
+pub mod upstream;

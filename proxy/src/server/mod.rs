@@ -1,0 +1,20 @@
+//! The HTTP server: one function builds the app, used by `main` and by tests.
+
+pub mod error;
+pub mod files;
+pub mod lookup;
+pub mod negotiate;
+pub mod ops;
+pub mod rewrite;
+pub mod simple;
+pub mod state;
+pub mod useragent;
+
+pub use state::AppState;
+
+use axum::Router;
+
+/// The whole application: simple-index routes, files, operations.
+pub fn app(state: AppState) -> Router {
+    Router::new().merge(simple::routes()).merge(files::routes()).merge(ops::routes()).with_state(state)
+}

@@ -1,0 +1,114 @@
+//! PEP 691 content negotiation: pick the response format from `Accept` (with q-values) or a
+//! `?format=` parameter.
+
+/// A response format of the simple API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `application/vnd.pypi.simple.v1+json`
+    Json,
+    /// `application/vnd.pypi.simple.v1+html`
+    Html,
+    /// `text/html` (PEP 503)
+    LegacyHtml,
+}
+
+pub const JSON_TYPE: &str = "application/vnd.pypi.simple.v1+json";
+pub const HTML_TYPE: &str = "application/vnd.pypi.simple.v1+html";
+pub const LEGACY_HTML_TYPE: &str = "text/html";
+
+impl Format {
+    /// The `Content-Type` to answer with.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Json => JSON_TYPE,
+            Format::Html => HTML_TYPE,
+            Format::LegacyHtml => "text/html; charset=utf-8",
+        }
+    }
+
+    fn from_media_type(media: &str) -> Option<Format> {
+        match media {
+            JSON_TYPE | "application/vnd.pypi.simple.latest+json" => Some(Format::Json),
+            HTML_TYPE | "application/vnd.pypi.simple.latest+html" => Some(Format::Html),
+            LEGACY_HTML_TYPE | "text/*" | "*/*" => Some(Format::LegacyHtml),
+            _ => None,
+        }
+    }
+}
+
+// A real example of this parser's input, pip's Accept header:
+// `application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01`
+/// The format to answer with, or `None` when nothing acceptable is offered (406). A missing
+/// `Accept` means `text/html`; `format` (the `?format=` parameter) wins over `Accept`.
+pub fn negotiate(accept: Option<&str>, format: Option<&str>) -> Option<Format> {
+    if let Some(format) = format {
+        return Format::from_media_type(format.trim());
+    }
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return Some(Format::LegacyHtml);
+    };
+    let mut best: Option<(f32, usize, Format)> = None;
+    for (position, item) in accept.split(',').enumerate() {
+        let mut parts = item.split(';');
+        let media = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+        let mut quality = 1.0_f32;
+        for param in parts {
+            if let Some((key, value)) = param.split_once('=')
+                && key.trim().eq_ignore_ascii_case("q")
+            {
+                quality = value.trim().parse().unwrap_or(0.0);
+            }
+        }
+        let Some(format) = Format::from_media_type(&media) else {
+            continue;
+        };
+        if quality <= 0.0 {
+            continue;
+        }
+        // Highest q wins; on a tie, the earlier entry.
+        if best.is_none_or(|(q, _, _)| quality > q) {
+            best = Some((quality, position, format));
+        }
+    }
+    best.map(|(_, _, format)| format)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pip_and_uv_get_json() {
+        let pip = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01";
+        let uv = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
+        assert_eq!(negotiate(Some(pip), None), Some(Format::Json));
+        assert_eq!(negotiate(Some(uv), None), Some(Format::Json));
+    }
+
+    #[test]
+    fn old_clients_and_browsers_get_html() {
+        assert_eq!(negotiate(None, None), Some(Format::LegacyHtml));
+        assert_eq!(
+            negotiate(Some("text/html,application/xhtml+xml,*/*;q=0.8"), None),
+            Some(Format::LegacyHtml)
+        );
+        assert_eq!(
+            negotiate(Some("application/vnd.pypi.simple.v1+html"), None),
+            Some(Format::Html)
+        );
+    }
+
+    #[test]
+    fn nothing_acceptable_is_none_and_format_parameter_wins() {
+        assert_eq!(negotiate(Some("application/xml"), None), None);
+        assert_eq!(
+            negotiate(Some("application/vnd.pypi.simple.v1+json;q=0"), None),
+            None
+        );
+        assert_eq!(
+            negotiate(Some("text/html"), Some(JSON_TYPE)),
+            Some(Format::Json)
+        );
+        assert_eq!(negotiate(None, Some("nonsense")), None);
+    }
+}

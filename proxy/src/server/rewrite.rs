@@ -1,0 +1,142 @@
+//! Rewriting an upstream page for one machine: keep, per version, only the chosen build's files
+//! (every attribute kept), and point every file link at the proxy.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use pep440_rs::Version;
+use wheelgate_resolver::filename::DistFilename;
+use wheelgate_resolver::index::ProjectPage;
+use wheelgate_resolver::select::{FileRef, select_page};
+use wheelgate_resolver::{Catalog, Machine, Policy};
+
+/// The page a client gets: `upstream` reduced to the machine's builds when `select` is set (the
+/// PyTorch upstream), with links to `/files/<project>/<filename>`.
+pub fn rewrite_page(
+    catalog: &Catalog,
+    machine: &Machine,
+    policy: &Policy,
+    project: &str,
+    upstream: &ProjectPage,
+    select: bool,
+) -> ProjectPage {
+    let kept: Vec<usize> = if select {
+        let refs: Vec<FileRef<'_>> = upstream
+            .files
+            .iter()
+            .map(|f| FileRef {
+                filename: &f.filename,
+                url: &f.url,
+            })
+            .collect();
+        let selection = select_page(catalog, machine, policy, project, &refs);
+        let mut kept: Vec<usize> = selection
+            .versions
+            .iter()
+            .flat_map(|v| v.kept.iter().copied())
+            .collect();
+        kept.sort_unstable();
+        kept
+    } else {
+        (0..upstream.files.len()).collect()
+    };
+    let mut versions = BTreeSet::new();
+    let files = kept
+        .into_iter()
+        .map(|index| {
+            let mut file = upstream.files[index].clone();
+            if let Ok(parsed) = file.filename.parse::<DistFilename>() {
+                versions.insert(parsed.version().clone().without_local());
+            }
+            file.url = file_link(project, &file.filename);
+            file
+        })
+        .collect();
+    ProjectPage {
+        name: project.to_string(),
+        files,
+        versions: versions.iter().map(Version::to_string).collect(),
+        meta: upstream.meta.clone(),
+        base: None,
+        status: upstream.status.clone(),
+    }
+}
+
+/// The proxy's link to a file: root-relative, so it works behind any host name and under every
+/// route prefix; the filename percent-encoded (`+` as `%2B`, as download.pytorch.org does).
+pub fn file_link(project: &str, filename: &str) -> String {
+    let mut link = String::with_capacity(filename.len() + project.len() + 16);
+    link.push_str("/files/");
+    link.push_str(project);
+    link.push('/');
+    for byte in filename.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            link.push(byte as char);
+        } else {
+            let _ = write!(link, "%{byte:02X}");
+        }
+    }
+    link
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wheelgate_resolver::index::parse_project_html;
+
+    #[test]
+    fn links_point_at_the_proxy_with_plus_encoded() {
+        assert_eq!(
+            file_link(
+                "torch",
+                "torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl"
+            ),
+            "/files/torch/torch-2.9.0%2Bcu130-cp312-cp312-manylinux_2_28_x86_64.whl"
+        );
+    }
+
+    #[test]
+    fn keeps_one_backend_and_every_attribute() {
+        let html = r#"<h1>Links for torch</h1>
+<a href="/whl/cu130/torch-2.9.0%2Bcu130-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=aa" data-dist-info-metadata="sha256=bb" data-core-metadata="sha256=bb" data-upload-time="2026-04-05T10:11:12Z">torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl</a><br/>
+<a href="https://download-r2.example/whl/cu128/torch-2.9.0%2Bcu128-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=cc">torch-2.9.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl</a><br/>
+<a href="/whl/cpu/torch-2.9.0%2Bcpu-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=dd">torch-2.9.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl</a><br/>"#;
+        let upstream = parse_project_html(html).unwrap();
+        let machine: Machine = serde_json::from_str(r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"570.86.10","gpus":[{"compute_capability":"12.0"}]}}"#).unwrap();
+        let page = rewrite_page(
+            Catalog::embedded(),
+            &machine,
+            &Policy::default(),
+            "torch",
+            &upstream,
+            true,
+        );
+        assert_eq!(page.files.len(), 1);
+        let file = &page.files[0];
+        assert_eq!(
+            file.filename,
+            "torch-2.9.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl"
+        );
+        assert_eq!(
+            file.url,
+            "/files/torch/torch-2.9.0%2Bcu128-cp312-cp312-manylinux_2_28_x86_64.whl"
+        );
+        assert_eq!(file.sha256(), Some("cc"));
+        assert_eq!(page.versions, ["2.9.0"]);
+
+        let h100: Machine = serde_json::from_str(r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"9.0"}]}}"#).unwrap();
+        let page = rewrite_page(
+            Catalog::embedded(),
+            &h100,
+            &Policy::default(),
+            "torch",
+            &upstream,
+            true,
+        );
+        assert_eq!(
+            page.files[0].upload_time.as_deref(),
+            Some("2026-04-05T10:11:12Z")
+        );
+        assert!(page.files[0].core_metadata.is_present());
+    }
+}

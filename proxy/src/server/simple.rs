@@ -1,0 +1,355 @@
+//! The simple-index routes: `/simple/...` for the server's machine, `/b/<backend>/simple/...`
+//! with a backend pinned, `/m/<token>/simple/...` for the client's machine.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use bytes::Bytes;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use wheelgate_resolver::filename::normalize_name;
+use wheelgate_resolver::index::{
+    ProjectLink, ProjectList, render_project_html, render_project_json, render_project_list_html,
+    render_project_list_json,
+};
+use wheelgate_resolver::{Backend, Machine, Policy};
+
+use super::error::ApiError;
+use super::lookup::project_page;
+use super::negotiate::{Format, negotiate};
+use super::rewrite::rewrite_page;
+use super::state::AppState;
+use super::useragent::{parse_user_agent, refine};
+use crate::upstream::{Upstream, route};
+
+/// Index pages are revalidated by installers after this long (what pip expects).
+const INDEX_CACHE_CONTROL: &str = "max-age=600, public";
+/// Rendered pages kept for reuse; cleared whole when full (pages are cheap to rebuild).
+const RENDERED_LIMIT: usize = 4096;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/simple/", get(root_default))
+        .route("/simple/{project}/", get(project_default))
+        .route("/simple/{project}", get(add_slash_default))
+        .route("/b/{backend}/simple/", get(root_pinned))
+        .route("/b/{backend}/simple/{project}/", get(project_pinned))
+        .route("/b/{backend}/simple/{project}", get(add_slash_pinned))
+        .route("/m/{token}/simple/", get(root_token))
+        .route("/m/{token}/simple/{project}/", get(project_token))
+        .route("/m/{token}/simple/{project}", get(add_slash_token))
+}
+
+#[derive(Deserialize, Default)]
+pub struct FormatQuery {
+    format: Option<String>,
+}
+
+/// Which machine and policy a route resolves for.
+enum Target {
+    Default,
+    Pinned(Backend),
+    Token(Box<Machine>),
+}
+
+/// Rendered pages by (upstream URL, page generation, format, machine and policy).
+#[derive(Default)]
+pub struct RenderedPages {
+    entries: Mutex<HashMap<RenderKey, Rendered>>,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct RenderKey {
+    url: String,
+    generation: u64,
+    json: bool,
+    target: String,
+}
+
+#[derive(Clone)]
+struct Rendered {
+    body: Bytes,
+    etag: HeaderValue,
+}
+
+impl RenderedPages {
+    fn get(&self, key: &RenderKey) -> Option<Rendered> {
+        self.entries.lock().ok()?.get(key).cloned()
+    }
+
+    fn put(&self, key: RenderKey, value: Rendered) {
+        if let Ok(mut entries) = self.entries.lock() {
+            if entries.len() >= RENDERED_LIMIT {
+                entries.clear();
+            }
+            entries.insert(key, value);
+        }
+    }
+}
+
+async fn root_default(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<FormatQuery>,
+) -> Result<Response, ApiError> {
+    root(&state, &headers, &query)
+}
+
+async fn root_pinned(
+    State(state): State<AppState>,
+    Path(backend): Path<String>,
+    headers: HeaderMap,
+    Query(query): Query<FormatQuery>,
+) -> Result<Response, ApiError> {
+    parse_backend(&backend)?;
+    root(&state, &headers, &query)
+}
+
+async fn root_token(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+    Query(query): Query<FormatQuery>,
+) -> Result<Response, ApiError> {
+    parse_token(&token)?;
+    root(&state, &headers, &query)
+}
+
+async fn project_default(
+    State(state): State<AppState>,
+    Path(project): Path<String>,
+    headers: HeaderMap,
+    Query(query): Query<FormatQuery>,
+) -> Result<Response, ApiError> {
+    project_response(
+        &state,
+        Target::Default,
+        "/simple",
+        &project,
+        &headers,
+        &query,
+    )
+    .await
+}
+
+async fn project_pinned(
+    State(state): State<AppState>,
+    Path((backend, project)): Path<(String, String)>,
+    headers: HeaderMap,
+    Query(query): Query<FormatQuery>,
+) -> Result<Response, ApiError> {
+    let pinned = parse_backend(&backend)?;
+    let prefix = format!("/b/{backend}/simple");
+    project_response(
+        &state,
+        Target::Pinned(pinned),
+        &prefix,
+        &project,
+        &headers,
+        &query,
+    )
+    .await
+}
+
+async fn project_token(
+    State(state): State<AppState>,
+    Path((token, project)): Path<(String, String)>,
+    headers: HeaderMap,
+    Query(query): Query<FormatQuery>,
+) -> Result<Response, ApiError> {
+    let machine = parse_token(&token)?;
+    let prefix = format!("/m/{token}/simple");
+    project_response(
+        &state,
+        Target::Token(Box::new(machine)),
+        &prefix,
+        &project,
+        &headers,
+        &query,
+    )
+    .await
+}
+
+async fn add_slash_default(Path(project): Path<String>) -> Redirect {
+    Redirect::permanent(&format!("/simple/{}/", normalize_name(&project)))
+}
+
+async fn add_slash_pinned(Path((backend, project)): Path<(String, String)>) -> Redirect {
+    Redirect::permanent(&format!(
+        "/b/{backend}/simple/{}/",
+        normalize_name(&project)
+    ))
+}
+
+async fn add_slash_token(Path((token, project)): Path<(String, String)>) -> Redirect {
+    Redirect::permanent(&format!("/m/{token}/simple/{}/", normalize_name(&project)))
+}
+
+fn parse_backend(text: &str) -> Result<Backend, ApiError> {
+    text.parse()
+        .map_err(|err: wheelgate_resolver::backend::BackendParseError| {
+            ApiError::NotFound(err.to_string())
+        })
+}
+
+fn parse_token(token: &str) -> Result<Machine, ApiError> {
+    wheelgate_resolver::token::decode(token).map_err(|err| {
+        ApiError::BadRequest(format!("invalid machine token in the URL: {err}; print a valid one with `wheelgate detect --token`"))
+    })
+}
+
+fn format_of(headers: &HeaderMap, query: &FormatQuery) -> Result<Format, ApiError> {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    negotiate(accept, query.format.as_deref()).ok_or(ApiError::NotAcceptable)
+}
+
+/// The root lists the projects this server resolves builds for; every other name is passed
+/// through to the general upstream on request.
+fn root(state: &AppState, headers: &HeaderMap, query: &FormatQuery) -> Result<Response, ApiError> {
+    let format = format_of(headers, query)?;
+    let mut names: Vec<&String> = state.catalog.pytorch_projects().collect();
+    names.sort();
+    let list = ProjectList {
+        projects: names
+            .into_iter()
+            .map(|name| ProjectLink {
+                name: name.clone(),
+                href: format!("{name}/"),
+            })
+            .collect(),
+        meta: wheelgate_resolver::index::Meta::default(),
+    };
+    let body = match format {
+        Format::Json => render_project_list_json(&list),
+        Format::Html | Format::LegacyHtml => render_project_list_html(&list),
+    };
+    let etag = etag_of(body.as_bytes());
+    Ok(page_response(headers, format, Bytes::from(body), &etag))
+}
+
+async fn project_response(
+    state: &AppState,
+    target: Target,
+    prefix: &str,
+    raw: &str,
+    headers: &HeaderMap,
+    query: &FormatQuery,
+) -> Result<Response, ApiError> {
+    let project = normalize_name(raw);
+    if project != raw {
+        return Ok(Redirect::permanent(&format!("{prefix}/{project}/")).into_response());
+    }
+    if project.is_empty()
+        || !project
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        return Err(ApiError::NotFound(format!(
+            "`{raw}` is not a valid project name"
+        )));
+    }
+    let format = format_of(headers, query)?;
+    let mut policy: Policy = state.config.policy.clone();
+    let base: &Machine = match &target {
+        Target::Default => &state.default_machine,
+        Target::Pinned(backend) => {
+            policy.pinned = Some(backend.clone());
+            &state.default_machine
+        }
+        Target::Token(machine) => machine,
+    };
+    let client = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_user_agent);
+    let refined = refine(base, client.as_ref());
+    let machine = refined.as_ref().unwrap_or(base);
+    let pinned = policy.pinned.clone();
+    let cached = project_page(state, &project, pinned.as_ref())
+        .await
+        .map_err(ApiError::Upstream)?
+        .ok_or_else(|| ApiError::NotFound(format!("no project named `{project}` upstream")))?;
+    let select = route(state.catalog, &project) == Upstream::Pytorch;
+    let key = RenderKey {
+        url: cached.url.clone(),
+        generation: cached.generation,
+        json: format == Format::Json,
+        target: if select {
+            serde_json::to_string(&(machine, &policy)).unwrap_or_default()
+        } else {
+            String::new()
+        },
+    };
+    let rendered = if let Some(hit) = state.rendered.get(&key) {
+        hit
+    } else {
+        let page = rewrite_page(
+            state.catalog,
+            machine,
+            &policy,
+            &project,
+            &cached.page,
+            select,
+        );
+        let body = match format {
+            Format::Json => render_project_json(&page),
+            Format::Html | Format::LegacyHtml => render_project_html(&page),
+        };
+        let rendered = Rendered {
+            etag: etag_of(body.as_bytes()),
+            body: Bytes::from(body),
+        };
+        state.rendered.put(key, rendered.clone());
+        rendered
+    };
+    Ok(page_response(
+        headers,
+        format,
+        rendered.body,
+        &rendered.etag,
+    ))
+}
+
+fn etag_of(body: &[u8]) -> HeaderValue {
+    let digest = Sha256::digest(body);
+    HeaderValue::from_str(&format!("\"{}\"", hex::encode(&digest[..16])))
+        .expect("hex is a valid header value")
+}
+
+fn page_response(headers: &HeaderMap, format: Format, body: Bytes, etag: &HeaderValue) -> Response {
+    let not_modified = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|value| {
+            value
+                .split(',')
+                .any(|tag| tag.trim() == etag.to_str().unwrap_or_default() || tag.trim() == "*")
+        });
+    let mut response = if not_modified {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let mut response = Response::new(Body::from(body));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(format.content_type()),
+        );
+        response
+    };
+    let out = response.headers_mut();
+    out.insert(header::ETAG, etag.clone());
+    out.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(INDEX_CACHE_CONTROL),
+    );
+    out.insert(header::VARY, HeaderValue::from_static("Accept, User-Agent"));
+    response
+}
+
+/// Shared so `AppState` can hold it.
+pub type SharedRendered = Arc<RenderedPages>;

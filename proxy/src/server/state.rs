@@ -1,0 +1,26 @@
+//! The server's shared state: one `Clone` struct of `Arc`s.
+
+use std::sync::Arc;
+
+use wheelgate_resolver::{Catalog, Machine};
+
+use crate::cache::files::FileCache;
+use crate::cache::index::IndexCache;
+use crate::config::ServeConfig;
+use crate::upstream::UpstreamClient;
+
+/// Everything a request handler needs.
+#[derive(Clone)]
+pub struct AppState {
+    pub config: Arc<ServeConfig>,
+    pub client: UpstreamClient,
+    pub catalog: &'static Catalog,
+    /// Cached upstream index pages.
+    pub index: Arc<IndexCache>,
+    /// Cached files (wheels, sdists, `.metadata`).
+    pub files: Arc<FileCache>,
+    /// The machine `/simple/` resolves for.
+    pub default_machine: Arc<Machine>,
+    /// Rewritten pages, reused while their upstream page is unchanged.
+    pub rendered: super::simple::SharedRendered,
+}
