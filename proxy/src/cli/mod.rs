@@ -6,6 +6,9 @@
 
 pub mod detect;
 pub mod logging;
+pub mod pip_config;
+pub mod select;
+pub mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -43,6 +46,13 @@ pub enum Command {
     /// Describe this machine (or a captured tree): platform, GPUs, drivers, and where each fact
     /// came from.
     Detect(detect::DetectArgs),
+    /// Which build each requirement resolves to on this machine, and why the others were
+    /// rejected (offline, from the catalog).
+    Select(select::SelectArgs),
+    /// Run the proxy: one index URL that gives every machine the right PyTorch build.
+    Serve(serve::ServeArgs),
+    /// Print a pip.conf and uv.toml that point this machine at a wheelgate server.
+    PipConfig(pip_config::PipConfigArgs),
 }
 
 /// Why a subcommand failed.
@@ -50,12 +60,21 @@ pub enum Command {
 pub enum CliError {
     #[error(transparent)]
     Detect(#[from] detect::DetectCommandError),
+    #[error(transparent)]
+    Select(#[from] select::SelectCommandError),
+    #[error(transparent)]
+    Serve(#[from] serve::ServeCommandError),
+    #[error(transparent)]
+    PipConfig(#[from] pip_config::PipConfigError),
 }
 
 /// Runs one subcommand.
 pub fn run(command: Command) -> Result<(), CliError> {
     match command {
         Command::Detect(args) => detect::run(&args)?,
+        Command::Select(args) => select::run(&args)?,
+        Command::Serve(args) => serve::run(&args)?,
+        Command::PipConfig(args) => pip_config::run(&args)?,
     }
     Ok(())
 }

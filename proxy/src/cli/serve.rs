@@ -1,0 +1,103 @@
+//! `wheelgate serve`: run the proxy. Configuration layers: defaults, then the TOML file, then
+//! environment variables, then flags (clap reads each flag's variable when the flag is absent).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use wheelgate::config::{ConfigError, ServeConfig, pip_configured_index};
+use wheelgate::serve::StartError;
+
+/// Arguments of `wheelgate serve`; every flag also has a config-file key of the same name.
+// clap prints these doc comments as `--help` text, where Markdown backticks would show literally.
+#[allow(clippy::doc_markdown)]
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// TOML configuration file (see deploy/wheelgate.toml).
+    #[arg(long, env = "WHEELGATE_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:3141, loopback only].
+    #[arg(long, env = "WHEELGATE_LISTEN", value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// The PyTorch upstream [default: https://download.pytorch.org/whl].
+    #[arg(long, env = "WHEELGATE_PYTORCH_URL", value_name = "URL")]
+    pub pytorch_url: Option<String>,
+    /// The general upstream, a simple index [default: the index pip is configured with, else PyPI's].
+    #[arg(long, env = "WHEELGATE_PYPI_URL", value_name = "URL")]
+    pub pypi_url: Option<String>,
+    /// Cache directory [default: $XDG_CACHE_HOME/wheelgate or ~/.cache/wheelgate].
+    #[arg(long, env = "WHEELGATE_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Serve only what is cached; never contact an upstream.
+    #[arg(long, env = "WHEELGATE_OFFLINE")]
+    pub offline: bool,
+    /// Seconds an index page is served before it is revalidated upstream [default: 600].
+    #[arg(long, env = "WHEELGATE_INDEX_TTL", value_name = "SECONDS")]
+    pub index_ttl_secs: Option<u64>,
+    /// Size limit of the file cache in bytes [default: 50 GiB].
+    #[arg(long, env = "WHEELGATE_CACHE_MAX_BYTES", value_name = "BYTES")]
+    pub cache_max_bytes: Option<u64>,
+}
+
+/// Why `wheelgate serve` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeCommandError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Start(#[from] StartError),
+    #[error("could not start the async runtime")]
+    Runtime(#[source] std::io::Error),
+}
+
+/// The effective configuration of these arguments.
+pub fn effective_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
+    let (mut config, file_sets_pypi) = match &args.config {
+        Some(path) => {
+            let config = ServeConfig::from_file(path)?;
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let sets_pypi = text.parse::<toml::Table>().is_ok_and(|t| t.contains_key("pypi_url"));
+            (config, sets_pypi)
+        }
+        None => (ServeConfig::default(), false),
+    };
+    if let Some(listen) = args.listen {
+        config.listen = listen;
+    }
+    if let Some(url) = &args.pytorch_url {
+        config.pytorch_url.clone_from(url);
+    }
+    if let Some(url) = &args.pypi_url {
+        config.pypi_url.clone_from(url);
+    } else if !file_sets_pypi {
+        let pip = pip_configured_index();
+        // pip may already point at this very server (`wheelgate pip-config`): that would loop.
+        let port = config.listen.port();
+        let loops = [format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}"), format!("http://[::1]:{port}")]
+            .iter()
+            .any(|own| pip.starts_with(own.as_str()));
+        if !loops {
+            config.pypi_url = pip;
+        }
+    }
+    if let Some(dir) = &args.cache_dir {
+        config.cache_dir.clone_from(dir);
+    }
+    if args.offline {
+        config.offline = true;
+    }
+    if let Some(ttl) = args.index_ttl_secs {
+        config.index_ttl_secs = ttl;
+    }
+    if let Some(bytes) = args.cache_max_bytes {
+        config.cache_max_bytes = bytes;
+    }
+    Ok(config)
+}
+
+/// Runs `wheelgate serve` until a signal.
+pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
+    let config = effective_config(args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(ServeCommandError::Runtime)?;
+    runtime.block_on(wheelgate::serve::run(config))?;
+    Ok(())
+}
