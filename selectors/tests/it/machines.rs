@@ -7,7 +7,7 @@ use std::fs;
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use wheelgate_resolver::{Backend, Machine};
+use wheelgate_resolver::{Backend, Catalog, Machine, Policy, select_release};
 use wheelgate_selectors::{Env, detect};
 
 use crate::support::{context, machines_dir};
@@ -99,13 +99,35 @@ fn every_fixture_machine_is_described_as_expected() {
                 ));
             }
         }
-        // The expected backend per torch release (`fixture.expect.choice`) is checked against
-        // wheelgate-resolver's selection by the resolver's scenario test.
         assert!(
             !fixture.expect.choice.is_empty(),
             "{}: no [choice]",
             fixture.name
         );
+        // The probed machine, through wheelgate-resolver's selection, gives the expected backend.
+        for (release, expected) in &fixture.expect.choice {
+            let version: pep440_rs::Version = format!("{release}.0").parse().unwrap();
+            let selection = select_release(
+                Catalog::embedded(),
+                &detection.machine,
+                &Policy::default(),
+                "torch",
+                Some(&version),
+            );
+            if selection.decision.chosen.as_ref() != Some(expected) {
+                let reasons: Vec<String> = selection
+                    .decision
+                    .rejections()
+                    .map(|(backend, why)| format!("{backend}: {why}"))
+                    .collect();
+                failures.push(format!(
+                    "{}: torch {release} chose {:?}, expected {expected}\n  {}",
+                    fixture.name,
+                    selection.decision.chosen.map(|b| b.to_string()),
+                    reasons.join("\n  ")
+                ));
+            }
+        }
         assert!(!fixture.expect.summary.is_empty());
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n\n"));
