@@ -1,0 +1,577 @@
+//! The file cache: wheels, sdists and `.metadata` files on local disk under `<root>/files/`.
+//!
+//! - **Identity**: a file is stored under a key derived from its upstream identity, never from
+//!   anything a client wrote: `sha256-<hex>` when the index page gives the file's sha256, else
+//!   `url-<sha256 of the upstream URL>`. No client input reaches a path.
+//! - **Single flight**: the first request for an uncached file starts one download task; every
+//!   request for that file while it runs follows the same growing `*.part` file. The task writes
+//!   to disk at upstream speed and each client reads from disk at its own pace (positioned reads
+//!   on a shared file handle), so a slow client stalls neither the download nor the others, and
+//!   nothing is ever held in memory beyond one chunk per reader.
+//! - **Verification and commit**: the sha256 (when the page gives one) and the size (when
+//!   known) are checked before the `*.part` file is fsynced and renamed to its key. A download
+//!   that fails or does not verify is deleted and every response following it ends with an error
+//!   (pip and uv see a broken transfer, never a short or wrong file); the next request starts
+//!   afresh.
+//! - **Client disconnects** never stop a download: it runs in its own task and is committed for
+//!   the next client.
+//! - **Eviction**: least recently used first, after a commit pushes the total past the limit.
+//!   Access order lives in memory and is rebuilt at open from the files' modification times
+//!   (touched on every hit). An evicted file that is still being served stays readable through
+//!   its open handle (the inode lives until the last handle closes).
+
+mod download;
+mod reader;
+mod store;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use futures_util::Stream;
+use sha2::{Digest, Sha256};
+use tokio::sync::watch;
+use tracing::{debug, info, warn};
+
+use crate::upstream::{UpstreamClient, UpstreamError, redact};
+
+use self::download::Progress;
+use self::store::{Lookup, Store};
+
+/// What the cache needs to know about one upstream file: where it is and what it must be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileSpec {
+    /// Absolute upstream URL.
+    pub url: String,
+    /// Hex sha256 from the index page, when it gives one; the download must match it.
+    pub sha256: Option<String>,
+    /// Size in bytes from the index page (PEP 700), when it gives one; the download must match.
+    pub size: Option<u64>,
+}
+
+/// The broad class of a [`FileCacheError`], for the one place that maps errors to HTTP status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The upstream has no such file (404, 403, 410), or offline and not cached.
+    NotFound,
+    /// The upstream failed, stalled, or sent bytes that do not verify.
+    Upstream,
+    /// The local disk failed.
+    Local,
+}
+
+/// What went wrong getting a file.
+#[derive(Debug, thiserror::Error)]
+pub enum FileCacheError {
+    #[error("cannot use the file cache directory `{path}`")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("`{url}` is not cached and the server is offline")]
+    NotCached { url: String },
+    #[error("the index page gives `{hash}` as the sha256 of `{url}`, which is not a sha256")]
+    InvalidHash { url: String, hash: String },
+    #[error("the upstream request for `{url}` failed")]
+    Upstream {
+        url: String,
+        #[source]
+        source: UpstreamError,
+    },
+    #[error("the download of `{url}` broke off after {received} bytes")]
+    Interrupted {
+        url: String,
+        received: u64,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("`{url}` is {actual} bytes long, but {expected} bytes were expected")]
+    SizeMismatch {
+        url: String,
+        expected: u64,
+        actual: u64,
+    },
+    #[error("`{url}` has sha256 `{actual}`, but the index page says `{expected}`")]
+    HashMismatch {
+        url: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("the download task for `{url}` ended without a result")]
+    Abandoned { url: String },
+    /// The failure of a download shared by several requests.
+    #[error(transparent)]
+    Shared(Arc<FileCacheError>),
+}
+
+impl FileCacheError {
+    /// The error itself, seen through a shared download failure.
+    pub fn root(&self) -> &FileCacheError {
+        match self {
+            FileCacheError::Shared(inner) => inner.root(),
+            other => other,
+        }
+    }
+
+    /// The broad class of this error.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            FileCacheError::Io { .. } => FailureKind::Local,
+            FileCacheError::NotCached { .. } => FailureKind::NotFound,
+            FileCacheError::Upstream {
+                source: UpstreamError::Status { status, .. },
+                ..
+            } if matches!(status.as_u16(), 403 | 404 | 410) => FailureKind::NotFound,
+            FileCacheError::Shared(inner) => inner.kind(),
+            _ => FailureKind::Upstream,
+        }
+    }
+}
+
+/// The on-disk file cache; cheap to share (`Arc` inside).
+#[derive(Clone)]
+pub struct FileCache {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// `<root>/files`.
+    dir: PathBuf,
+    store: Mutex<Store>,
+    /// Makes every `*.part` name unique, so an abandoned download's file never collides with
+    /// the next attempt's.
+    part_counter: AtomicU64,
+}
+
+// Bounded so a file deleted behind the cache's back cannot make a request loop.
+const LOOKUP_ATTEMPTS: usize = 3;
+
+impl FileCache {
+    /// Opens (creating) the cache under `root/files/`, removes leftover `*.part` files of a
+    /// crashed run, rebuilds the access order from the files' modification times and evicts
+    /// down to `max_bytes`. Called once at startup; blocking file I/O.
+    pub fn open(root: PathBuf, max_bytes: u64) -> Result<FileCache, FileCacheError> {
+        let mut dir = root;
+        dir.push("files");
+        let store = Store::open(&dir, max_bytes)?;
+        info!(dir = %dir.display(), files = store.len(), bytes = store.total_bytes(), max_bytes, "file cache opened");
+        Ok(FileCache {
+            inner: Arc::new(Inner {
+                dir,
+                store: Mutex::new(store),
+                part_counter: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// The directory files are stored in (`<root>/files`).
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The number of committed files.
+    pub fn len(&self) -> usize {
+        self.inner.lock().len()
+    }
+
+    /// Whether no file is committed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The total size of committed files in bytes.
+    pub fn total_bytes(&self) -> u64 {
+        self.inner.lock().total_bytes()
+    }
+
+    /// Whether `spec`'s file is committed in the cache.
+    pub fn contains(&self, spec: &FileSpec) -> bool {
+        CacheKey::for_spec(spec).is_ok_and(|key| self.inner.lock().contains(&key))
+    }
+
+    /// The quoted strong `ETag` of `spec`'s file, known without fetching it: the page's sha256,
+    /// else the key derived from the URL.
+    pub fn etag(spec: &FileSpec) -> Result<String, FileCacheError> {
+        CacheKey::for_spec(spec).map(|key| key.etag())
+    }
+
+    /// The file of `spec`: from the cache, joining a download in flight, or starting one (never
+    /// when `offline`). Returns once the upstream answered with headers, so a missing file is an
+    /// error here rather than a broken body; the bytes then stream through [`CachedFile::stream`].
+    pub async fn fetch(
+        &self,
+        client: &UpstreamClient,
+        spec: &FileSpec,
+        offline: bool,
+    ) -> Result<CachedFile, FileCacheError> {
+        let key = CacheKey::for_spec(spec)?;
+        let etag = key.etag();
+        for _ in 0..LOOKUP_ATTEMPTS {
+            let lookup = self.inner.lock().lookup(&key);
+            match lookup {
+                Lookup::Cached { size, generation } => {
+                    let path = self.inner.dir.join(key.as_str());
+                    match open_for_reading(path.clone()).await {
+                        Ok(file) => {
+                            debug!(url = %redact(&spec.url), key = key.as_str(), "file cache hit");
+                            return Ok(CachedFile {
+                                file: Arc::new(file),
+                                etag,
+                                url: redact(&spec.url),
+                                len: Some(size),
+                                progress: None,
+                            });
+                        }
+                        // Evicted between the lookup and the open, or deleted behind our back.
+                        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                            self.inner.lock().forget(&key, generation);
+                        }
+                        Err(source) => return Err(FileCacheError::Io { path, source }),
+                    }
+                }
+                Lookup::InFlight { file, progress } => {
+                    return CachedFile::follow(file, progress, etag, redact(&spec.url)).await;
+                }
+                Lookup::Miss => {
+                    if offline {
+                        return Err(FileCacheError::NotCached {
+                            url: redact(&spec.url),
+                        });
+                    }
+                    if let Some(joined) = self.start_download(client, spec, &key).await? {
+                        return CachedFile::follow(joined.0, joined.1, etag, redact(&spec.url))
+                            .await;
+                    }
+                }
+            }
+        }
+        Err(FileCacheError::Abandoned {
+            url: redact(&spec.url),
+        })
+    }
+
+    /// Creates the `*.part` file and registers the download, unless another request registered
+    /// one meanwhile (then `None`: look up again).
+    async fn start_download(
+        &self,
+        client: &UpstreamClient,
+        spec: &FileSpec,
+        key: &CacheKey,
+    ) -> Result<Option<(Arc<std::fs::File>, watch::Receiver<Progress>)>, FileCacheError> {
+        let n = self.inner.part_counter.fetch_add(1, Ordering::Relaxed);
+        let part = self
+            .inner
+            .dir
+            .join(format!("{}.{}.{n}.part", key.as_str(), std::process::id()));
+        // Created before taking the lock so no file I/O happens under it.
+        let file =
+            Arc::new(
+                create_part(part.clone())
+                    .await
+                    .map_err(|source| FileCacheError::Io {
+                        path: part.clone(),
+                        source,
+                    })?,
+            );
+        let (tx, rx) = watch::channel(Progress::Connecting);
+        let registered = self
+            .inner
+            .lock()
+            .register(key, Arc::clone(&file), rx.clone());
+        if !registered {
+            remove_quietly(part).await;
+            return Ok(None);
+        }
+        info!(url = %redact(&spec.url), key = key.as_str(), "downloading file");
+        let task = download::Download {
+            cache: Arc::clone(&self.inner),
+            client: client.clone(),
+            spec: spec.clone(),
+            key: key.clone(),
+            part,
+            file: Arc::clone(&file),
+            progress: tx,
+        };
+        // Its own task: a client that disconnects never stops the download.
+        tokio::spawn(task.run());
+        Ok(Some((file, rx)))
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, Store> {
+        // A panic while holding the lock leaves plain maps and counters behind, still usable.
+        self.store
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// One file being served: committed in the cache or still downloading. Cloneable: each clone
+/// reads independently.
+#[derive(Debug, Clone)]
+pub struct CachedFile {
+    file: Arc<std::fs::File>,
+    etag: String,
+    /// The upstream URL, redacted, for messages.
+    url: String,
+    len: Option<u64>,
+    /// `None` for a committed file.
+    progress: Option<watch::Receiver<Progress>>,
+}
+
+impl CachedFile {
+    /// Waits until the upstream answered (or failed) and the length is known if it can be
+    /// known from the headers.
+    async fn follow(
+        file: Arc<std::fs::File>,
+        mut progress: watch::Receiver<Progress>,
+        etag: String,
+        url: String,
+    ) -> Result<CachedFile, FileCacheError> {
+        let len = loop {
+            let current = progress.borrow_and_update().clone();
+            match current {
+                Progress::Connecting => {}
+                Progress::Streaming { total, .. } => break total,
+                Progress::Committed { size } => break Some(size),
+                Progress::Failed(err) => return Err(FileCacheError::Shared(err)),
+            }
+            if progress.changed().await.is_err() {
+                // The download task ended; its last word (if any) is in the channel.
+                if let Progress::Failed(err) = &*progress.borrow() {
+                    return Err(FileCacheError::Shared(Arc::clone(err)));
+                }
+                if let Progress::Committed { size } = *progress.borrow() {
+                    break Some(size);
+                }
+                return Err(FileCacheError::Abandoned { url });
+            }
+        };
+        Ok(CachedFile {
+            file,
+            etag,
+            url,
+            len,
+            progress: Some(progress),
+        })
+    }
+
+    /// The quoted strong `ETag`.
+    pub fn etag(&self) -> &str {
+        &self.etag
+    }
+
+    /// The length when known now: always for a committed file; for a download in flight when
+    /// the page or the upstream's `Content-Length` gave it.
+    pub fn known_len(&self) -> Option<u64> {
+        self.len
+    }
+
+    /// Whether the file was already committed when this handle was made.
+    pub fn is_committed(&self) -> bool {
+        self.progress.is_none()
+    }
+
+    /// The length, waiting for the download to finish when no header gave it.
+    pub async fn wait_len(&mut self) -> Result<u64, FileCacheError> {
+        if let Some(len) = self.len {
+            return Ok(len);
+        }
+        let Some(progress) = self.progress.as_mut() else {
+            unreachable!("a committed file has a length")
+        };
+        loop {
+            let current = progress.borrow_and_update().clone();
+            match current {
+                Progress::Committed { size } => {
+                    self.len = Some(size);
+                    return Ok(size);
+                }
+                Progress::Failed(err) => return Err(FileCacheError::Shared(err)),
+                Progress::Connecting | Progress::Streaming { .. } => {}
+            }
+            if progress.changed().await.is_err()
+                && !matches!(
+                    *progress.borrow(),
+                    Progress::Committed { .. } | Progress::Failed(_)
+                )
+            {
+                return Err(FileCacheError::Abandoned {
+                    url: self.url.clone(),
+                });
+            }
+        }
+    }
+
+    /// The bytes from `start` to `end` (exclusive; to the end of the file when `None`), read
+    /// from disk as they become available. Ends with an error if the download fails or does not
+    /// verify, so a client never mistakes a broken transfer for a complete one.
+    pub fn stream(
+        &self,
+        start: u64,
+        end: Option<u64>,
+    ) -> impl Stream<Item = io::Result<Bytes>> + Send + 'static {
+        let end = if self.progress.is_none() {
+            end.or(self.len)
+        } else {
+            end
+        };
+        reader::stream(Arc::clone(&self.file), start, end, self.progress.clone())
+    }
+}
+
+/// The name a file is stored under: `sha256-<hex>` or `url-<hex>`, only `[a-z0-9-]`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct CacheKey(String);
+
+impl CacheKey {
+    fn for_spec(spec: &FileSpec) -> Result<CacheKey, FileCacheError> {
+        match &spec.sha256 {
+            Some(hash) => {
+                let hash = hash.to_ascii_lowercase();
+                if !is_sha256_hex(&hash) {
+                    return Err(FileCacheError::InvalidHash {
+                        url: redact(&spec.url),
+                        hash,
+                    });
+                }
+                Ok(CacheKey(format!("sha256-{hash}")))
+            }
+            None => Ok(CacheKey(format!(
+                "url-{}",
+                hex::encode(Sha256::digest(spec.url.as_bytes()))
+            ))),
+        }
+    }
+
+    /// A key read back from a file name in the cache directory.
+    fn from_file_name(name: &str) -> Option<CacheKey> {
+        let hash = name
+            .strip_prefix("sha256-")
+            .or_else(|| name.strip_prefix("url-"))?;
+        is_sha256_hex(hash).then(|| CacheKey(name.to_string()))
+    }
+
+    fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    fn etag(&self) -> String {
+        match self.0.strip_prefix("sha256-") {
+            Some(hash) => format!("\"{hash}\""),
+            None => format!("\"{}\"", self.0),
+        }
+    }
+}
+
+fn is_sha256_hex(text: &str) -> bool {
+    text.len() == 64
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+async fn open_for_reading(path: PathBuf) -> io::Result<std::fs::File> {
+    tokio::task::spawn_blocking(move || {
+        let file = std::fs::File::open(path)?;
+        // Persists the access order for the next start; failing to is harmless.
+        let _ = file.set_modified(std::time::SystemTime::now());
+        Ok(file)
+    })
+    .await
+    .map_err(io::Error::other)?
+}
+
+async fn create_part(path: PathBuf) -> io::Result<std::fs::File> {
+    tokio::task::spawn_blocking(move || {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)
+    })
+    .await
+    .map_err(io::Error::other)?
+}
+
+async fn remove_quietly(path: PathBuf) {
+    let result =
+        tokio::task::spawn_blocking(move || std::fs::remove_file(&path).map_err(|err| (path, err)))
+            .await;
+    if let Ok(Err((path, err))) = result
+        && err.kind() != io::ErrorKind::NotFound
+    {
+        warn!(path = %path.display(), error = %err, "cannot remove a file from the file cache");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_come_from_the_upstream_identity_only() {
+        let hash = "AB".repeat(32);
+        let spec = FileSpec {
+            url: "https://h.example/a/../../etc/passwd".into(),
+            sha256: Some(hash.clone()),
+            size: None,
+        };
+        let key = CacheKey::for_spec(&spec).unwrap();
+        assert_eq!(
+            key.as_str(),
+            format!("sha256-{}", hash.to_ascii_lowercase())
+        );
+        assert_eq!(key.etag(), format!("\"{}\"", hash.to_ascii_lowercase()));
+
+        let spec = FileSpec {
+            url: "https://h.example/../x.whl".into(),
+            sha256: None,
+            size: None,
+        };
+        let key = CacheKey::for_spec(&spec).unwrap();
+        assert!(key.as_str().starts_with("url-"));
+        assert!(
+            key.as_str()
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-'),
+            "{}",
+            key.as_str()
+        );
+        assert_eq!(CacheKey::from_file_name(key.as_str()), Some(key.clone()));
+    }
+
+    #[test]
+    fn rejects_a_page_hash_that_is_not_sha256() {
+        let spec = FileSpec {
+            url: "https://h.example/x.whl".into(),
+            sha256: Some("../../etc".into()),
+            size: None,
+        };
+        assert!(matches!(
+            CacheKey::for_spec(&spec),
+            Err(FileCacheError::InvalidHash { .. })
+        ));
+        assert_eq!(CacheKey::from_file_name("sha256-xyz"), None);
+        assert_eq!(
+            CacheKey::from_file_name(&format!("other-{}", "a".repeat(64))),
+            None
+        );
+    }
+
+    #[test]
+    fn status_classes() {
+        let missing = FileCacheError::NotCached { url: "u".into() };
+        assert_eq!(missing.kind(), FailureKind::NotFound);
+        let shared = FileCacheError::Shared(Arc::new(FileCacheError::SizeMismatch {
+            url: "u".into(),
+            expected: 1,
+            actual: 2,
+        }));
+        assert_eq!(shared.kind(), FailureKind::Upstream);
+    }
+}

@@ -1,0 +1,271 @@
+//! One download: the task that streams an upstream file into its `*.part` file, hashing as it
+//! goes, publishes how far it got, and commits or discards the result.
+
+use std::fs::File;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use reqwest::header::{ACCEPT_ENCODING, HeaderMap, HeaderValue};
+use sha2::{Digest, Sha256};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use crate::upstream::{UpstreamClient, redact};
+
+use super::store::remove_evicted;
+use super::{CacheKey, FileCacheError, FileSpec, Inner, remove_quietly};
+
+/// Bytes gathered from the network before one write: large enough to keep system calls few,
+/// small enough that memory stays flat and readers see progress often.
+const WRITE_CHUNK: usize = 256 * 1024;
+
+/// How far a download got; every reader of the file watches it.
+#[derive(Debug, Clone)]
+pub(super) enum Progress {
+    /// The request is on its way upstream.
+    Connecting,
+    /// The first `written` bytes are on disk and readable; `total` is the expected length when
+    /// the page or the upstream's `Content-Length` gave it.
+    Streaming { written: u64, total: Option<u64> },
+    /// Verified and renamed to its key; `size` bytes.
+    Committed { size: u64 },
+    /// Nothing was kept; every reader ends with this error.
+    Failed(Arc<FileCacheError>),
+}
+
+/// Everything the download task owns.
+pub(super) struct Download {
+    pub(super) cache: Arc<Inner>,
+    pub(super) client: UpstreamClient,
+    pub(super) spec: FileSpec,
+    pub(super) key: CacheKey,
+    pub(super) part: PathBuf,
+    pub(super) file: Arc<File>,
+    pub(super) progress: watch::Sender<Progress>,
+}
+
+/// Unregisters the download if its task ends without a result (a panic, or the runtime shutting
+/// down), so later requests start afresh instead of following a dead download.
+struct Registration<'a> {
+    cache: &'a Inner,
+    key: &'a CacheKey,
+    armed: bool,
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.cache.lock().abandon(self.key);
+        }
+    }
+}
+
+impl Download {
+    /// Runs the download to the end: commit, or discard and tell every reader.
+    pub(super) async fn run(self) {
+        let mut registration = Registration {
+            cache: &self.cache,
+            key: &self.key,
+            armed: true,
+        };
+        let url = redact(&self.spec.url);
+        let result = match self.transfer().await {
+            Ok(size) => self.commit(size).await,
+            Err(err) => Err(err),
+        };
+        match result {
+            Ok(size) => {
+                registration.armed = false;
+                info!(url = %url, key = self.key.as_str(), size, "file downloaded, verified and cached");
+            }
+            Err(err) => {
+                // Unregistered before readers hear of the failure, so a retry starts afresh.
+                registration.armed = false;
+                self.cache.lock().abandon(&self.key);
+                drop(registration);
+                warn!(url = %url, key = self.key.as_str(), error = %err, cause = %source_chain(&err), "file download failed; nothing kept");
+                self.progress.send_replace(Progress::Failed(Arc::new(err)));
+                remove_quietly(self.part.clone()).await;
+            }
+        }
+    }
+
+    /// Streams the body to disk; returns its verified length.
+    async fn transfer(&self) -> Result<u64, FileCacheError> {
+        let url = || redact(&self.spec.url);
+        let mut headers = HeaderMap::new();
+        // The bytes on disk must be the file's own bytes, the ones its sha256 is of.
+        headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+        let response = self
+            .client
+            .get_stream(&self.spec.url, headers)
+            .await
+            .map_err(|source| FileCacheError::Upstream { url: url(), source })?;
+        let announced = response.content_length();
+        if let (Some(expected), Some(actual)) = (self.spec.size, announced)
+            && expected != actual
+        {
+            return Err(FileCacheError::SizeMismatch {
+                url: url(),
+                expected,
+                actual,
+            });
+        }
+        let total = self.spec.size.or(announced);
+        self.progress
+            .send_replace(Progress::Streaming { written: 0, total });
+
+        let mut hasher = Sha256::new();
+        let mut written = 0u64;
+        let mut pending: Vec<u8> = Vec::with_capacity(WRITE_CHUNK);
+        let mut body = response.bytes_stream();
+        loop {
+            match body.next().await {
+                Some(Ok(chunk)) => {
+                    let received = written + len_u64(pending.len()) + len_u64(chunk.len());
+                    if let Some(expected) = total
+                        && received > expected
+                    {
+                        return Err(FileCacheError::SizeMismatch {
+                            url: url(),
+                            expected,
+                            actual: received,
+                        });
+                    }
+                    pending.extend_from_slice(&chunk);
+                    if pending.len() >= WRITE_CHUNK {
+                        hasher = self.write(&mut pending, written, hasher).await?;
+                        written = received;
+                        self.publish(written, total);
+                    }
+                }
+                // A read timeout (stalled upstream), a reset, or a body shorter than its
+                // `Content-Length`.
+                Some(Err(source)) => {
+                    return Err(FileCacheError::Interrupted {
+                        url: url(),
+                        received: written + len_u64(pending.len()),
+                        source,
+                    });
+                }
+                None => break,
+            }
+        }
+        if !pending.is_empty() {
+            let len = len_u64(pending.len());
+            hasher = self.write(&mut pending, written, hasher).await?;
+            written += len;
+        }
+        if let Some(expected) = total
+            && written != expected
+        {
+            return Err(FileCacheError::SizeMismatch {
+                url: url(),
+                expected,
+                actual: written,
+            });
+        }
+        let actual = hex::encode(hasher.finalize());
+        if let Some(expected) = &self.spec.sha256
+            && !expected.eq_ignore_ascii_case(&actual)
+        {
+            return Err(FileCacheError::HashMismatch {
+                url: url(),
+                expected: expected.to_ascii_lowercase(),
+                actual,
+            });
+        }
+        // Readers may now read everything; `Committed` follows once it is durable.
+        self.publish(written, total);
+        Ok(written)
+    }
+
+    /// Writes and hashes `pending` at `offset` off the async threads; leaves `pending` empty.
+    async fn write(
+        &self,
+        pending: &mut Vec<u8>,
+        offset: u64,
+        mut hasher: Sha256,
+    ) -> Result<Sha256, FileCacheError> {
+        let data = std::mem::replace(pending, Vec::with_capacity(WRITE_CHUNK));
+        let file = Arc::clone(&self.file);
+        let result = tokio::task::spawn_blocking(move || {
+            hasher.update(&data);
+            write_all_at(&file, &data, offset).map(|()| hasher)
+        })
+        .await
+        .map_err(io::Error::other)
+        .flatten();
+        result.map_err(|source| FileCacheError::Io {
+            path: self.part.clone(),
+            source,
+        })
+    }
+
+    fn publish(&self, written: u64, total: Option<u64>) {
+        self.progress
+            .send_replace(Progress::Streaming { written, total });
+    }
+
+    /// Makes the file durable under its key, then records it and evicts past the limit.
+    async fn commit(&self, size: u64) -> Result<u64, FileCacheError> {
+        let file = Arc::clone(&self.file);
+        let part = self.part.clone();
+        let dir = self.cache.dir.clone();
+        let dest = dir.join(self.key.as_str());
+        tokio::task::spawn_blocking(move || -> io::Result<()> {
+            file.sync_all()?;
+            std::fs::rename(&part, &dest)?;
+            // The rename itself must survive a crash too.
+            File::open(&dir)?.sync_all()
+        })
+        .await
+        .map_err(io::Error::other)
+        .flatten()
+        .map_err(|source| FileCacheError::Io {
+            path: self.part.clone(),
+            source,
+        })?;
+        let victims = self.cache.lock().commit(&self.key, size);
+        self.progress.send_replace(Progress::Committed { size });
+        if !victims.is_empty() {
+            let _ = tokio::task::spawn_blocking(move || remove_evicted(&victims)).await;
+        }
+        Ok(size)
+    }
+}
+
+fn len_u64(len: usize) -> u64 {
+    u64::try_from(len).expect("a buffer length fits in u64")
+}
+
+fn source_chain(error: &dyn std::error::Error) -> String {
+    let mut parts = Vec::new();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        parts.push(cause.to_string());
+        source = cause.source();
+    }
+    parts.join(": ")
+}
+
+// Positioned writes leave the file offset alone, so readers and the writer share one handle.
+#[cfg(unix)]
+fn write_all_at(file: &File, data: &[u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, data, offset)
+}
+
+#[cfg(windows)]
+fn write_all_at(file: &File, mut data: &[u8], mut offset: u64) -> io::Result<()> {
+    while !data.is_empty() {
+        let n = std::os::windows::fs::FileExt::seek_write(file, data, offset)?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        data = &data[n..];
+        offset += len_u64(n);
+    }
+    Ok(())
+}

@@ -1,0 +1,125 @@
+//! Reading a file for one client: positioned reads of a shared handle, following a download in
+//! flight until the bytes it needs are on disk. Each reader holds at most one chunk.
+
+use std::fs::File;
+use std::io;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::Stream;
+use tokio::sync::watch;
+
+use super::download::Progress;
+
+/// Bytes read from disk per chunk sent to a client.
+const READ_CHUNK: u64 = 256 * 1024;
+
+struct Reader {
+    file: Arc<File>,
+    pos: u64,
+    /// Exclusive end; `None`: to the end of the file, whatever length it turns out to have.
+    end: Option<u64>,
+    /// `None` for a committed file.
+    progress: Option<watch::Receiver<Progress>>,
+}
+
+/// The bytes from `start` to `end` (exclusive; the end of the file when `None`). A committed
+/// file (`progress` is `None`) must be given its `end`.
+pub(super) fn stream(
+    file: Arc<File>,
+    start: u64,
+    end: Option<u64>,
+    progress: Option<watch::Receiver<Progress>>,
+) -> impl Stream<Item = io::Result<Bytes>> + Send + 'static {
+    let reader = Reader {
+        file,
+        pos: start,
+        end,
+        progress,
+    };
+    futures_util::stream::try_unfold(reader, Reader::next)
+}
+
+impl Reader {
+    async fn next(mut self) -> io::Result<Option<(Bytes, Reader)>> {
+        loop {
+            let (available, end) = self.bounds()?;
+            if self.pos >= end {
+                return Ok(None);
+            }
+            let readable = available.min(end);
+            if self.pos < readable {
+                let len = (readable - self.pos).min(READ_CHUNK);
+                let bytes = read_at(Arc::clone(&self.file), self.pos, len).await?;
+                self.pos += len;
+                return Ok(Some((bytes, self)));
+            }
+            let Some(progress) = self.progress.as_mut() else {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the cached file is shorter than the range asked for",
+                ));
+            };
+            if progress.changed().await.is_err()
+                && !matches!(
+                    *progress.borrow(),
+                    Progress::Committed { .. } | Progress::Failed(_)
+                )
+            {
+                return Err(io::Error::other("the download ended without a result"));
+            }
+        }
+    }
+
+    /// The bytes readable now and the end to read to (`u64::MAX` while unknown).
+    fn bounds(&mut self) -> io::Result<(u64, u64)> {
+        let Some(progress) = self.progress.as_mut() else {
+            let end = self.end.expect("a committed file is read with its length");
+            return Ok((end, end));
+        };
+        let end = self.end.unwrap_or(u64::MAX);
+        match &*progress.borrow_and_update() {
+            Progress::Connecting => Ok((0, end)),
+            Progress::Streaming { written, .. } => Ok((*written, end)),
+            Progress::Committed { size } => match self.end {
+                None => Ok((*size, *size)),
+                Some(end) if end > *size => Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the downloaded file is shorter than the range asked for",
+                )),
+                Some(end) => Ok((*size, end)),
+            },
+            // The client's response is cut off with this error: it must not mistake a broken
+            // or corrupt transfer for a complete file.
+            Progress::Failed(err) => Err(io::Error::other(Arc::clone(err))),
+        }
+    }
+}
+
+async fn read_at(file: Arc<File>, pos: u64, len: u64) -> io::Result<Bytes> {
+    tokio::task::spawn_blocking(move || {
+        let mut buf = vec![0; usize::try_from(len).expect("a chunk fits in memory")];
+        read_exact_at(&file, &mut buf, pos)?;
+        Ok(Bytes::from(buf))
+    })
+    .await
+    .map_err(io::Error::other)?
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], pos: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, pos)
+}
+
+#[cfg(windows)]
+fn read_exact_at(file: &File, mut buf: &mut [u8], mut pos: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        let n = std::os::windows::fs::FileExt::seek_read(file, buf, pos)?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        buf = &mut buf[n..];
+        pos += u64::try_from(n).expect("fits");
+    }
+    Ok(())
+}
