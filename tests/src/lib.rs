@@ -1,1 +1,19 @@
-//! End-to-end tests for wheelgate.
+//! End-to-end tests for wheelgate: real pip and real uv install through the proxy from fake
+//! upstreams that serve pages in download.pytorch.org's exact format.
+//!
+//! The reusable parts live here, the tests in `tests/e2e/`:
+//! - [`wheels`]: small real wheels built in memory (correct `RECORD` hashes);
+//! - [`catalog`]: what the fake upstreams publish (torch 2.9.0 and 2.6.0 per backend,
+//!   torchvision, pytorch-triton, filelock; a planted PyPI `torch` 99.0 and `pytorch-triton`);
+//! - [`upstream`]: the fake PyTorch index, its second file host and the fake PyPI, counting
+//!   requests;
+//! - [`proxy`]: wheelgate itself, started in-process against the fakes;
+//! - [`installers`]: pip and uv from the venv `scripts/e2e-setup` creates, isolated from the
+//!   host's configuration.
+
+pub mod catalog;
+pub mod installers;
+pub mod machines;
+pub mod proxy;
+pub mod upstream;
+pub mod wheels;

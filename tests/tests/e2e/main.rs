@@ -1,0 +1,19 @@
+//! End-to-end tests: real pip and real uv install through wheelgate, started in-process, from
+//! fake upstreams on 127.0.0.1 that serve download.pytorch.org's exact page format and PyPI's
+//! JSON and HTML. Nothing reaches the internet. pip and uv come from `scripts/e2e-setup`.
+//!
+//! - `fixtures`: the fakes themselves are what real installers accept (pip and uv install
+//!   straight from the fake PyTorch index);
+//! - `install`: pip and uv install `torch` for each machine, through the server's default
+//!   machine and through `/m/<token>/`; `torch torchvision` from one backend; per-version
+//!   fallback; a pinned `/b/<backend>/`;
+//! - `routing`: the planted PyPI `torch` and `pytorch-triton` are never served;
+//! - `rewriting`: no client ever receives an upstream URL; every link and `.metadata` works;
+//! - `caching`: one upstream download per file across installers.
+
+mod caching;
+mod fixtures;
+mod install;
+mod rewriting;
+mod routing;
+mod support;

@@ -1,0 +1,69 @@
+//! Shared steps of the tests.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use wheelgate_e2e::installers::{self, Destination, Installer, Outcome};
+use wheelgate_e2e::upstream::Upstreams;
+
+/// Installs `requirements` with `installer` from `index_url` into a fresh `--target` directory
+/// and returns what was installed (name → version); panics with the installer's output on
+/// failure.
+pub async fn install_ok(
+    installer: Installer,
+    index_url: &str,
+    requirements: &[&str],
+) -> (tempfile::TempDir, BTreeMap<String, String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = install_into(installer, index_url, requirements, dir.path()).await;
+    outcome.assert_success();
+    let dists = installers::installed(dir.path());
+    (dir, dists)
+}
+
+pub async fn install_into(
+    installer: Installer,
+    index_url: &str,
+    requirements: &[&str],
+    dir: &Path,
+) -> Outcome {
+    installers::install(
+        installer,
+        index_url,
+        requirements,
+        &Destination::Target(dir.to_path_buf()),
+    )
+    .await
+}
+
+/// The version of `name` in `dists`, or a panic listing what is there.
+pub fn version<'a>(dists: &'a BTreeMap<String, String>, name: &str) -> &'a str {
+    dists
+        .get(name)
+        .unwrap_or_else(|| panic!("`{name}` was not installed; installed: {dists:?}"))
+}
+
+/// What every install through the proxy must leave true: PyPI was never asked for a PyTorch
+/// project, and the PyTorch index never for a PyPI one.
+pub fn assert_routing_safe(upstreams: &Upstreams) {
+    for project in ["torch", "torchvision", "pytorch-triton"] {
+        let path = format!("/simple/{project}/");
+        assert_eq!(
+            upstreams.pypi.log.count(&path),
+            0,
+            "PyPI was asked for `{project}`: {:?}",
+            upstreams.pypi.log.paths()
+        );
+    }
+    let filelock: Vec<String> = upstreams
+        .pytorch
+        .log
+        .paths()
+        .into_iter()
+        .filter(|p| p.contains("filelock"))
+        .collect();
+    assert!(
+        filelock.is_empty(),
+        "the PyTorch upstream was asked for filelock: {filelock:?}"
+    );
+}
