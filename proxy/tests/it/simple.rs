@@ -1,0 +1,385 @@
+//! The simple-index routes against a fake PyTorch upstream and a fake PyPI on 127.0.0.1:
+//! selection per machine, negotiation, 404 never 403, redirects, ETag/304, stale pages when the
+//! upstream fails, offline mode, User-Agent refinement, pinned and token routes.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use wheelgate::config::ServeConfig;
+use wheelgate::serve::build_state;
+use wheelgate::server::app;
+
+const H100: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"9.0"}]}}"#;
+const PIP_ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01";
+
+/// A fake download.pytorch.org and PyPI in one server; `down` makes every answer a 500.
+#[derive(Clone, Default)]
+struct Fake {
+    hits: Arc<Mutex<HashMap<String, usize>>>,
+    down: Arc<AtomicBool>,
+}
+
+fn torch_page(backends: &[&str]) -> String {
+    let mut html =
+        String::from("<!DOCTYPE html>\n<html>\n  <body>\n    <h1>Links for torch</h1>\n");
+    for backend in backends {
+        for platform in ["manylinux_2_28_x86_64", "win_amd64"] {
+            let name = format!("torch-2.9.0+{backend}-cp312-cp312-{platform}.whl");
+            html.push_str(&format!(
+                "    <a href=\"/whl/{backend}/{}#sha256={}\" data-dist-info-metadata=\"sha256=ab\" data-core-metadata=\"sha256=ab\">{name}</a><br/>\n",
+                name.replace('+', "%2B"),
+                "0".repeat(64)
+            ));
+        }
+    }
+    html.push_str("    <a href=\"/whl/cpu/torch-2.9.0-cp312-none-macosx_11_0_arm64.whl#sha256=11\">torch-2.9.0-cp312-none-macosx_11_0_arm64.whl</a><br/>\n");
+    html.push_str("  </body>\n</html>\n<!--TIMESTAMP 1774772182-->");
+    html
+}
+
+async fn pytorch(State(fake): State<Fake>, Path(path): Path<String>) -> Response {
+    *fake.hits.lock().unwrap().entry(path.clone()).or_default() += 1;
+    if fake.down.load(Ordering::SeqCst) {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    let backends: &[&str] = match path.as_str() {
+        "torch/" => &["cpu", "cu126", "cu128", "cu130"],
+        "cu128/torch/" => &["cu128"],
+        // download.pytorch.org answers 403 for a project it does not have.
+        _ => return StatusCode::FORBIDDEN.into_response(),
+    };
+    ([(header::CONTENT_TYPE, "text/html")], torch_page(backends)).into_response()
+}
+
+async fn pypi(State(fake): State<Fake>, Path(project): Path<String>) -> Response {
+    *fake
+        .hits
+        .lock()
+        .unwrap()
+        .entry(format!("pypi/{project}"))
+        .or_default() += 1;
+    if fake.down.load(Ordering::SeqCst) {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    match project.as_str() {
+        "filelock" => (
+            [(header::CONTENT_TYPE, "application/vnd.pypi.simple.v1+json")],
+            r#"{"meta":{"api-version":"1.1"},"name":"filelock","versions":["3.20.0"],"files":[{"filename":"filelock-3.20.0-py3-none-any.whl","url":"https://files.example/packages/filelock-3.20.0-py3-none-any.whl","hashes":{"sha256":"aa"},"requires-python":">=3.9","size":16000,"upload-time":"2025-10-08T18:03:12.000000Z","yanked":false}]}"#,
+        )
+            .into_response(),
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+async fn start_fake() -> (Fake, SocketAddr) {
+    let fake = Fake::default();
+    let router = Router::new()
+        .route("/whl/{*path}", get(pytorch))
+        .route("/simple/{project}/", get(pypi))
+        .with_state(fake.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    (fake, addr)
+}
+
+async fn start_proxy(
+    upstream: SocketAddr,
+    cache: &std::path::Path,
+    edit: impl FnOnce(&mut ServeConfig),
+) -> SocketAddr {
+    let mut config = ServeConfig {
+        pytorch_url: format!("http://{upstream}/whl"),
+        pypi_url: format!("http://{upstream}/simple"),
+        cache_dir: cache.to_path_buf(),
+        machine: Some(serde_json::from_str(H100).unwrap()),
+        ..ServeConfig::default()
+    };
+    edit(&mut config);
+    let state = build_state(config).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app(state)).await.unwrap() });
+    addr
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+async fn get_with(url: &str, headers: &[(&str, &str)]) -> (StatusCode, HeaderMap, String) {
+    let mut request = client().get(url);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    let status = StatusCode::from_u16(response.status().as_u16()).unwrap();
+    let headers = response.headers().clone();
+    (status, headers, response.text().await.unwrap())
+}
+
+fn filenames(json: &str) -> Vec<String> {
+    let value: serde_json::Value = serde_json::from_str(json).unwrap();
+    value["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["filename"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn serves_one_backend_per_version_with_proxy_links() {
+    let (_fake, upstream) = start_fake().await;
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(upstream, cache.path(), |_| {}).await;
+    let (status, headers, body) = get_with(
+        &format!("http://{proxy}/simple/torch/"),
+        &[("accept", PIP_ACCEPT)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        headers[header::CONTENT_TYPE],
+        "application/vnd.pypi.simple.v1+json"
+    );
+    assert_eq!(headers[header::VARY], "Accept, User-Agent");
+    assert_eq!(headers[header::CACHE_CONTROL], "max-age=600, public");
+    let names = filenames(&body);
+    assert_eq!(
+        names,
+        [
+            "torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "torch-2.9.0+cu130-cp312-cp312-win_amd64.whl"
+        ]
+    );
+    assert!(
+        body.contains(
+            "\"url\":\"/files/torch/torch-2.9.0%2Bcu130-cp312-cp312-manylinux_2_28_x86_64.whl\""
+        ),
+        "{body}"
+    );
+    assert!(
+        body.contains("\"core-metadata\":{\"sha256\":\"ab\"}"),
+        "{body}"
+    );
+    assert!(
+        !body.contains(&upstream.to_string()),
+        "an upstream address leaked: {body}"
+    );
+    assert!(!body.contains("dist-info-metadata"), "{body}");
+
+    let (status, headers, html) = get_with(&format!("http://{proxy}/simple/torch/"), &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        headers[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert!(
+        html.contains(
+            "href=\"/files/torch/torch-2.9.0%2Bcu130-cp312-cp312-manylinux_2_28_x86_64.whl#sha256="
+        ),
+        "{html}"
+    );
+    assert!(!html.contains(&upstream.to_string()));
+}
+
+#[tokio::test]
+async fn general_upstream_pages_are_passed_through_rewritten() {
+    let (fake, upstream) = start_fake().await;
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(upstream, cache.path(), |_| {}).await;
+    let (status, _, body) = get_with(
+        &format!("http://{proxy}/simple/filelock/"),
+        &[("accept", PIP_ACCEPT)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(filenames(&body), ["filelock-3.20.0-py3-none-any.whl"]);
+    assert!(
+        body.contains("\"url\":\"/files/filelock/filelock-3.20.0-py3-none-any.whl\""),
+        "{body}"
+    );
+    assert!(
+        body.contains("\"requires-python\":\">=3.9\"") && body.contains("\"size\":16000"),
+        "{body}"
+    );
+    assert!(!body.contains("files.example"));
+    // torch is never asked of the general upstream.
+    let _ = get_with(&format!("http://{proxy}/simple/torch/"), &[]).await;
+    assert_eq!(fake.hits.lock().unwrap().get("pypi/torch"), None);
+}
+
+#[tokio::test]
+async fn status_codes_negotiation_and_redirects() {
+    let (_fake, upstream) = start_fake().await;
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(upstream, cache.path(), |_| {}).await;
+    let base = format!("http://{proxy}");
+    // PyTorch's 403 for a missing project becomes 404: uv tolerates 403 only from PyTorch's host.
+    assert_eq!(
+        get_with(&format!("{base}/simple/torchnothing/"), &[])
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        get_with(&format!("{base}/simple/torchaudio/"), &[]).await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        get_with(&format!("{base}/simple/nonexistent-project/"), &[])
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
+    let (status, _, body) = get_with(
+        &format!("{base}/simple/torch/"),
+        &[("accept", "application/xml")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_ACCEPTABLE, "{body}");
+    let (status, headers, _) = get_with(&format!("{base}/simple/Torch_Vision/"), &[]).await;
+    assert!(status.is_redirection());
+    assert_eq!(headers[header::LOCATION], "/simple/torch-vision/");
+    let (status, headers, _) = get_with(&format!("{base}/simple/torch"), &[]).await;
+    assert!(status.is_redirection());
+    assert_eq!(headers[header::LOCATION], "/simple/torch/");
+    let (status, _, body) = get_with(&format!("{base}/m/not-a-token!/simple/torch/"), &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(body.contains("wheelgate detect --token"), "{body}");
+    assert_eq!(
+        get_with(&format!("{base}/b/cu999x/simple/torch/"), &[])
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn etag_answers_304() {
+    let (_fake, upstream) = start_fake().await;
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(upstream, cache.path(), |_| {}).await;
+    let url = format!("http://{proxy}/simple/torch/");
+    let (_, headers, _) = get_with(&url, &[("accept", PIP_ACCEPT)]).await;
+    let etag = headers[header::ETAG].to_str().unwrap().to_string();
+    let (status, headers, body) = get_with(
+        &url,
+        &[
+            ("accept", PIP_ACCEPT),
+            ("if-none-match", &etag),
+            ("cache-control", "max-age=0"),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_MODIFIED);
+    assert!(body.is_empty());
+    assert_eq!(headers[header::ETAG].to_str().unwrap(), etag);
+    // Another format is another representation with its own tag.
+    let (status, _, _) = get_with(&url, &[("if-none-match", &etag)]).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn stale_page_when_the_upstream_fails_and_offline_serves_the_cache() {
+    let (fake, upstream) = start_fake().await;
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(upstream, cache.path(), |c| c.index_ttl_secs = 0).await;
+    let url = format!("http://{proxy}/simple/torch/");
+    let (_, _, fresh) = get_with(&url, &[("accept", PIP_ACCEPT)]).await;
+    fake.down.store(true, Ordering::SeqCst);
+    let (status, _, stale) = get_with(&url, &[("accept", PIP_ACCEPT)]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(stale, fresh);
+    assert!(
+        fake.hits.lock().unwrap()["torch/"] >= 2,
+        "the expired page was revalidated upstream"
+    );
+    // A project never cached: the failing upstream is a 502 naming the problem.
+    let (status, _, body) = get_with(&format!("http://{proxy}/simple/filelock/"), &[]).await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
+
+    // A second server on the same cache directory, offline: the page comes from disk.
+    let offline = start_proxy(upstream, cache.path(), |c| c.offline = true).await;
+    let before = fake.hits.lock().unwrap().values().sum::<usize>();
+    let (status, _, body) = get_with(
+        &format!("http://{offline}/simple/torch/"),
+        &[("accept", PIP_ACCEPT)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, fresh);
+    assert_eq!(
+        get_with(&format!("http://{offline}/simple/filelock/"), &[])
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        fake.hits.lock().unwrap().values().sum::<usize>(),
+        before,
+        "offline never contacts an upstream"
+    );
+}
+
+#[tokio::test]
+async fn user_agent_pinned_and_token_routes_change_the_machine() {
+    let (_fake, upstream) = start_fake().await;
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(upstream, cache.path(), |_| {}).await;
+    let base = format!("http://{proxy}");
+    let mac_pip =
+        r#"pip/25.0 {"cpu":"arm64","system":{"name":"Darwin","release":"24.0"},"python":"3.12.1"}"#;
+    let (_, _, body) = get_with(
+        &format!("{base}/simple/torch/"),
+        &[("accept", PIP_ACCEPT), ("user-agent", mac_pip)],
+    )
+    .await;
+    assert_eq!(
+        filenames(&body),
+        [
+            "torch-2.9.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "torch-2.9.0+cpu-cp312-cp312-win_amd64.whl",
+            "torch-2.9.0-cp312-none-macosx_11_0_arm64.whl"
+        ]
+    );
+
+    let (_, _, body) = get_with(
+        &format!("{base}/b/cu128/simple/torch/"),
+        &[("accept", PIP_ACCEPT)],
+    )
+    .await;
+    assert_eq!(
+        filenames(&body),
+        [
+            "torch-2.9.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "torch-2.9.0+cu128-cp312-cp312-win_amd64.whl"
+        ]
+    );
+
+    let rtx5090: wheelgate_resolver::Machine = serde_json::from_str(r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"570.86.10","gpus":[{"compute_capability":"12.0"}]}}"#).unwrap();
+    let token = wheelgate_resolver::token::encode(&rtx5090);
+    let (status, _, body) = get_with(
+        &format!("{base}/m/{token}/simple/torch/"),
+        &[("accept", PIP_ACCEPT)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        filenames(&body).iter().all(|n| n.contains("+cu128")),
+        "{body}"
+    );
+}
