@@ -200,10 +200,10 @@ impl UpstreamClient {
             let backoff = Duration::from_millis(200 * 2u64.pow(attempt - 1));
             match &result {
                 Ok(response) => {
-                    warn!(url = %redact(url), status = %response.status(), attempt, "upstream error, retrying")
+                    warn!(url = %redact(url), status = %response.status(), attempt, "upstream error, retrying");
                 }
                 Err(err) => {
-                    warn!(url = %redact(url), error = %err, attempt, "upstream request failed, retrying")
+                    warn!(url = %redact(url), error = %err, attempt, "upstream request failed, retrying");
                 }
             }
             tokio::time::sleep(backoff).await;

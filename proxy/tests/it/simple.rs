@@ -3,6 +3,7 @@
 //! upstream fails, offline mode, User-Agent refinement, pinned and token routes.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,11 +33,12 @@ fn torch_page(backends: &[&str]) -> String {
     for backend in backends {
         for platform in ["manylinux_2_28_x86_64", "win_amd64"] {
             let name = format!("torch-2.9.0+{backend}-cp312-cp312-{platform}.whl");
-            html.push_str(&format!(
-                "    <a href=\"/whl/{backend}/{}#sha256={}\" data-dist-info-metadata=\"sha256=ab\" data-core-metadata=\"sha256=ab\">{name}</a><br/>\n",
+            let _ = writeln!(
+                html,
+                "    <a href=\"/whl/{backend}/{}#sha256={}\" data-dist-info-metadata=\"sha256=ab\" data-core-metadata=\"sha256=ab\">{name}</a><br/>",
                 name.replace('+', "%2B"),
                 "0".repeat(64)
-            ));
+            );
         }
     }
     html.push_str("    <a href=\"/whl/cpu/torch-2.9.0-cp312-none-macosx_11_0_arm64.whl#sha256=11\">torch-2.9.0-cp312-none-macosx_11_0_arm64.whl</a><br/>\n");
