@@ -161,6 +161,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_sample_config_in_deploy_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/wheelgate.toml");
+        let config = ServeConfig::from_file(&path).unwrap();
+        assert_eq!(config.listen.to_string(), "0.0.0.0:3141");
+        assert_eq!(config.policy.prefer[0].to_string(), "cu128");
+        let machine = config.machine.unwrap();
+        assert_eq!(machine.nvidia.unwrap().gpus[0].compute_capability.unwrap().to_string(), "9.0");
+    }
+
+    #[test]
     fn reads_pip_conf_index_url() {
         assert_eq!(
             index_url_from_pip_conf("[global]\nindex-url = https://m.example/simple\n").as_deref(),
