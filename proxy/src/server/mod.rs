@@ -2,6 +2,7 @@
 
 pub mod error;
 pub mod files;
+pub mod limits;
 pub mod lookup;
 pub mod negotiate;
 pub mod ops;
@@ -16,5 +17,10 @@ use axum::Router;
 
 /// The whole application: simple-index routes, files, operations.
 pub fn app(state: AppState) -> Router {
-    Router::new().merge(simple::routes()).merge(files::routes()).merge(ops::routes()).with_state(state)
+    Router::new()
+        .merge(simple::routes())
+        .merge(files::routes())
+        .merge(ops::routes())
+        .layer(axum::middleware::from_fn(limits::limit_headers))
+        .with_state(state)
 }

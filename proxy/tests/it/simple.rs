@@ -25,6 +25,10 @@ const PIP_ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.p
 struct Fake {
     hits: Arc<Mutex<HashMap<String, usize>>>,
     down: Arc<AtomicBool>,
+    /// Answer garbage instead of the page.
+    garbage: Arc<AtomicBool>,
+    /// Conditional requests answered 304.
+    not_modified: Arc<Mutex<usize>>,
 }
 
 fn torch_page(backends: &[&str]) -> String {
@@ -46,10 +50,22 @@ fn torch_page(backends: &[&str]) -> String {
     html
 }
 
-async fn pytorch(State(fake): State<Fake>, Path(path): Path<String>) -> Response {
+async fn pytorch(
+    State(fake): State<Fake>,
+    Path(path): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     *fake.hits.lock().unwrap().entry(path.clone()).or_default() += 1;
     if fake.down.load(Ordering::SeqCst) {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    if path == "torch/"
+        && headers
+            .get(header::IF_NONE_MATCH)
+            .is_some_and(|v| v == "\"page-v1\"")
+    {
+        *fake.not_modified.lock().unwrap() += 1;
+        return StatusCode::NOT_MODIFIED.into_response();
     }
     let backends: &[&str] = match path.as_str() {
         "torch/" => &["cpu", "cu126", "cu128", "cu130"],
@@ -57,7 +73,14 @@ async fn pytorch(State(fake): State<Fake>, Path(path): Path<String>) -> Response
         // download.pytorch.org answers 403 for a project it does not have.
         _ => return StatusCode::FORBIDDEN.into_response(),
     };
-    ([(header::CONTENT_TYPE, "text/html")], torch_page(backends)).into_response()
+    (
+        [
+            (header::CONTENT_TYPE, "text/html"),
+            (header::ETAG, "\"page-v1\""),
+        ],
+        torch_page(backends),
+    )
+        .into_response()
 }
 
 async fn pypi(State(fake): State<Fake>, Path(project): Path<String>) -> Response {
@@ -69,6 +92,13 @@ async fn pypi(State(fake): State<Fake>, Path(project): Path<String>) -> Response
         .or_default() += 1;
     if fake.down.load(Ordering::SeqCst) {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    if fake.garbage.load(Ordering::SeqCst) {
+        return (
+            [(header::CONTENT_TYPE, "application/vnd.pypi.simple.v1+json")],
+            "{\"files\": [{\"filename\": 7",
+        )
+            .into_response();
     }
     match project.as_str() {
         "filelock" => (
@@ -383,5 +413,78 @@ async fn user_agent_pinned_and_token_routes_change_the_machine() {
     assert!(
         filenames(&body).iter().all(|n| n.contains("+cu128")),
         "{body}"
+    );
+}
+
+#[tokio::test]
+async fn expired_pages_are_revalidated_conditionally() {
+    let (fake, upstream) = start_fake().await;
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(upstream, cache.path(), |c| c.index_ttl_secs = 0).await;
+    let url = format!("http://{proxy}/simple/torch/");
+    let (_, _, first) = get_with(&url, &[("accept", PIP_ACCEPT)]).await;
+    let (status, _, second) = get_with(&url, &[("accept", PIP_ACCEPT)]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(first, second);
+    assert_eq!(
+        *fake.not_modified.lock().unwrap(),
+        1,
+        "the second request revalidated with If-None-Match"
+    );
+}
+
+#[tokio::test]
+async fn a_malformed_upstream_page_is_a_502_and_the_next_request_after_healing_succeeds() {
+    let (fake, upstream) = start_fake().await;
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(upstream, cache.path(), |c| c.index_ttl_secs = 0).await;
+    let url = format!("http://{proxy}/simple/filelock/");
+    fake.garbage.store(true, Ordering::SeqCst);
+    let (status, _, body) = get_with(&url, &[("accept", PIP_ACCEPT)]).await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
+    assert!(body.contains("could not be parsed"), "{body}");
+    fake.garbage.store(false, Ordering::SeqCst);
+    let (status, _, body) = get_with(&url, &[("accept", PIP_ACCEPT)]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(filenames(&body), ["filelock-3.20.0-py3-none-any.whl"]);
+}
+
+#[tokio::test]
+async fn oversized_headers_and_invalid_names_are_refused_and_the_server_goes_on() {
+    let (_fake, upstream) = start_fake().await;
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(upstream, cache.path(), |_| {}).await;
+    let huge = "x".repeat(200_000);
+    let response = client()
+        .get(format!("http://{proxy}/simple/torch/"))
+        .header("x-padding", huge)
+        .send()
+        .await;
+    match response {
+        Ok(response) => assert_eq!(response.status().as_u16(), 431),
+        // hyper may close the connection instead of answering; either way nothing is served.
+        Err(err) => assert!(
+            err.is_request() || err.is_connect() || err.is_body(),
+            "{err}"
+        ),
+    }
+    for path in [
+        "/simple/%2e%2e/",
+        "/simple/a%2Fb/",
+        "/simple/torch%00/",
+        "/simple/-/",
+        "/simple/caf%C3%A9/",
+    ] {
+        let (status, _, body) = get_with(&format!("http://{proxy}{path}"), &[]).await;
+        assert!(
+            status == StatusCode::NOT_FOUND || status.is_redirection(),
+            "{path}: {status} {body}"
+        );
+    }
+    assert_eq!(
+        get_with(&format!("http://{proxy}/simple/torch/"), &[])
+            .await
+            .0,
+        StatusCode::OK
     );
 }
