@@ -35,6 +35,30 @@ fn assert_no_upstream(body: &str, upstreams: &Upstreams, url: &str) {
     }
 }
 
+/// Neither a header (`Location`, `Link`, ...) nor a redirect points a client upstream.
+fn assert_headers_clean(response: &reqwest::Response, upstreams: &Upstreams, url: &str) {
+    assert!(
+        !response.status().is_redirection(),
+        "{url} redirects: {:?}",
+        response.headers()
+    );
+    for (name, value) in response.headers() {
+        assert_no_upstream(
+            &String::from_utf8_lossy(value.as_bytes()),
+            upstreams,
+            &format!("{url} header `{name}`"),
+        );
+    }
+}
+
+/// A client that shows redirects instead of following them.
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
 /// Every `href="..."` of an HTML page.
 fn hrefs(body: &str) -> Vec<String> {
     body.split("href=\"")
@@ -61,7 +85,12 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// Every file of a project's JSON page downloads and matches its hashes and size; so does its
 /// `.metadata` where advertised (PEP 658: pip treats a missing one as an error). Returns how
 /// many files were checked.
-async fn check_files(client: &reqwest::Client, url: &str, project: &str) -> usize {
+async fn check_files(
+    client: &reqwest::Client,
+    upstreams: &Upstreams,
+    url: &str,
+    project: &str,
+) -> usize {
     let Some(json) = get_json(client, url).await else {
         assert_eq!(project, "pytorch-triton/", "{url} is 404");
         return 0;
@@ -80,6 +109,7 @@ async fn check_files(client: &reqwest::Client, url: &str, project: &str) -> usiz
             .join(file["url"].as_str().unwrap())
             .unwrap();
         let bytes = client.get(link.clone()).send().await.unwrap();
+        assert_headers_clean(&bytes, upstreams, link.as_str());
         assert_eq!(bytes.status(), 200, "{link}");
         let bytes = bytes.bytes().await.unwrap();
         assert_eq!(
@@ -97,6 +127,7 @@ async fn check_files(client: &reqwest::Client, url: &str, project: &str) -> usiz
         {
             let metadata_url = format!("{link}.metadata");
             let response = client.get(&metadata_url).send().await.unwrap();
+            assert_headers_clean(&response, upstreams, &metadata_url);
             assert_eq!(response.status(), 200, "{metadata_url}");
             assert_eq!(
                 sha256_hex(&response.bytes().await.unwrap()),
@@ -116,7 +147,7 @@ async fn check_files(client: &reqwest::Client, url: &str, project: &str) -> usiz
 async fn no_client_ever_receives_an_upstream_url() {
     let upstreams = Upstreams::start().await;
     let proxy = Proxy::start(&upstreams, &machines::H100.machine()).await;
-    let client = reqwest::Client::new();
+    let client = client();
     let base = reqwest::Url::parse(&proxy.base()).unwrap();
     let prefixes = [
         proxy.simple_url(),
@@ -136,6 +167,7 @@ async fn no_client_ever_receives_an_upstream_url() {
                     .send()
                     .await
                     .unwrap();
+                assert_headers_clean(&response, &upstreams, &url);
                 let status = response.status();
                 let page_url = response.url().clone();
                 let body = response.text().await.unwrap();
@@ -170,7 +202,7 @@ async fn no_client_ever_receives_an_upstream_url() {
                 }
             }
             if !project.is_empty() {
-                files_checked += check_files(&client, &url, project).await;
+                files_checked += check_files(&client, &upstreams, &url, project).await;
             }
         }
     }
@@ -181,7 +213,7 @@ async fn no_client_ever_receives_an_upstream_url() {
 async fn per_machine_pages_list_one_backend_per_version_and_keep_attributes() {
     let upstreams = Upstreams::start().await;
     let proxy = Proxy::start(&upstreams, &machines::H100.machine()).await;
-    let client = reqwest::Client::new();
+    let client = client();
     let url = format!("{}torch/", proxy.simple_url());
     let json = get_json(&client, &url).await.expect("the torch page");
     let files = json["files"].as_array().unwrap();
@@ -243,5 +275,52 @@ async fn per_machine_pages_list_one_backend_per_version_and_keep_attributes() {
     assert!(
         !html.contains("+cu128-") && !html.contains("%2Bcu128-"),
         "{html}"
+    );
+}
+
+/// The client's OS and CPU from its User-Agent refine the server's machine: a Mac client of an
+/// H100 server gets the macOS build and no CUDA wheel; an aarch64 client gets a page with a torch
+/// 2.9.0 wheel it can install.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_agent_refines_the_platform() {
+    const MAC: &str = r#"pip/26.0 {"ci":null,"cpu":"arm64","implementation":{"name":"CPython","version":"3.12.4"},"installer":{"name":"pip","version":"26.0"},"python":"3.12.4","system":{"name":"Darwin","release":"24.5.0"}}"#;
+    const AARCH64: &str = r#"uv/0.13.9 {"installer":{"name":"uv","version":"0.13.9","subcommand":["pip","install"]},"python":"3.11.7","implementation":{"name":"CPython","version":"3.11.7"},"distro":{"name":"Ubuntu","version":"24.04","id":"noble","libc":{"lib":"glibc","version":"2.39"}},"system":{"name":"Linux","release":"6.8.0"},"cpu":"aarch64","ci":null}"#;
+    let upstreams = Upstreams::start().await;
+    let proxy = Proxy::start(&upstreams, &machines::H100.machine()).await;
+    let client = client();
+    let url = format!("{}torch/", proxy.simple_url());
+    let torch_29 = |agent: &'static str| {
+        let (client, url) = (client.clone(), url.clone());
+        async move {
+            let response = client
+                .get(&url)
+                .header("accept", JSON)
+                .header("user-agent", agent)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200, "{agent}");
+            let json: serde_json::Value =
+                serde_json::from_str(&response.text().await.unwrap()).unwrap();
+            json["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|f| f["filename"].as_str())
+                .filter(|n| n.starts_with("torch-2.9.0"))
+                .map(str::to_string)
+                .collect::<Vec<String>>()
+        }
+    };
+    let mac = torch_29(MAC).await;
+    assert!(mac.iter().any(|n| n.contains("macosx")), "{mac:?}");
+    assert!(
+        mac.iter().all(|n| !n.contains("+cu")),
+        "a Mac was offered CUDA wheels: {mac:?}"
+    );
+    let arm = torch_29(AARCH64).await;
+    assert!(
+        arm.iter().any(|n| n.contains("aarch64")),
+        "no aarch64 wheel for an aarch64 client: {arm:?}"
     );
 }
