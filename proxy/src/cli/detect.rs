@@ -10,6 +10,7 @@ use wheelgate_selectors::{DetectError, Detection, ProbeContext, detect};
 
 /// Arguments of `wheelgate detect`.
 #[derive(Debug, clap::Args)]
+#[allow(clippy::struct_excessive_bools)] // independent command-line flags, not a state machine
 pub struct DetectArgs {
     /// Print the machine model as JSON.
     #[arg(long, conflicts_with = "token")]
