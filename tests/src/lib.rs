@@ -7,6 +7,7 @@
 //!   torchvision, pytorch-triton, filelock; a planted PyPI `torch` 99.0 and `pytorch-triton`);
 //! - [`upstream`]: the fake PyTorch index, its second file host and the fake PyPI, counting
 //!   requests;
+//! - [`machines`]: the machines the tests resolve for and the build each must get;
 //! - [`proxy`]: wheelgate itself, started in-process against the fakes;
 //! - [`installers`]: pip and uv from the venv `scripts/e2e-setup` creates, isolated from the
 //!   host's configuration.

@@ -9,6 +9,7 @@
 //!   fallback; a pinned `/b/<backend>/`;
 //! - `routing`: the planted PyPI `torch` and `pytorch-triton` are never served;
 //! - `rewriting`: no client ever receives an upstream URL; every link and `.metadata` works;
+//!   one backend per version; the User-Agent refines the platform;
 //! - `caching`: one upstream download per file across installers.
 
 mod caching;
