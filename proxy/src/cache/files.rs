@@ -9,7 +9,9 @@
 //!   on a shared file handle), so a slow client stalls neither the download nor the others, and
 //!   nothing is ever held in memory beyond one chunk per reader.
 //! - **Verification and commit**: the sha256 (when the page gives one) and the size (when
-//!   known) are checked before the `*.part` file is fsynced and renamed to its key. A download
+//!   known) are checked before the `*.part` file is fsynced and renamed to its key. Readers get
+//!   every byte but the last while it downloads; the last only once the file is committed, so a
+//!   response that completes carries a verified file that is already cached. A download
 //!   that fails or does not verify is deleted and every response following it ends with an error
 //!   (pip and uv see a broken transfer, never a short or wrong file); the next request starts
 //!   afresh.

@@ -27,7 +27,8 @@ pub(super) enum Progress {
     /// The request is on its way upstream.
     Connecting,
     /// The first `written` bytes are on disk and readable; `total` is the expected length when
-    /// the page or the upstream's `Content-Length` gave it.
+    /// the page or the upstream's `Content-Length` gave it. While the length is known the last
+    /// byte only becomes readable with `Committed`.
     Streaming { written: u64, total: Option<u64> },
     /// Verified and renamed to its key; `size` bytes.
     Committed { size: u64 },
@@ -81,13 +82,14 @@ impl Download {
                 info!(url = %url, key = self.key.as_str(), size, "file downloaded, verified and cached");
             }
             Err(err) => {
-                // Unregistered before readers hear of the failure, so a retry starts afresh.
-                registration.armed = false;
-                self.cache.lock().abandon(&self.key);
+                // Unregistered (by the guard) before readers hear of the failure, so a retry
+                // starts afresh.
                 drop(registration);
                 warn!(url = %url, key = self.key.as_str(), error = %err, cause = %source_chain(&err), "file download failed; nothing kept");
-                self.progress.send_replace(Progress::Failed(Arc::new(err)));
+                // Deleted before readers hear of the failure, so once a client sees its error
+                // nothing of the download is left. Readers keep their open handle meanwhile.
                 remove_quietly(self.part.clone()).await;
+                self.progress.send_replace(Progress::Failed(Arc::new(err)));
             }
         }
     }
@@ -177,8 +179,6 @@ impl Download {
                 actual,
             });
         }
-        // Readers may now read everything; `Committed` follows once it is durable.
-        self.publish(written, total);
         Ok(written)
     }
 
@@ -204,9 +204,15 @@ impl Download {
         })
     }
 
+    /// Tells readers how far they may read. The last byte is held back until the file is
+    /// verified and committed: a client whose response completes has received a verified file
+    /// that is already in the cache, and a corrupt download can only ever end in an error.
     fn publish(&self, written: u64, total: Option<u64>) {
-        self.progress
-            .send_replace(Progress::Streaming { written, total });
+        let readable = total.map_or(written, |total| written.min(total.saturating_sub(1)));
+        self.progress.send_replace(Progress::Streaming {
+            written: readable,
+            total,
+        });
     }
 
     /// Makes the file durable under its key, then records it and evicts past the limit.
@@ -229,10 +235,10 @@ impl Download {
             source,
         })?;
         let victims = self.cache.lock().commit(&self.key, size);
-        self.progress.send_replace(Progress::Committed { size });
         if !victims.is_empty() {
             let _ = tokio::task::spawn_blocking(move || remove_evicted(&victims)).await;
         }
+        self.progress.send_replace(Progress::Committed { size });
         Ok(size)
     }
 }

@@ -1,0 +1,4 @@
+//! Integration tests of the wheelgate server, one module per area.
+
+mod files;
+mod simple;
