@@ -42,19 +42,23 @@ pub enum CommandError {
     NotText(String),
 }
 
-/// Finds `name` in `path_var`'s directories and the usual ones, all resolved inside `sysroot`.
+/// Finds `name` in `path_var`'s directories and the usual ones, all resolved inside `sysroot`
+/// (`PATH` is split the platform's way; `.exe` is added on Windows).
 pub fn find(sysroot: &Sysroot, path_var: Option<&str>, name: &str) -> Option<PathBuf> {
-    let from_path = path_var
+    let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
+    let from_path: Vec<String> = path_var
         .map(|p| {
-            p.split(':')
-                .filter(|d| d.starts_with('/'))
-                .collect::<Vec<_>>()
+            std::env::split_paths(p)
+                .filter(|dir| dir.is_absolute())
+                .filter_map(|dir| dir.to_str().map(str::to_string))
+                .collect()
         })
         .unwrap_or_default();
     from_path
-        .into_iter()
+        .iter()
+        .map(String::as_str)
         .chain(EXTRA_DIRS.iter().copied())
-        .map(|dir| sysroot.resolve(&format!("{}/{name}", dir.trim_end_matches('/'))))
+        .map(|dir| sysroot.resolve(&format!("{}/{file}", dir.trim_end_matches('/'))))
         .find(|candidate| candidate.is_file())
 }
 

@@ -1,6 +1,8 @@
 //! Logging to standard error with `RUST_LOG`-style filtering (default: warnings), as text for
 //! people or JSON lines for log collectors.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 /// The log format.
@@ -31,7 +33,9 @@ pub fn init(format: LogFormat) -> Result<(), LoggingError> {
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // Colour codes only for a terminal, not for a log file or a collector.
+        .with_ansi(std::io::stderr().is_terminal());
     match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
