@@ -139,6 +139,16 @@ impl Catalog {
         self.is_pytorch_built(normalized) || self.is_triton_family(normalized)
     }
 
+    /// Whether a (normalized) project is torch or a companion of a torch release train
+    /// (torchvision, torchaudio), whose unlabelled wheels are a known default build.
+    pub fn is_release_train_project(&self, normalized: &str) -> bool {
+        normalized == "torch"
+            || self
+                .releases
+                .iter()
+                .any(|r| r.companions.contains_key(normalized))
+    }
+
     /// Every project name the PyTorch upstream owns.
     pub fn pytorch_projects(&self) -> impl Iterator<Item = &String> {
         self.pytorch_built.iter().chain(self.triton_family.iter())

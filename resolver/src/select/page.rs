@@ -155,7 +155,9 @@ fn group_by_version<'a>(
     dropped: &mut Vec<(usize, Dropped)>,
 ) -> BTreeMap<Version, VersionFiles<'a>> {
     let mut versions: BTreeMap<Version, VersionFiles<'_>> = BTreeMap::new();
-    let has_train = catalog.routes_to_pytorch(project);
+    // Only torch and its release-train companions have a known default build for unlabelled
+    // wheels; pytorch-triton and friends are published once, unlabelled, for every backend.
+    let has_train = catalog.is_release_train_project(project);
     // A page repeats each version and local label once per Python and platform: parse each
     // distinct text once.
     let mut parsed_versions: HashMap<&str, Option<Version>> = HashMap::new();

@@ -224,3 +224,18 @@ fn an_unusable_gpu_is_never_silent() {
         decision.notes
     );
 }
+
+#[test]
+fn unlabelled_triton_wheels_are_served_to_every_machine() {
+    // download.pytorch.org lists pytorch-triton once, unlabelled, at the /whl/ root.
+    let files = vec![(
+        "pytorch_triton-3.5.0-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl"
+            .to_string(),
+        "/whl/pytorch_triton-3.5.0-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl"
+            .to_string(),
+    )];
+    for machine in [H100, r#"{"platform":"linux-x86_64"}"#] {
+        let selection = select(machine, "pytorch-triton", &files);
+        assert_eq!(selection.versions[0].kept, [0], "{machine}");
+    }
+}
