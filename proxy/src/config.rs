@@ -167,7 +167,13 @@ mod tests {
         assert_eq!(config.listen.to_string(), "0.0.0.0:3141");
         assert_eq!(config.policy.prefer[0].to_string(), "cu128");
         let machine = config.machine.unwrap();
-        assert_eq!(machine.nvidia.unwrap().gpus[0].compute_capability.unwrap().to_string(), "9.0");
+        assert_eq!(
+            machine.nvidia.unwrap().gpus[0]
+                .compute_capability
+                .unwrap()
+                .to_string(),
+            "9.0"
+        );
     }
 
     #[test]

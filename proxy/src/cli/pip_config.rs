@@ -22,7 +22,9 @@ pub enum PipConfigError {
     Override(#[source] OverrideError),
     #[error(transparent)]
     Detect(#[from] DetectError),
-    #[error("`{0}` is not an http(s) URL; pass the server's base URL such as `http://wheelgate.internal:3141`")]
+    #[error(
+        "`{0}` is not an http(s) URL; pass the server's base URL such as `http://wheelgate.internal:3141`"
+    )]
     Url(String),
     #[error("could not write the output")]
     Output(#[from] io::Error),
@@ -31,7 +33,9 @@ pub enum PipConfigError {
 /// Runs `wheelgate pip-config`.
 pub fn run(args: &PipConfigArgs) -> Result<(), PipConfigError> {
     let base = args.proxy.trim_end_matches('/');
-    if !(base.starts_with("http://") || base.starts_with("https://")) || base.contains(char::is_whitespace) {
+    if !(base.starts_with("http://") || base.starts_with("https://"))
+        || base.contains(char::is_whitespace)
+    {
         return Err(PipConfigError::Url(args.proxy.clone()));
     }
     let ctx = ProbeContext::from_env(Env::from_process()).map_err(PipConfigError::Override)?;

@@ -37,7 +37,9 @@ pub enum SelectCommandError {
     Detect(#[from] DetectError),
     #[error("`{text}` is not a valid requirement: {message}")]
     Requirement { text: String, message: String },
-    #[error("`{0}` is not a PyTorch project; wheelgate resolves builds only for the projects the PyTorch index owns (torch, torchvision, torchaudio, ...)")]
+    #[error(
+        "`{0}` is not a PyTorch project; wheelgate resolves builds only for the projects the PyTorch index owns (torch, torchvision, torchaudio, ...)"
+    )]
     NotPytorch(String),
     #[error("no torch release in the catalog satisfies `{0}`")]
     NoRelease(String),
@@ -71,7 +73,10 @@ pub struct Reason {
 pub fn run(args: &SelectArgs) -> Result<(), SelectCommandError> {
     let ctx = ProbeContext::from_env(Env::from_process()).map_err(SelectCommandError::Override)?;
     let detection = detect(&ctx)?;
-    let policy = Policy { pinned: detection.backend_pin.clone(), prefer: Vec::new() };
+    let policy = Policy {
+        pinned: detection.backend_pin.clone(),
+        prefer: Vec::new(),
+    };
     let catalog = Catalog::embedded();
     let mut answers = Vec::new();
     for text in &args.requirements {
@@ -85,8 +90,16 @@ pub fn run(args: &SelectArgs) -> Result<(), SelectCommandError> {
     }
     for answer in &answers {
         match (&answer.backend, &answer.index_url) {
-            (Some(backend), Some(url)) => writeln!(out, "{} {}: {backend}  (--index-url {url})", answer.project, answer.version)?,
-            _ => writeln!(out, "{} {}: no build runs on this machine", answer.project, answer.version)?,
+            (Some(backend), Some(url)) => writeln!(
+                out,
+                "{} {}: {backend}  (--index-url {url})",
+                answer.project, answer.version
+            )?,
+            _ => writeln!(
+                out,
+                "{} {}: no build runs on this machine",
+                answer.project, answer.version
+            )?,
         }
         for reason in &answer.reasons {
             writeln!(out, "  {}: {}", reason.backend, reason.reason)?;
@@ -98,16 +111,30 @@ pub fn run(args: &SelectArgs) -> Result<(), SelectCommandError> {
     Ok(())
 }
 
-fn answer(catalog: &Catalog, machine: &wheelgate_resolver::Machine, policy: &Policy, text: &str) -> Result<Answer, SelectCommandError> {
-    let requirement = Requirement::<pep508_rs::VerbatimUrl>::from_str(text)
-        .map_err(|err| SelectCommandError::Requirement { text: text.to_string(), message: err.message.to_string() })?;
+fn answer(
+    catalog: &Catalog,
+    machine: &wheelgate_resolver::Machine,
+    policy: &Policy,
+    text: &str,
+) -> Result<Answer, SelectCommandError> {
+    let requirement = Requirement::<pep508_rs::VerbatimUrl>::from_str(text).map_err(|err| {
+        SelectCommandError::Requirement {
+            text: text.to_string(),
+            message: err.message.to_string(),
+        }
+    })?;
     let project = normalize_name(requirement.name.as_ref());
     if !catalog.is_pytorch_built(&project) {
         return Err(SelectCommandError::NotPytorch(project));
     }
     let (version, shown) = match &requirement.version_or_url {
         Some(VersionOrUrl::VersionSpecifier(specifiers)) if !specifiers.is_empty() => {
-            let exact = specifiers.iter().find(|s| matches!(s.operator(), pep440_rs::Operator::Equal | pep440_rs::Operator::ExactEqual));
+            let exact = specifiers.iter().find(|s| {
+                matches!(
+                    s.operator(),
+                    pep440_rs::Operator::Equal | pep440_rs::Operator::ExactEqual
+                )
+            });
             if let Some(exact) = exact {
                 (exact.version().clone(), exact.version().to_string())
             } else {
@@ -124,8 +151,13 @@ fn answer(catalog: &Catalog, machine: &wheelgate_resolver::Machine, policy: &Pol
             }
         }
         _ => {
-            let release = catalog.releases().iter().find(|r| !r.inferred).unwrap_or_else(|| catalog.newest_release());
-            let line = line_of(&project, release.torch, release).ok_or_else(|| SelectCommandError::NoRelease(text.to_string()))?;
+            let release = catalog
+                .releases()
+                .iter()
+                .find(|r| !r.inferred)
+                .unwrap_or_else(|| catalog.newest_release());
+            let line = line_of(&project, release.torch, release)
+                .ok_or_else(|| SelectCommandError::NoRelease(text.to_string()))?;
             let shown = line.to_string();
             (line, shown)
         }
@@ -135,8 +167,16 @@ fn answer(catalog: &Catalog, machine: &wheelgate_resolver::Machine, policy: &Pol
 }
 
 /// The `.0` version of `project` in the release train of torch `line`.
-fn line_of(project: &str, line: ReleaseLine, release: &wheelgate_resolver::catalog::Release) -> Option<Version> {
-    let own = if project == "torch" { Some(line) } else { release.companions.get(project).copied() }?;
+fn line_of(
+    project: &str,
+    line: ReleaseLine,
+    release: &wheelgate_resolver::catalog::Release,
+) -> Option<Version> {
+    let own = if project == "torch" {
+        Some(line)
+    } else {
+        release.companions.get(project).copied()
+    }?;
     format!("{}.{}.0", own.major, own.minor).parse().ok()
 }
 
@@ -153,7 +193,13 @@ fn to_answer(project: String, version: String, selection: &ReleaseSelection, os:
         version,
         backend: backend.map(ToString::to_string),
         index_url,
-        reasons: decision.rejections().map(|(b, r)| Reason { backend: b.to_string(), reason: r.to_string() }).collect(),
+        reasons: decision
+            .rejections()
+            .map(|(b, r)| Reason {
+                backend: b.to_string(),
+                reason: r.to_string(),
+            })
+            .collect(),
         notes: decision.notes.clone(),
     }
 }

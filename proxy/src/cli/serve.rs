@@ -55,7 +55,9 @@ pub fn effective_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
         Some(path) => {
             let config = ServeConfig::from_file(path)?;
             let text = std::fs::read_to_string(path).unwrap_or_default();
-            let sets_pypi = text.parse::<toml::Table>().is_ok_and(|t| t.contains_key("pypi_url"));
+            let sets_pypi = text
+                .parse::<toml::Table>()
+                .is_ok_and(|t| t.contains_key("pypi_url"));
             (config, sets_pypi)
         }
         None => (ServeConfig::default(), false),
@@ -72,9 +74,13 @@ pub fn effective_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
         let pip = pip_configured_index();
         // pip may already point at this very server (`wheelgate pip-config`): that would loop.
         let port = config.listen.port();
-        let loops = [format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}"), format!("http://[::1]:{port}")]
-            .iter()
-            .any(|own| pip.starts_with(own.as_str()));
+        let loops = [
+            format!("http://127.0.0.1:{port}"),
+            format!("http://localhost:{port}"),
+            format!("http://[::1]:{port}"),
+        ]
+        .iter()
+        .any(|own| pip.starts_with(own.as_str()));
         if !loops {
             config.pypi_url = pip;
         }
@@ -97,7 +103,10 @@ pub fn effective_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
 /// Runs `wheelgate serve` until a signal.
 pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
     let config = effective_config(args)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(ServeCommandError::Runtime)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(ServeCommandError::Runtime)?;
     runtime.block_on(wheelgate::serve::run(config))?;
     Ok(())
 }
