@@ -919,3 +919,88 @@ async fn path_traversal_and_bad_names_are_refused() {
         .sum();
     assert_eq!(hits, 0, "no bad request reaches the upstream");
 }
+
+/// The process's peak resident set size in MiB (Linux).
+fn peak_rss_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
+    kib / 1024
+}
+
+/// A measurement, not a check run by default (`cargo test -p wheelgate --release --test it --
+/// --ignored --nocapture big_file`): a 1 GiB file, streamed from disk by the fake upstream, to 8
+/// clients at once while it downloads, then to 8 clients from the cache. The peak RSS covers the
+/// whole test process: proxy, fake upstream and clients.
+#[tokio::test(flavor = "multi_thread", worker_threads = 8)]
+#[ignore = "a measurement: 1 GiB through the cache"]
+async fn big_file_throughput_and_memory() {
+    const SIZE: usize = 1024 * 1024 * 1024;
+    let source_dir = tempfile::tempdir().unwrap();
+    let source = source_dir.path().join("big.whl");
+    let mut hasher = Sha256::new();
+    {
+        use std::io::Write;
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&source).unwrap());
+        let block = content(1024 * 1024, 42);
+        for _ in 0..SIZE / block.len() {
+            hasher.update(&block);
+            out.write_all(&block).unwrap();
+        }
+    }
+    let sha = hex::encode(hasher.finalize());
+    let router = Router::new().fallback(move || {
+        let source = source.clone();
+        async move {
+            let file = tokio::fs::File::open(source).await.unwrap();
+            let stream = tokio_util::io::ReaderStream::with_capacity(file, 256 * 1024);
+            Response::builder()
+                .header(header::CONTENT_LENGTH, SIZE)
+                .body(Body::from_stream(stream))
+                .unwrap()
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let spec = FileSpec {
+        url: format!("http://{addr}/big.whl"),
+        sha256: Some(sha),
+        size: Some(u64::try_from(SIZE).unwrap()),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cache = FileCache::open(dir.path().to_path_buf(), u64::MAX).unwrap();
+    let client = client(Duration::from_secs(30));
+
+    for phase in ["cold (downloading)", "warm (cached)"] {
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let (cache, client, spec) = (cache.clone(), client.clone(), spec.clone());
+            tasks.push(tokio::spawn(async move {
+                let file = cache.fetch(&client, &spec, false).await.unwrap();
+                let mut stream = Box::pin(file.stream(0, None));
+                let mut total = 0usize;
+                while let Some(chunk) = stream.next().await {
+                    total += chunk.unwrap().len();
+                }
+                total
+            }));
+        }
+        for task in tasks {
+            assert_eq!(task.await.unwrap(), SIZE);
+        }
+        let secs = started.elapsed().as_secs_f64();
+        #[allow(clippy::cast_precision_loss)]
+        let rate = (8 * SIZE) as f64 / secs / 1e6;
+        println!(
+            "{phase}: 8 x 1 GiB in {secs:.2} s = {rate:.0} MB/s to clients; peak RSS so far {} MiB",
+            peak_rss_mib()
+        );
+    }
+    assert!(cache.contains(&spec));
+    server.abort();
+}
