@@ -20,13 +20,13 @@ fn bench_index_page(c: &mut Criterion) {
     let mut group = c.benchmark_group("cu130 torch page");
     group.throughput(Throughput::BytesDecimal(html.len() as u64));
     group.bench_function("parse HTML", |b| {
-        b.iter(|| parse_project_html(black_box(&html)))
+        b.iter(|| parse_project_html(black_box(&html)));
     });
     group.bench_function("render HTML", |b| {
-        b.iter(|| render_project_html(black_box(&page)))
+        b.iter(|| render_project_html(black_box(&page)));
     });
     group.bench_function("render JSON", |b| {
-        b.iter(|| render_project_json(black_box(&page)))
+        b.iter(|| render_project_json(black_box(&page)));
     });
     group.finish();
 }
