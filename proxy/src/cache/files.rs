@@ -378,6 +378,18 @@ impl CachedFile {
         self.progress.is_none()
     }
 
+    /// How many bytes from the start can be read now without waiting for the download.
+    pub fn readable_now(&self) -> u64 {
+        match &self.progress {
+            None => self.len.unwrap_or(0),
+            Some(progress) => match &*progress.borrow() {
+                Progress::Streaming { written, .. } => *written,
+                Progress::Committed { size } => *size,
+                Progress::Connecting | Progress::Failed(_) => 0,
+            },
+        }
+    }
+
     /// The length, waiting for the download to finish when no header gave it.
     pub async fn wait_len(&mut self) -> Result<u64, FileCacheError> {
         if let Some(len) = self.len {

@@ -13,12 +13,13 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use futures_util::TryStreamExt;
 use tracing::{debug, error, warn};
 use wheelgate_resolver::filename::{DistFilename, normalize_name};
 use wheelgate_resolver::index::CoreMetadata;
 
 use crate::cache::files::{CachedFile, FailureKind, FileCache, FileCacheError, FileSpec};
-use crate::upstream::{UpstreamClient, UpstreamError};
+use crate::upstream::{UpstreamClient, UpstreamError, redact};
 
 use super::error::ApiError;
 use super::lookup::{FileSource, find_file};
@@ -306,6 +307,12 @@ pub async fn respond(
         let len = file.wait_len().await?;
         match parse_range(range, len) {
             RangeOutcome::Partial { start, end } => {
+                if *method == Method::GET
+                    && let Some(response) =
+                        upstream_range(client, spec, &file, start, end, len, &etag).await
+                {
+                    return Ok(response);
+                }
                 let builder = with_file_headers(
                     Response::builder().status(StatusCode::PARTIAL_CONTENT),
                     &etag,
@@ -343,6 +350,67 @@ pub async fn respond(
     Ok(builder
         .body(body(method, &file, 0, len))
         .expect("valid response"))
+}
+
+/// How far ahead of the download a range must start to be fetched from the upstream directly.
+const RANGE_AHEAD: u64 = 4 * 1024 * 1024;
+
+/// A range far ahead of a download in flight, fetched from the upstream directly: uv reads a
+/// wheel's central directory from its end by `Range` when no `.metadata` is offered, and waiting
+/// for a multi-gigabyte download to get there could exceed its 30 s read timeout. The download
+/// goes on and is cached as usual. These bytes are not verified (a part of a file cannot be);
+/// the client checks the hash of the whole file it installs. `None` (follow the download
+/// instead) when the range is close, or the upstream does not answer the range exactly.
+async fn upstream_range(
+    client: &UpstreamClient,
+    spec: &FileSpec,
+    file: &CachedFile,
+    start: u64,
+    end: u64,
+    len: u64,
+    etag: &str,
+) -> Option<Response> {
+    if file.is_committed() || start < file.readable_now().saturating_add(RANGE_AHEAD) {
+        return None;
+    }
+    let content_range = format!("bytes {start}-{}/{len}", end - 1);
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::RANGE,
+        HeaderValue::from_str(&format!("bytes={start}-{}", end - 1)).ok()?,
+    );
+    headers.insert(
+        header::ACCEPT_ENCODING,
+        HeaderValue::from_static("identity"),
+    );
+    let response = match client.get_stream(&spec.url, headers).await {
+        Ok(response) => response,
+        Err(err) => {
+            debug!(error = %err, "upstream range request failed; following the download instead");
+            return None;
+        }
+    };
+    let answered = response
+        .headers()
+        .get(header::CONTENT_RANGE)
+        .and_then(|v| v.to_str().ok());
+    if response.status() != StatusCode::PARTIAL_CONTENT || answered != Some(content_range.as_str())
+    {
+        debug!(url = %redact(&spec.url), status = %response.status(), "upstream did not answer the range; following the download instead");
+        return None;
+    }
+    let body = response.bytes_stream().map_err(std::io::Error::other);
+    let builder = with_file_headers(
+        Response::builder().status(StatusCode::PARTIAL_CONTENT),
+        etag,
+    )
+    .header(header::CONTENT_RANGE, content_range)
+    .header(header::CONTENT_LENGTH, end - start);
+    Some(
+        builder
+            .body(Body::from_stream(body))
+            .expect("valid response"),
+    )
 }
 
 fn body(method: &Method, file: &CachedFile, start: u64, end: Option<u64>) -> Body {

@@ -117,7 +117,7 @@ impl Fake {
     }
 }
 
-async fn fake_handler(State(state): State<FakeState>, uri: Uri) -> Response {
+async fn fake_handler(State(state): State<FakeState>, uri: Uri, headers: HeaderMap) -> Response {
     let path = uri.path().to_string();
     *state.hits.lock().unwrap().entry(path.clone()).or_default() += 1;
     if let Some(page) = state.pages.lock().unwrap().get(&path) {
@@ -128,6 +128,19 @@ async fn fake_handler(State(state): State<FakeState>, uri: Uri) -> Response {
     };
     let behaviour = *state.behaviour.lock().unwrap();
     let len = bytes.len();
+    // `bytes=a-b` only, like a static file server (what the proxy sends).
+    if let Some((start, last)) = headers
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok()?.strip_prefix("bytes=")?.split_once('-'))
+        .and_then(|(a, b)| Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?)))
+        && matches!(behaviour, Behaviour::Serve | Behaviour::Slow(_))
+    {
+        return Response::builder()
+            .status(StatusCode::PARTIAL_CONTENT)
+            .header(header::CONTENT_RANGE, format!("bytes {start}-{last}/{len}"))
+            .body(Body::from(bytes.slice(start..=last)))
+            .unwrap();
+    }
     let (bytes, delay) = match behaviour {
         Behaviour::Serve => (bytes, None),
         Behaviour::Slow(delay) => (bytes, Some(delay)),
@@ -756,6 +769,54 @@ async fn head_then_ranges_work_on_an_uncached_wheel() {
         len.to_string()
     );
     assert_eq!(fake.hits(&format!("/packages/{NIGHTLY}")), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_range_far_ahead_of_the_download_is_fetched_from_the_upstream() {
+    logs();
+    let fake = Fake::start().await;
+    let nightly = content(8 * 1024 * 1024, 10);
+    demo_upstream(&fake, b"wheel", b"meta", &nightly);
+    // 128 chunks of 64 KiB, 20 ms apart: the whole download takes over 2.5 s.
+    fake.set(Behaviour::Slow(Duration::from_millis(20)));
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, dir.path(), false).await;
+    let url = proxy.url(&format!("/files/demo/{NIGHTLY}"));
+    let len = nightly.len();
+
+    let started = Instant::now();
+    let (status, headers, _) = request(Method::HEAD, &url, &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        header_of(&headers, &header::CONTENT_LENGTH),
+        len.to_string()
+    );
+    let (status, headers, body) = request(Method::GET, &url, &[(header::RANGE, "bytes=-22")]).await;
+    assert_eq!(status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(
+        header_of(&headers, &header::CONTENT_RANGE),
+        format!("bytes {}-{}/{len}", len - 22, len - 1)
+    );
+    assert!(body.unwrap() == nightly[len - 22..]);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "the range waited for the download: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        fake.hits(&format!("/packages/{NIGHTLY}")),
+        2,
+        "the download and the range"
+    );
+
+    // The download goes on and is cached; a near range follows it.
+    let (status, _, body) = request(Method::GET, &url, &[(header::RANGE, "bytes=0-99")]).await;
+    assert_eq!(status, StatusCode::PARTIAL_CONTENT);
+    assert!(body.unwrap() == nightly[..100]);
+    let (status, _, body) = request(Method::GET, &url, &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.unwrap() == nightly);
+    assert_eq!(fake.hits(&format!("/packages/{NIGHTLY}")), 2);
 }
 
 #[tokio::test]
