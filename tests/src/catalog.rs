@@ -158,13 +158,17 @@ impl Catalog {
         ] {
             for backend in backends {
                 for platform in platforms(backend) {
-                    let spec = WheelSpec::new(
+                    let mut spec = WheelSpec::new(
                         "torch",
                         &format!("{version}+{backend}"),
                         &format!("py3-none-{platform}"),
                     )
                     .requires("filelock")
                     .requires_python(">=3.9");
+                    // Like the real ROCm builds, which need triton from the PyTorch index.
+                    if backend.starts_with("rocm") {
+                        spec = spec.requires("pytorch-triton-rocm==3.5.0");
+                    }
                     pytorch.push(pytorch_file("torch", Some(backend), &spec, upload_time));
                 }
             }
@@ -206,6 +210,15 @@ impl Catalog {
         );
         for backend in ["cu126", "cu128", "cu130"] {
             pytorch.push(shared_file("pytorch-triton", backend, &spec));
+        }
+        // Its ROCm sibling, which the ROCm torch wheels require, likewise listed on each ROCm page.
+        let spec = WheelSpec::new(
+            "pytorch-triton-rocm",
+            "3.5.0",
+            "py3-none-manylinux_2_27_x86_64.manylinux_2_28_x86_64",
+        );
+        for backend in ["rocm6.2.4", "rocm6.4"] {
+            pytorch.push(shared_file("pytorch-triton-rocm", backend, &spec));
         }
         // A 2017 macOS wheel at the root of /whl/, listed on every torch page.
         let spec = WheelSpec::new("torch", "0.4.1", "py3-none-macosx_10_7_x86_64");
