@@ -5,10 +5,12 @@
 //! - [`upstream`]: the HTTP client and which upstream owns which project;
 //! - [`cache`]: index pages (TTL, revalidation, stale on failure) and files (verified, streamed);
 //! - [`server`]: the axum app: simple-index routes, files, operations;
-//! - [`serve`]: building the state and running the server.
+//! - [`serve`]: building the state and running the server;
+//! - [`mirror`]: `wheelgate mirror sync`, a store an offline server serves completely.
 
 pub mod cache;
 pub mod config;
+pub mod mirror;
 pub mod serve;
 pub mod server;
 pub mod upstream;

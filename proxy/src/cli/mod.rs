@@ -6,6 +6,7 @@
 
 pub mod detect;
 pub mod logging;
+pub mod mirror;
 pub mod pip_config;
 pub mod select;
 pub mod serve;
@@ -53,6 +54,8 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Print a pip.conf and uv.toml that point this machine at a wheelgate server.
     PipConfig(pip_config::PipConfigArgs),
+    /// Mirror a declared set of packages into a store for an offline server.
+    Mirror(mirror::MirrorArgs),
 }
 
 /// Why a subcommand failed.
@@ -66,6 +69,8 @@ pub enum CliError {
     Serve(#[from] serve::ServeCommandError),
     #[error(transparent)]
     PipConfig(#[from] pip_config::PipConfigError),
+    #[error(transparent)]
+    Mirror(#[from] mirror::MirrorCommandError),
 }
 
 /// Runs one subcommand.
@@ -75,6 +80,7 @@ pub fn run(command: Command) -> Result<(), CliError> {
         Command::Select(args) => select::run(&args)?,
         Command::Serve(args) => serve::run(&args)?,
         Command::PipConfig(args) => pip_config::run(&args)?,
+        Command::Mirror(args) => mirror::run(&args)?,
     }
     Ok(())
 }

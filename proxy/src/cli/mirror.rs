@@ -1,0 +1,224 @@
+//! `wheelgate mirror sync`: download a declared set into a store for an offline server, with
+//! progress bars; `--dry-run` lists what would be fetched and its size.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use wheelgate::mirror::{
+    self, FileOutcome, MirrorConfig, MirrorConfigError, Plan, PlannedFile, SyncError,
+    SyncOptions, SyncProgress,
+};
+
+/// Arguments of `wheelgate mirror`.
+#[derive(Debug, clap::Args)]
+pub struct MirrorArgs {
+    #[command(subcommand)]
+    pub command: MirrorCommand,
+}
+
+/// The mirror subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum MirrorCommand {
+    /// Download the packages a mirror configuration declares into a store that
+    /// `wheelgate serve --offline --cache-dir STORE` serves; rerun to resume.
+    Sync(SyncArgs),
+}
+
+/// Arguments of `wheelgate mirror sync`.
+// clap prints these doc comments as `--help` text, where Markdown backticks would show literally.
+#[allow(clippy::doc_markdown)]
+#[derive(Debug, clap::Args)]
+pub struct SyncArgs {
+    /// Mirror configuration (see deploy/mirror.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// The store directory (created if absent); serve it with --cache-dir.
+    #[arg(long, value_name = "DIR")]
+    pub store: PathBuf,
+    /// List what would be fetched and its total size; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Files downloaded at once.
+    #[arg(long, value_name = "N", default_value_t = mirror::sync::DEFAULT_JOBS)]
+    pub jobs: usize,
+}
+
+/// Why `wheelgate mirror` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MirrorCommandError {
+    #[error(transparent)]
+    Config(#[from] MirrorConfigError),
+    #[error(transparent)]
+    Sync(#[from] SyncError),
+    #[error(
+        "{failed} of {total} files or pages failed; the store `{store}` is incomplete (no {marker}). Run the same command again to resume"
+    )]
+    Incomplete {
+        failed: usize,
+        total: usize,
+        store: PathBuf,
+        marker: &'static str,
+    },
+    #[error("could not start the async runtime")]
+    Runtime(#[source] std::io::Error),
+}
+
+/// Runs `wheelgate mirror ...`.
+pub fn run(args: &MirrorArgs) -> Result<(), MirrorCommandError> {
+    match &args.command {
+        MirrorCommand::Sync(args) => run_sync(args),
+    }
+}
+
+fn run_sync(args: &SyncArgs) -> Result<(), MirrorCommandError> {
+    let config = MirrorConfig::from_file(&args.config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(MirrorCommandError::Runtime)?;
+    if args.dry_run {
+        let dry = runtime.block_on(mirror::dry_run(&config, args.jobs))?;
+        print_dry_run(&dry);
+        return Ok(());
+    }
+    let bars = Bars::new();
+    let options = SyncOptions {
+        store: args.store.clone(),
+        jobs: args.jobs,
+    };
+    let report = runtime.block_on(mirror::sync(&config, &options, &bars))?;
+    bars.finish();
+    for failure in &report.failures {
+        eprintln!("failed: {}: {}", failure.what, failure.message);
+    }
+    println!("{}", report.summary());
+    if !report.is_complete() {
+        return Err(MirrorCommandError::Incomplete {
+            failed: report.failures.len(),
+            total: report.plan.files.len() + report.plan.pages.len(),
+            store: report.store,
+            marker: mirror::MARKER,
+        });
+    }
+    println!(
+        "the store `{}` is complete ({} pages); serve it with:\n  {}",
+        report.store.display(),
+        report.plan.pages.len(),
+        report.serve_command()
+    );
+    Ok(())
+}
+
+fn print_dry_run(dry: &mirror::DryRun) {
+    for (file, size) in dry.plan.files.iter().zip(&dry.sizes) {
+        let size = size.map_or_else(|| "size unknown".to_string(), mirror::sync::human_bytes);
+        println!("{}  {}  ({size})", file.project, file.filename);
+    }
+    let (bytes, unknown) = dry.total();
+    let mut total = format!(
+        "would fetch {} pages and {} files, {} in total",
+        dry.plan.pages.len(),
+        dry.plan.files.len(),
+        mirror::sync::human_bytes(bytes)
+    );
+    if unknown > 0 {
+        total.push_str(&format!(" ({unknown} files of unknown size not counted)"));
+    }
+    println!("{total} (dry run: nothing written)");
+}
+
+/// indicatif bars: one for the whole sync (bytes), one per file downloading.
+struct Bars {
+    multi: MultiProgress,
+    total: ProgressBar,
+    files: Mutex<HashMap<String, ProgressBar>>,
+}
+
+impl Bars {
+    fn new() -> Bars {
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        let total = multi.add(ProgressBar::new(0));
+        total.set_style(
+            ProgressStyle::with_template(
+                "{prefix:>8} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {msg}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        total.set_prefix("mirror");
+        total.set_message("fetching index pages");
+        total.enable_steady_tick(Duration::from_millis(200));
+        Bars {
+            multi,
+            total,
+            files: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn finish(&self) {
+        self.total.finish_and_clear();
+        let _ = self.multi.clear();
+    }
+
+    fn file_bars(&self) -> std::sync::MutexGuard<'_, HashMap<String, ProgressBar>> {
+        self.files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl SyncProgress for Bars {
+    fn planned(&self, plan: &Plan) {
+        let (bytes, _) = plan.known_size();
+        self.total.set_length(bytes);
+        self.total
+            .set_message(format!("{} files", plan.files.len()));
+    }
+
+    fn started(&self, file: &PlannedFile, len: Option<u64>) {
+        if file.spec.size.is_none()
+            && let Some(len) = len
+        {
+            self.total.inc_length(len);
+        }
+        let bar = self.multi.add(ProgressBar::new(len.unwrap_or(0)));
+        bar.set_style(
+            ProgressStyle::with_template("{prefix:>8} [{bar:30}] {bytes}/{total_bytes} {msg}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        bar.set_message(file.filename.clone());
+        self.file_bars().insert(file.spec.url.clone(), bar);
+    }
+
+    fn advanced(&self, file: &PlannedFile, bytes: u64) {
+        self.total.inc(bytes);
+        if let Some(bar) = self.file_bars().get(&file.spec.url) {
+            bar.inc(bytes);
+        }
+    }
+
+    fn finished(&self, file: &PlannedFile, outcome: &FileOutcome) {
+        if let Some(bar) = self.file_bars().remove(&file.spec.url) {
+            bar.finish_and_clear();
+            self.multi.remove(&bar);
+        }
+        match outcome {
+            FileOutcome::Skipped { bytes } => {
+                if file.spec.size.is_none() {
+                    self.total.inc_length(*bytes);
+                }
+                self.total.inc(*bytes);
+            }
+            FileOutcome::Failed(message) => {
+                let _ = self
+                    .multi
+                    .println(format!("failed: {}: {message}", file.filename));
+            }
+            FileOutcome::Downloaded { .. } => {}
+        }
+    }
+}

@@ -1,0 +1,473 @@
+//! The mirror configuration: which projects, versions, builds, Python versions and platforms
+//! `wheelgate mirror sync` copies into a store. Read from TOML, checked whole before anything is
+//! fetched, every error naming the entry and what to change. The commented sample is
+//! `deploy/mirror.toml`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use pep440_rs::{Operator, Version, VersionSpecifiers};
+use serde::Deserialize;
+use wheelgate_resolver::filename::normalize_name;
+use wheelgate_resolver::{Backend, Catalog, Machine, Platform, Policy};
+
+use crate::config::{DEFAULT_PYPI_URL, DEFAULT_PYTORCH_URL};
+use crate::upstream::{Upstream, route};
+
+/// The platform mirrored when a configuration names none.
+pub const DEFAULT_PLATFORM: &str = "linux-x86_64";
+
+/// A checked mirror configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MirrorConfig {
+    /// The PyTorch upstream (`DEFAULT_PYTORCH_URL`); the offline server must use the same.
+    pub pytorch_url: String,
+    /// The general upstream (`DEFAULT_PYPI_URL`); the offline server must use the same.
+    pub pypi_url: String,
+    /// The projects, in file order.
+    pub packages: Vec<PackageEntry>,
+}
+
+/// One `[[package]]` entry, with the top-level defaults applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackageEntry {
+    /// The name as written in the file, for messages.
+    pub name: String,
+    /// The normalized project name (PEP 503).
+    pub project: String,
+    /// Which upstream owns the project (the same routing as the server's).
+    pub upstream: Upstream,
+    /// `None`: only the newest final version that has a matching file.
+    pub versions: Option<VersionSpecifiers>,
+    /// Every file of these builds (PyTorch projects).
+    pub backends: Vec<Backend>,
+    /// The build each of these machines gets for each version (PyTorch projects).
+    pub machines: Vec<Machine>,
+    /// The selection policy for `machines` (the same as the server's `[policy]`).
+    pub policy: Policy,
+    /// Empty: every Python.
+    pub python: Vec<PythonVersion>,
+    /// Platforms for `backends` and for the general upstream's wheels (never empty).
+    pub platforms: Vec<Platform>,
+}
+
+impl PackageEntry {
+    /// Whether `version` is asked for: contained in the specifiers, and a pre-release only when
+    /// a specifier names one (PEP 440's rule).
+    pub fn wants(&self, version: &Version) -> bool {
+        match &self.versions {
+            None => !version.any_prerelease(),
+            Some(specifiers) => {
+                specifiers.contains(version)
+                    && (!version.any_prerelease()
+                        || specifiers.iter().any(|s| s.any_prerelease()))
+            }
+        }
+    }
+
+    /// Whether a yanked file of `version` may be mirrored: only when pinned with `==` (PEP 592).
+    pub fn allows_yanked(&self, version: &Version) -> bool {
+        self.versions.as_ref().is_some_and(|specifiers| {
+            specifiers.iter().any(|s| {
+                matches!(s.operator(), Operator::Equal | Operator::ExactEqual)
+                    && s.version() == version
+            })
+        })
+    }
+}
+
+/// A Python version wheels must install on: `3.12`, or `3.13t` for a free-threaded build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PythonVersion {
+    pub major: u32,
+    pub minor: u32,
+    pub free_threaded: bool,
+}
+
+impl FromStr for PythonVersion {
+    type Err = MirrorConfigError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let error = || MirrorConfigError::InvalidPython {
+            value: text.to_string(),
+        };
+        let (rest, free_threaded) = match text.trim().strip_suffix('t') {
+            Some(rest) => (rest, true),
+            None => (text.trim(), false),
+        };
+        let (major, minor) = rest.split_once('.').ok_or_else(error)?;
+        let major: u32 = major.parse().map_err(|_| error())?;
+        let minor: u32 = minor.parse().map_err(|_| error())?;
+        if major != 3 {
+            return Err(error());
+        }
+        Ok(PythonVersion {
+            major,
+            minor,
+            free_threaded,
+        })
+    }
+}
+
+impl fmt::Display for PythonVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)?;
+        if self.free_threaded {
+            f.write_str("t")?;
+        }
+        Ok(())
+    }
+}
+
+/// A mirror configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum MirrorConfigError {
+    #[error("cannot read the mirror configuration `{path}`")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the mirror configuration `{path}` is invalid: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("the mirror configuration `{path}`: {source}")]
+    Invalid {
+        path: PathBuf,
+        #[source]
+        source: Box<MirrorConfigError>,
+    },
+    #[error(
+        "no `[[package]]` entry: add one per project to mirror, e.g. `[[package]]` `name = \"torch\"` `versions = \"==2.9.0\"`"
+    )]
+    NoPackages,
+    #[error("`[[package]]` entry {index} has an empty `name`")]
+    EmptyName { index: usize },
+    #[error(
+        "`{name}` is listed twice (entries {first} and {second}); merge them into one `[[package]]`"
+    )]
+    Duplicate {
+        name: String,
+        first: usize,
+        second: usize,
+    },
+    #[error(
+        "`{name}`: `versions = \"{specifier}\"` is not a PEP 440 version specifier ({message}); write e.g. \"==2.9.0\" or \">=2.8,<2.10\""
+    )]
+    InvalidSpecifier {
+        name: String,
+        specifier: String,
+        message: String,
+    },
+    #[error("`{value}` is not a Python version; write e.g. \"3.12\" (or \"3.13t\" for free-threaded)")]
+    InvalidPython { value: String },
+    #[error(
+        "`{name}` is a PyTorch project: set `backends` (e.g. [\"cu130\", \"cpu\"]) or `machines`, in its entry or at the top level"
+    )]
+    NoBuilds { name: String },
+    #[error("`platforms` is empty: name at least one, e.g. [\"{DEFAULT_PLATFORM}\"]")]
+    NoPlatforms,
+}
+
+/// The file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    pytorch_url: Option<String>,
+    #[serde(default)]
+    pypi_url: Option<String>,
+    #[serde(default)]
+    python: Option<Vec<String>>,
+    #[serde(default)]
+    platforms: Option<Vec<Platform>>,
+    #[serde(default)]
+    backends: Option<Vec<Backend>>,
+    #[serde(default)]
+    machines: Option<Vec<Machine>>,
+    #[serde(default)]
+    policy: Option<Policy>,
+    #[serde(default)]
+    package: Vec<RawPackage>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPackage {
+    name: String,
+    #[serde(default)]
+    versions: Option<String>,
+    #[serde(default)]
+    backends: Option<Vec<Backend>>,
+    #[serde(default)]
+    machines: Option<Vec<Machine>>,
+    #[serde(default)]
+    python: Option<Vec<String>>,
+    #[serde(default)]
+    platforms: Option<Vec<Platform>>,
+}
+
+impl MirrorConfig {
+    /// Reads and checks a TOML mirror configuration.
+    pub fn from_file(path: &Path) -> Result<MirrorConfig, MirrorConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| MirrorConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        MirrorConfig::parse(&text, path)
+    }
+
+    /// Parses and checks the text of a mirror configuration read from `path` (named in errors).
+    pub fn parse(text: &str, path: &Path) -> Result<MirrorConfig, MirrorConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|err| MirrorConfigError::Parse {
+            path: path.to_path_buf(),
+            message: err.to_string(),
+        })?;
+        MirrorConfig::check(raw).map_err(|source| MirrorConfigError::Invalid {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        })
+    }
+
+    fn check(raw: RawConfig) -> Result<MirrorConfig, MirrorConfigError> {
+        if raw.package.is_empty() {
+            return Err(MirrorConfigError::NoPackages);
+        }
+        let catalog = Catalog::embedded();
+        let default_python = parse_pythons(raw.python.as_deref().unwrap_or_default())?;
+        let default_platforms = match raw.platforms {
+            Some(platforms) if platforms.is_empty() => return Err(MirrorConfigError::NoPlatforms),
+            Some(platforms) => platforms,
+            None => vec![DEFAULT_PLATFORM.parse().expect("a valid platform")],
+        };
+        let policy = raw.policy.unwrap_or_default();
+        let mut packages: Vec<PackageEntry> = Vec::new();
+        for (index, package) in raw.package.into_iter().enumerate() {
+            let number = index + 1;
+            let name = package.name.trim().to_string();
+            if name.is_empty() {
+                return Err(MirrorConfigError::EmptyName { index: number });
+            }
+            let project = normalize_name(&name);
+            if let Some(first) = packages.iter().position(|p| p.project == project) {
+                return Err(MirrorConfigError::Duplicate {
+                    name,
+                    first: first + 1,
+                    second: number,
+                });
+            }
+            let versions = package
+                .versions
+                .map(|text| {
+                    VersionSpecifiers::from_str(&text).map_err(|err| {
+                        MirrorConfigError::InvalidSpecifier {
+                            name: name.clone(),
+                            specifier: text.clone(),
+                            message: err.to_string(),
+                        }
+                    })
+                })
+                .transpose()?;
+            let python = match &package.python {
+                Some(values) => parse_pythons(values)?,
+                None => default_python.clone(),
+            };
+            let platforms = match package.platforms {
+                Some(platforms) if platforms.is_empty() => {
+                    return Err(MirrorConfigError::NoPlatforms);
+                }
+                Some(platforms) => platforms,
+                None => default_platforms.clone(),
+            };
+            // An entry that names either builds or machines replaces both top-level defaults.
+            let (backends, machines) = if package.backends.is_some() || package.machines.is_some()
+            {
+                (
+                    package.backends.unwrap_or_default(),
+                    package.machines.unwrap_or_default(),
+                )
+            } else {
+                (
+                    raw.backends.clone().unwrap_or_default(),
+                    raw.machines.clone().unwrap_or_default(),
+                )
+            };
+            let upstream = route(catalog, &project);
+            if upstream == Upstream::Pytorch && backends.is_empty() && machines.is_empty() {
+                return Err(MirrorConfigError::NoBuilds { name });
+            }
+            packages.push(PackageEntry {
+                name,
+                project,
+                upstream,
+                versions,
+                backends,
+                machines,
+                policy: policy.clone(),
+                python,
+                platforms,
+            });
+        }
+        Ok(MirrorConfig {
+            pytorch_url: raw
+                .pytorch_url
+                .unwrap_or_else(|| DEFAULT_PYTORCH_URL.to_string()),
+            pypi_url: raw.pypi_url.unwrap_or_else(|| DEFAULT_PYPI_URL.to_string()),
+            packages,
+        })
+    }
+
+    /// The PyTorch upstream without a trailing slash.
+    pub fn pytorch_root(&self) -> &str {
+        self.pytorch_url.trim_end_matches('/')
+    }
+
+    /// The general upstream without a trailing slash.
+    pub fn pypi_root(&self) -> &str {
+        self.pypi_url.trim_end_matches('/')
+    }
+}
+
+fn parse_pythons(values: &[String]) -> Result<Vec<PythonVersion>, MirrorConfigError> {
+    let mut pythons = values
+        .iter()
+        .map(|v| v.parse())
+        .collect::<Result<Vec<PythonVersion>, _>>()?;
+    pythons.sort_unstable();
+    pythons.dedup();
+    Ok(pythons)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<MirrorConfig, String> {
+        MirrorConfig::parse(text, Path::new("mirror.toml")).map_err(|err| {
+            let mut message = err.to_string();
+            let mut source = std::error::Error::source(&err);
+            while let Some(cause) = source {
+                message.push_str(": ");
+                message.push_str(&cause.to_string());
+                source = cause.source();
+            }
+            message
+        })
+    }
+
+    #[test]
+    fn the_sample_config_in_deploy_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/mirror.toml");
+        let config = MirrorConfig::from_file(&path).unwrap();
+        assert_eq!(config.pytorch_url, DEFAULT_PYTORCH_URL);
+        let torch = &config.packages[0];
+        assert_eq!(torch.project, "torch");
+        assert_eq!(torch.upstream, Upstream::Pytorch);
+        assert!(!torch.backends.is_empty());
+        assert!(config.packages.iter().any(|p| p.upstream == Upstream::General));
+        assert!(config.packages.iter().any(|p| !p.machines.is_empty()));
+    }
+
+    #[test]
+    fn defaults_apply_and_entries_override_them() {
+        let config = parse(
+            r#"
+            python = ["3.12", "3.11", "3.12"]
+            backends = ["cu130", "cpu"]
+
+            [[package]]
+            name = "Torch"
+            versions = ">=2.8,<2.10"
+
+            [[package]]
+            name = "torchvision"
+            machines = [{ platform = "linux-x86_64", nvidia = { driver_version = "580.65.06", gpus = [{ compute_capability = "9.0" }] } }]
+            python = ["3.13t"]
+
+            [[package]]
+            name = "file_lock"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(config.pypi_url, DEFAULT_PYPI_URL);
+        let [torch, vision, filelock] = &config.packages[..] else {
+            panic!("three entries")
+        };
+        assert_eq!(torch.project, "torch");
+        assert_eq!(torch.name, "Torch");
+        assert_eq!(
+            torch.python.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["3.11", "3.12"]
+        );
+        assert_eq!(torch.backends.len(), 2);
+        assert_eq!(torch.platforms[0].to_string(), "linux-x86_64");
+        assert!(torch.wants(&"2.9.0".parse().unwrap()));
+        assert!(!torch.wants(&"2.10.0".parse().unwrap()));
+        assert!(!torch.wants(&"2.9.0rc1".parse().unwrap()));
+        // An entry naming machines replaces the top-level backends.
+        assert!(vision.backends.is_empty());
+        assert_eq!(vision.machines.len(), 1);
+        assert_eq!(vision.python[0].to_string(), "3.13t");
+        assert_eq!(filelock.project, "file-lock");
+        assert_eq!(filelock.upstream, Upstream::General);
+        assert!(filelock.versions.is_none());
+    }
+
+    #[test]
+    fn yanked_files_only_for_an_exact_pin() {
+        let config = parse(
+            "[[package]]\nname = \"filelock\"\nversions = \"==3.20.0\"\n[[package]]\nname = \"six\"\nversions = \">=1\"\n",
+        )
+        .unwrap();
+        let version = "3.20.0".parse().unwrap();
+        assert!(config.packages[0].allows_yanked(&version));
+        assert!(!config.packages[1].allows_yanked(&version));
+    }
+
+    #[test]
+    fn an_invalid_specifier_names_the_entry_and_an_example() {
+        let err =
+            parse("backends = [\"cpu\"]\n[[package]]\nname = \"torch\"\nversions = \"=>2.9\"\n")
+                .unwrap_err();
+        assert!(err.contains("`torch`"), "{err}");
+        assert!(err.contains("=>2.9"), "{err}");
+        assert!(err.contains("\"==2.9.0\""), "{err}");
+        assert!(err.contains("mirror.toml"), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_key_is_named() {
+        let err = parse("[[package]]\nname = \"filelock\"\nversion = \"==3.20.0\"\n").unwrap_err();
+        assert!(err.contains("unknown field `version`"), "{err}");
+        assert!(err.contains("versions"), "{err}");
+        let err = parse("pytorch = \"x\"\n[[package]]\nname = \"filelock\"\n").unwrap_err();
+        assert!(err.contains("unknown field `pytorch`"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_package_list_says_what_to_add() {
+        for text in ["", "python = [\"3.12\"]\n", "package = []\n"] {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains("no `[[package]]` entry"), "{err}");
+            assert!(err.contains("name = \"torch\""), "{err}");
+        }
+    }
+
+    #[test]
+    fn other_mistakes_say_what_to_fix() {
+        let err = parse("[[package]]\nname = \"torch\"\n").unwrap_err();
+        assert!(err.contains("set `backends`"), "{err}");
+        let err = parse("python = [\"3\"]\n[[package]]\nname = \"six\"\n").unwrap_err();
+        assert!(err.contains("`3` is not a Python version"), "{err}");
+        let err = parse("[[package]]\nname = \"six\"\n[[package]]\nname = \"Six\"\n").unwrap_err();
+        assert!(err.contains("listed twice (entries 1 and 2)"), "{err}");
+        let err = parse("[[package]]\nname = \" \"\n").unwrap_err();
+        assert!(err.contains("entry 1 has an empty `name`"), "{err}");
+        let err = parse("platforms = []\n[[package]]\nname = \"six\"\n").unwrap_err();
+        assert!(err.contains("`platforms` is empty"), "{err}");
+        let err = parse("platforms = [\"linux\"]\n[[package]]\nname = \"six\"\n").unwrap_err();
+        assert!(err.contains("`linux` is not a platform"), "{err}");
+        let err = parse("backends = [\"cuda\"]\n[[package]]\nname = \"torch\"\n").unwrap_err();
+        assert!(err.contains("cuda"), "{err}");
+    }
+}

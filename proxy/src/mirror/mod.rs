@@ -1,0 +1,26 @@
+//! `wheelgate mirror sync`: copy a declared set of projects, versions, builds, Python versions and
+//! platforms from the upstreams into a store that `wheelgate serve --offline --cache-dir STORE`
+//! serves completely, on a machine with no network.
+//!
+//! The store is a cache directory written by the server's own caches, so there is one format:
+//! index pages under `index/` by the [`IndexCache`](crate::cache::index::IndexCache), files and
+//! `.metadata` files under `files/` by the [`FileCache`](crate::cache::files::FileCache) (sha256
+//! verified, committed atomically). `mirror-complete.json` at its root is written last, only when
+//! everything succeeded.
+//!
+//! - [`config`]: the TOML configuration (sample: `deploy/mirror.toml`), checked up front;
+//! - [`select`]: which files of a page an entry takes (pure);
+//! - [`plan`]: the pages to fetch and the files to download;
+//! - [`sync`]: downloads, progress hooks, the completeness check and the marker; the dry run.
+
+pub mod config;
+pub mod plan;
+pub mod select;
+pub mod sync;
+
+pub use config::{MirrorConfig, MirrorConfigError, PackageEntry, PythonVersion};
+pub use plan::{FileKind, Plan, PlanError, PlannedFile, PlannedPage, Unmatched};
+pub use sync::{
+    DryRun, FileOutcome, MARKER, NoProgress, SyncError, SyncOptions, SyncProgress, SyncReport,
+    dry_run, sync,
+};

@@ -1,0 +1,249 @@
+//! The plan of a sync: fetch every page an offline server will look up (through the index cache,
+//! so they land in the store exactly as the server keeps them), select each entry's files, and
+//! list the files and `.metadata` files to download, each as the file cache's [`FileSpec`], the
+//! same the server derives from the same page.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use wheelgate_resolver::Catalog;
+use wheelgate_resolver::index::CoreMetadata;
+
+use super::config::{MirrorConfig, PackageEntry};
+use super::select::select_files;
+use crate::cache::files::FileSpec;
+use crate::cache::index::{IndexCache, IndexError};
+use crate::upstream::{Upstream, UpstreamClient};
+
+/// One index page the store holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedPage {
+    pub project: String,
+    /// The upstream page URL: the key the offline server looks it up by.
+    pub url: String,
+}
+
+/// What a planned file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileKind {
+    /// A wheel or sdist.
+    Distribution,
+    /// Its PEP 658 `.metadata` file.
+    Metadata,
+}
+
+/// One file to download.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedFile {
+    pub project: String,
+    /// The name clients ask for (`<dist>.metadata` for a metadata file).
+    pub filename: String,
+    pub kind: FileKind,
+    /// What the file cache downloads and verifies.
+    pub spec: FileSpec,
+}
+
+/// Everything one sync will fetch.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub pages: Vec<PlannedPage>,
+    /// Without duplicates (a file listed by two entries is downloaded once).
+    pub files: Vec<PlannedFile>,
+}
+
+impl Plan {
+    /// The total of the sizes the pages give, and how many files have none.
+    pub fn known_size(&self) -> (u64, usize) {
+        self.files.iter().fold((0, 0), |(bytes, unknown), file| {
+            match file.spec.size {
+                Some(size) => (bytes + size, unknown),
+                None => (bytes, unknown + 1),
+            }
+        })
+    }
+}
+
+/// Why a plan could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("cannot fetch the index page of `{name}`")]
+    Page {
+        name: String,
+        #[source]
+        source: IndexError,
+    },
+    #[error("{}", unmatched_message(.0))]
+    NothingMatched(Vec<Unmatched>),
+}
+
+/// An entry that matched nothing, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unmatched {
+    pub name: String,
+    pub reason: String,
+}
+
+fn unmatched_message(entries: &[Unmatched]) -> String {
+    let mut text = String::from("the mirror configuration matches nothing for ");
+    for (i, entry) in entries.iter().enumerate() {
+        if i > 0 {
+            text.push_str("; ");
+        }
+        let _ = write!(text, "`{}`: {}", entry.name, entry.reason);
+    }
+    text.push_str(" (fix or remove these `[[package]]` entries; nothing was downloaded)");
+    text
+}
+
+/// Fetches the pages of every entry through `index` and lists the files to download. Fails
+/// before anything is downloaded when an entry matches nothing.
+pub async fn make_plan(
+    config: &MirrorConfig,
+    client: &UpstreamClient,
+    index: &IndexCache,
+) -> Result<Plan, PlanError> {
+    let catalog = Catalog::embedded();
+    let mut plan = Plan::default();
+    let mut seen_files = BTreeSet::new();
+    let mut seen_pages = BTreeSet::new();
+    let mut unmatched = Vec::new();
+    for entry in &config.packages {
+        let url = page_url(config, entry, None);
+        let page_error = |source| PlanError::Page {
+            name: entry.name.clone(),
+            source,
+        };
+        let Some(cached) = index.get(client, &url).await.map_err(page_error)? else {
+            unmatched.push(Unmatched {
+                name: entry.name.clone(),
+                reason: format!("no project named `{}` at `{url}`", entry.project),
+            });
+            continue;
+        };
+        let selection = select_files(catalog, entry, &cached.page);
+        if selection.files.is_empty() {
+            unmatched.push(Unmatched {
+                name: entry.name.clone(),
+                reason: describe_filters(entry),
+            });
+            continue;
+        }
+        if seen_pages.insert(url.clone()) {
+            plan.pages.push(PlannedPage {
+                project: entry.project.clone(),
+                url: url.clone(),
+            });
+        }
+        // The per-backend pages `/b/<backend>/simple/<project>/` reads; a backend without a
+        // page for this project is skipped (its files come from the aggregated page anyway).
+        if entry.upstream == Upstream::Pytorch {
+            for backend in &selection.backends {
+                let url = page_url(config, entry, Some(&backend.to_string()));
+                if seen_pages.contains(&url) {
+                    continue;
+                }
+                if index.get(client, &url).await.map_err(page_error)?.is_some() {
+                    seen_pages.insert(url.clone());
+                    plan.pages.push(PlannedPage {
+                        project: entry.project.clone(),
+                        url,
+                    });
+                }
+            }
+        }
+        for &i in &selection.files {
+            // The server finds a file by name, taking the first on the page with that name.
+            let name = &cached.page.files[i].filename;
+            let Some(file) = cached.page.files.iter().find(|f| &f.filename == name) else {
+                continue;
+            };
+            let file_url = cached.page.file_url(file, &cached.url);
+            // The same spec the server's file route derives from this page.
+            let spec = FileSpec {
+                url: file_url.clone(),
+                sha256: file.sha256().map(str::to_ascii_lowercase),
+                size: file.size,
+            };
+            if seen_files.insert(spec.url.clone()) {
+                plan.files.push(PlannedFile {
+                    project: entry.project.clone(),
+                    filename: file.filename.clone(),
+                    kind: FileKind::Distribution,
+                    spec,
+                });
+            }
+            let metadata_sha256 = match &file.core_metadata {
+                CoreMetadata::Absent => continue,
+                CoreMetadata::Present => None,
+                CoreMetadata::Hashes(hashes) => hashes.get("sha256").cloned(),
+            };
+            let spec = FileSpec {
+                url: format!("{file_url}.metadata"),
+                sha256: metadata_sha256,
+                size: None,
+            };
+            if seen_files.insert(spec.url.clone()) {
+                plan.files.push(PlannedFile {
+                    project: entry.project.clone(),
+                    filename: format!("{}.metadata", file.filename),
+                    kind: FileKind::Metadata,
+                    spec,
+                });
+            }
+        }
+    }
+    if unmatched.is_empty() {
+        Ok(plan)
+    } else {
+        Err(PlanError::NothingMatched(unmatched))
+    }
+}
+
+/// The upstream page of an entry's project: the server's `lookup::page_url` for the same
+/// configuration (PyTorch's aggregated `<root>/<project>/`, or `<root>/<backend>/<project>/`).
+fn page_url(config: &MirrorConfig, entry: &PackageEntry, backend: Option<&str>) -> String {
+    match (entry.upstream, backend) {
+        (Upstream::Pytorch, None) => format!("{}/{}/", config.pytorch_root(), entry.project),
+        (Upstream::Pytorch, Some(backend)) => {
+            format!("{}/{backend}/{}/", config.pytorch_root(), entry.project)
+        }
+        (Upstream::General, _) => format!("{}/{}/", config.pypi_root(), entry.project),
+    }
+}
+
+/// The filters of an entry, for "matched nothing" messages.
+fn describe_filters(entry: &PackageEntry) -> String {
+    let list = |items: Vec<String>| items.join(", ");
+    let mut text = String::from("no file matches versions ");
+    match &entry.versions {
+        Some(specifiers) => {
+            let _ = write!(text, "`{specifiers}`");
+        }
+        None => text.push_str("(newest)"),
+    }
+    if !entry.backends.is_empty() {
+        let _ = write!(
+            text,
+            ", backends [{}]",
+            list(entry.backends.iter().map(ToString::to_string).collect())
+        );
+    }
+    if !entry.machines.is_empty() {
+        let _ = write!(text, ", {} machine(s)", entry.machines.len());
+    }
+    if !entry.python.is_empty() {
+        let _ = write!(
+            text,
+            ", python [{}]",
+            list(entry.python.iter().map(ToString::to_string).collect())
+        );
+    }
+    let _ = write!(
+        text,
+        ", platforms [{}]",
+        list(entry.platforms.iter().map(ToString::to_string).collect())
+    );
+    text
+}

@@ -1,0 +1,574 @@
+//! Running a sync: plan, download every planned file through the file cache (verified, committed
+//! atomically, single flight), check the store as an offline server will read it, and only then
+//! write `mirror-complete.json`. The marker is removed first thing, so a store whose sync failed
+//! or was interrupted is never presented as complete; a rerun resumes: committed files are
+//! skipped, and an interrupted file restarts cleanly (the file cache drops leftover `*.part`
+//! files when it opens).
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures_util::{StreamExt, TryStreamExt, stream};
+use serde::Serialize;
+use tracing::{info, warn};
+
+use super::config::MirrorConfig;
+use super::plan::{FileKind, Plan, PlanError, PlannedFile, PlannedPage, make_plan};
+use crate::cache::files::{FileCache, FileCacheError};
+use crate::cache::index::IndexCache;
+use crate::config::DEFAULT_CACHE_MAX_BYTES;
+use crate::upstream::{ClientSettings, UpstreamClient, UpstreamError, redact};
+
+/// The file written at the root of a store when, and only when, a sync completed.
+pub const MARKER: &str = "mirror-complete.json";
+/// Files downloaded at once.
+pub const DEFAULT_JOBS: usize = 4;
+/// Version of the marker's format.
+const MARKER_FORMAT: u32 = 1;
+
+/// Where and how to sync.
+#[derive(Debug, Clone)]
+pub struct SyncOptions {
+    /// The store: a cache directory as `wheelgate serve --cache-dir` reads it.
+    pub store: PathBuf,
+    /// Files downloaded at once (at least 1).
+    pub jobs: usize,
+}
+
+/// Hooks for progress display; every method does nothing by default.
+pub trait SyncProgress: Send + Sync {
+    /// The plan is made: these files will be fetched or skipped.
+    fn planned(&self, _plan: &Plan) {}
+    /// A download started; `len` when known.
+    fn started(&self, _file: &PlannedFile, _len: Option<u64>) {}
+    /// `bytes` more bytes of `file` are on disk.
+    fn advanced(&self, _file: &PlannedFile, _bytes: u64) {}
+    /// `file` is done.
+    fn finished(&self, _file: &PlannedFile, _outcome: &FileOutcome) {}
+}
+
+/// No progress display.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+
+impl SyncProgress for NoProgress {}
+
+/// What happened to one planned file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileOutcome {
+    /// Downloaded, verified and committed.
+    Downloaded { bytes: u64 },
+    /// Already committed by an earlier sync.
+    Skipped { bytes: u64 },
+    /// Not in the store; the message says why.
+    Failed(String),
+}
+
+/// A file or page that did not make it into the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The file name or page URL.
+    pub what: String,
+    pub message: String,
+}
+
+/// The outcome of a sync.
+#[derive(Debug, Clone)]
+pub struct SyncReport {
+    pub store: PathBuf,
+    pub plan: Plan,
+    pub downloaded: usize,
+    pub downloaded_bytes: u64,
+    pub skipped: usize,
+    pub skipped_bytes: u64,
+    pub failures: Vec<Failure>,
+    /// The marker written, when everything succeeded.
+    pub marker: Option<PathBuf>,
+    /// The size of every file in the store.
+    pub store_bytes: u64,
+    pub pytorch_url: String,
+    pub pypi_url: String,
+}
+
+impl SyncReport {
+    /// Whether the store now holds everything the configuration declares.
+    pub fn is_complete(&self) -> bool {
+        self.failures.is_empty() && self.marker.is_some()
+    }
+
+    /// `files 12 (340.5 MiB), skipped 3 (1.2 GiB), failed 0`
+    pub fn summary(&self) -> String {
+        format!(
+            "files {} ({}), skipped {} ({}), failed {}",
+            self.downloaded,
+            human_bytes(self.downloaded_bytes),
+            self.skipped,
+            human_bytes(self.skipped_bytes),
+            self.failures.len()
+        )
+    }
+
+    /// The command that serves this store offline: the same upstream URLs (pages are stored
+    /// under them) and a cache limit the store fits in (else the server would evict at start).
+    pub fn serve_command(&self) -> String {
+        serve_command(
+            &self.store,
+            &self.pytorch_url,
+            &self.pypi_url,
+            self.store_bytes,
+        )
+    }
+}
+
+/// What a dry run found.
+#[derive(Debug, Clone)]
+pub struct DryRun {
+    pub plan: Plan,
+    /// The size of each planned file: from its page, else a `HEAD` request's `Content-Length`.
+    pub sizes: Vec<Option<u64>>,
+}
+
+impl DryRun {
+    /// The total of known sizes, and how many are unknown.
+    pub fn total(&self) -> (u64, usize) {
+        self.sizes
+            .iter()
+            .fold((0, 0), |(bytes, unknown), size| match size {
+                Some(size) => (bytes + size, unknown),
+                None => (bytes, unknown + 1),
+            })
+    }
+}
+
+/// Why a sync could not run at all (a failed file is a [`Failure`] in the report instead).
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error("cannot use the store directory `{path}`{}", disk_hint(.source))]
+    Store {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot open the store's file cache")]
+    FileCache(#[source] FileCacheError),
+    #[error(transparent)]
+    Client(#[from] UpstreamError),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+}
+
+/// Syncs the store: see the module documentation.
+pub async fn sync(
+    config: &MirrorConfig,
+    options: &SyncOptions,
+    progress: &dyn SyncProgress,
+) -> Result<SyncReport, SyncError> {
+    let store = options.store.clone();
+    let store_error = |source| SyncError::Store {
+        path: store.clone(),
+        source,
+    };
+    tokio::fs::create_dir_all(&store)
+        .await
+        .map_err(store_error)?;
+    // First: whatever happens next, the store is not complete until this sync says so.
+    let marker = store.join(MARKER);
+    match tokio::fs::remove_file(&marker).await {
+        Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(store_error(err)),
+        _ => {}
+    }
+    let client = UpstreamClient::new(&ClientSettings::default())?;
+    // TTL zero: every page is revalidated, so a rerun picks up new uploads.
+    let index = IndexCache::new(&store, Duration::ZERO, false).map_err(store_error)?;
+    // Never evicts: the store holds what was declared, however large.
+    let files = {
+        let store = store.clone();
+        tokio::task::spawn_blocking(move || FileCache::open(store, u64::MAX))
+            .await
+            .map_err(|err| store_error(io::Error::other(err)))?
+            .map_err(SyncError::FileCache)?
+    };
+    let plan = make_plan(config, &client, &index).await?;
+    info!(pages = plan.pages.len(), files = plan.files.len(), store = %store.display(), "mirror plan made");
+    progress.planned(&plan);
+
+    let outcomes: Vec<FileOutcome> = stream::iter(plan.files.iter())
+        .map(|file| fetch_one(&files, &client, file, progress))
+        .buffered(options.jobs.max(1))
+        .collect()
+        .await;
+
+    let mut report = SyncReport {
+        store: store.clone(),
+        plan: plan.clone(),
+        downloaded: 0,
+        downloaded_bytes: 0,
+        skipped: 0,
+        skipped_bytes: 0,
+        failures: Vec::new(),
+        marker: None,
+        store_bytes: files.total_bytes(),
+        pytorch_url: config.pytorch_url.clone(),
+        pypi_url: config.pypi_url.clone(),
+    };
+    let mut sizes = Vec::with_capacity(outcomes.len());
+    for (file, outcome) in plan.files.iter().zip(&outcomes) {
+        match outcome {
+            FileOutcome::Downloaded { bytes } => {
+                report.downloaded += 1;
+                report.downloaded_bytes += bytes;
+                sizes.push(*bytes);
+            }
+            FileOutcome::Skipped { bytes } => {
+                report.skipped += 1;
+                report.skipped_bytes += bytes;
+                sizes.push(*bytes);
+            }
+            FileOutcome::Failed(message) => {
+                report.failures.push(Failure {
+                    what: file.filename.clone(),
+                    message: message.clone(),
+                });
+                sizes.push(0);
+            }
+        }
+    }
+    report
+        .failures
+        .extend(check_pages(&store, &plan.pages, &client).await);
+    if report.failures.is_empty() {
+        match write_marker(&store, config, &plan, &sizes, report.store_bytes).await {
+            Ok(path) => report.marker = Some(path),
+            Err(err) => report.failures.push(Failure {
+                what: MARKER.to_string(),
+                message: format!("cannot write it: {err}{}", disk_hint(&err)),
+            }),
+        }
+    }
+    Ok(report)
+}
+
+/// Plans without writing anything to the store (pages go to a temporary directory; the store's
+/// file cache is not even opened, since opening it clears the `*.part` files of a sync that may
+/// be running) and sizes every file.
+pub async fn dry_run(config: &MirrorConfig, jobs: usize) -> Result<DryRun, SyncError> {
+    let scratch = tempfile::tempdir().map_err(|source| SyncError::Store {
+        path: std::env::temp_dir(),
+        source,
+    })?;
+    let client = UpstreamClient::new(&ClientSettings::default())?;
+    let index = IndexCache::new(scratch.path(), Duration::ZERO, false).map_err(|source| {
+        SyncError::Store {
+            path: scratch.path().to_path_buf(),
+            source,
+        }
+    })?;
+    let plan = make_plan(config, &client, &index).await?;
+    let sizes = stream::iter(plan.files.iter())
+        .map(|file| async {
+            match file.spec.size {
+                Some(size) => Some(size),
+                None => head_length(&client, &file.spec.url).await,
+            }
+        })
+        .buffered(jobs.max(1) * 2)
+        .collect()
+        .await;
+    Ok(DryRun { plan, sizes })
+}
+
+async fn head_length(client: &UpstreamClient, url: &str) -> Option<u64> {
+    let response = client.http().head(url).send().await.ok()?;
+    if !response.status().is_success() {
+        warn!(url = %redact(url), status = %response.status(), "HEAD failed; size unknown");
+        return None;
+    }
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+async fn fetch_one(
+    files: &FileCache,
+    client: &UpstreamClient,
+    file: &PlannedFile,
+    progress: &dyn SyncProgress,
+) -> FileOutcome {
+    let outcome = fetch_file(files, client, file, progress).await;
+    if let FileOutcome::Failed(message) = &outcome {
+        warn!(file = %file.filename, error = %message, "mirror download failed");
+    }
+    progress.finished(file, &outcome);
+    outcome
+}
+
+async fn fetch_file(
+    files: &FileCache,
+    client: &UpstreamClient,
+    file: &PlannedFile,
+    progress: &dyn SyncProgress,
+) -> FileOutcome {
+    if files.contains(&file.spec) {
+        // Offline: only the committed copy, whose length is known.
+        return match files.fetch(client, &file.spec, true).await {
+            Ok(cached) => FileOutcome::Skipped {
+                bytes: cached.known_len().unwrap_or(0),
+            },
+            Err(err) => FileOutcome::Failed(error_chain(&err)),
+        };
+    }
+    let cached = match files.fetch(client, &file.spec, false).await {
+        Ok(cached) => cached,
+        Err(err) => return FileOutcome::Failed(error_chain(&err)),
+    };
+    progress.started(file, cached.known_len());
+    // Reading to the end waits for the commit: the last byte only becomes readable once the
+    // file is verified and renamed to its key, and a failed download ends the stream with an
+    // error.
+    let mut bytes = 0u64;
+    let mut body = std::pin::pin!(cached.stream(0, None));
+    loop {
+        match body.try_next().await {
+            Ok(Some(chunk)) => {
+                bytes += chunk.len() as u64;
+                progress.advanced(file, chunk.len() as u64);
+            }
+            Ok(None) => break,
+            Err(err) => return FileOutcome::Failed(error_chain(&err)),
+        }
+    }
+    if files.contains(&file.spec) {
+        FileOutcome::Downloaded { bytes }
+    } else {
+        FileOutcome::Failed("the download ended but the file was not committed".to_string())
+    }
+}
+
+/// Every page as the offline server will read it: a fresh offline index cache over the store
+/// must find it on disk (the index cache only warns when it cannot write a page).
+async fn check_pages(
+    store: &Path,
+    pages: &[PlannedPage],
+    client: &UpstreamClient,
+) -> Vec<Failure> {
+    let offline = match IndexCache::new(store, Duration::ZERO, true) {
+        Ok(index) => index,
+        Err(err) => {
+            return vec![Failure {
+                what: store.join("index").display().to_string(),
+                message: format!("cannot read the stored index pages: {err}"),
+            }];
+        }
+    };
+    let mut failures = Vec::new();
+    for page in pages {
+        match offline.get(client, &page.url).await {
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => failures.push(Failure {
+                what: redact(&page.url),
+                message: "the index page was fetched but is not in the store (could it not be written? is the disk full?)".to_string(),
+            }),
+        }
+    }
+    failures
+}
+
+#[derive(Serialize)]
+struct Marker<'a> {
+    format: u32,
+    completed_at: String,
+    completed_at_unix: u64,
+    pytorch_url: String,
+    pypi_url: String,
+    serve: String,
+    total_bytes: u64,
+    pages: Vec<MarkerPage<'a>>,
+    files: Vec<MarkerFile<'a>>,
+}
+
+#[derive(Serialize)]
+struct MarkerPage<'a> {
+    project: &'a str,
+    url: String,
+}
+
+#[derive(Serialize)]
+struct MarkerFile<'a> {
+    project: &'a str,
+    filename: &'a str,
+    kind: FileKind,
+    sha256: Option<&'a str>,
+    size: u64,
+}
+
+/// Writes the marker atomically: a temporary file, fsynced, renamed over the final name.
+async fn write_marker(
+    store: &Path,
+    config: &MirrorConfig,
+    plan: &Plan,
+    sizes: &[u64],
+    store_bytes: u64,
+) -> io::Result<PathBuf> {
+    let now = SystemTime::now();
+    let marker = Marker {
+        format: MARKER_FORMAT,
+        completed_at: httpdate::fmt_http_date(now),
+        completed_at_unix: now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        pytorch_url: redact(&config.pytorch_url),
+        pypi_url: redact(&config.pypi_url),
+        serve: serve_command(store, &config.pytorch_url, &config.pypi_url, store_bytes),
+        total_bytes: sizes.iter().sum(),
+        pages: plan
+            .pages
+            .iter()
+            .map(|p| MarkerPage {
+                project: &p.project,
+                url: redact(&p.url),
+            })
+            .collect(),
+        files: plan
+            .files
+            .iter()
+            .zip(sizes)
+            .map(|(f, size)| MarkerFile {
+                project: &f.project,
+                filename: &f.filename,
+                kind: f.kind,
+                sha256: f.spec.sha256.as_deref(),
+                size: *size,
+            })
+            .collect(),
+    };
+    let text = serde_json::to_vec_pretty(&marker).map_err(io::Error::other)?;
+    let path = store.join(MARKER);
+    let temp = store.join(format!(".{MARKER}.{}.tmp", std::process::id()));
+    let result = async {
+        let mut file = tokio::fs::File::create(&temp).await?;
+        tokio::io::AsyncWriteExt::write_all(&mut file, &text).await?;
+        file.sync_all().await?;
+        drop(file);
+        tokio::fs::rename(&temp, &path).await
+    }
+    .await;
+    if let Err(err) = result {
+        let _ = tokio::fs::remove_file(&temp).await;
+        return Err(err);
+    }
+    Ok(path)
+}
+
+fn serve_command(store: &Path, pytorch_url: &str, pypi_url: &str, store_bytes: u64) -> String {
+    let mut command = format!(
+        "wheelgate serve --offline --cache-dir {} --pytorch-url {} --pypi-url {}",
+        store.display(),
+        redact(pytorch_url),
+        redact(pypi_url)
+    );
+    if store_bytes > DEFAULT_CACHE_MAX_BYTES {
+        // Room for the whole store: the server evicts down to its limit when it opens the cache.
+        let limit = store_bytes.div_ceil(1 << 30) * (1 << 30);
+        command.push_str(&format!(" --cache-max-bytes {limit}"));
+    }
+    command
+}
+
+/// An error with its causes on one line, and a hint when the disk is full.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut hint = String::new();
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(cause) = current {
+        if let Some(io_error) = cause.downcast_ref::<io::Error>()
+            && hint.is_empty()
+        {
+            hint = disk_hint(io_error);
+        }
+        if let Some(next) = cause.source() {
+            let next_text = next.to_string();
+            if !text.ends_with(&next_text) {
+                text.push_str(": ");
+                text.push_str(&next_text);
+            }
+        }
+        current = cause.source();
+    }
+    text + &hint
+}
+
+/// A hint for the errors a full disk (or a file-size limit) gives.
+fn disk_hint(error: &io::Error) -> String {
+    match error.kind() {
+        io::ErrorKind::StorageFull
+        | io::ErrorKind::FileTooLarge
+        | io::ErrorKind::QuotaExceeded => {
+            " (the disk is full: free space or choose another --store, then run the same command again; committed files are kept and skipped)".to_string()
+        }
+        _ => String::new(),
+    }
+}
+
+/// `1.5 GiB`
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    #[allow(clippy::cast_precision_loss)] // display only
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes_read_well() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(3 * 1024 * 1024 * 1024), "3.0 GiB");
+    }
+
+    #[test]
+    fn a_full_disk_says_so() {
+        let full = io::Error::from(io::ErrorKind::StorageFull);
+        let error = FileCacheError::Io {
+            path: PathBuf::from("/store/files/x.part"),
+            source: full,
+        };
+        let text = error_chain(&error);
+        assert!(text.contains("/store/files/x.part"), "{text}");
+        assert!(text.contains("the disk is full"), "{text}");
+        let other = FileCacheError::NotCached { url: "u".into() };
+        assert!(!error_chain(&other).contains("disk"));
+    }
+
+    #[test]
+    fn the_serve_command_fits_the_store() {
+        let small = serve_command(Path::new("/m"), "http://a/whl", "http://b/simple", 10);
+        assert_eq!(
+            small,
+            "wheelgate serve --offline --cache-dir /m --pytorch-url http://a/whl --pypi-url http://b/simple"
+        );
+        let big = serve_command(Path::new("/m"), "a", "b", DEFAULT_CACHE_MAX_BYTES + 1);
+        assert!(
+            big.ends_with(&format!(
+                " --cache-max-bytes {}",
+                DEFAULT_CACHE_MAX_BYTES + (1 << 30)
+            )),
+            "{big}"
+        );
+    }
+}
