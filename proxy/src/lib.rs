@@ -5,11 +5,13 @@
 //! - [`upstream`]: the HTTP client and which upstream owns which project;
 //! - [`cache`]: index pages (TTL, revalidation, stale on failure) and files (verified, streamed);
 //! - [`server`]: the axum app: simple-index routes, files, operations;
+//! - [`metrics`]: request, cache and upstream counters (Prometheus);
 //! - [`serve`]: building the state and running the server;
 //! - [`mirror`]: `wheelgate mirror sync`, a store an offline server serves completely.
 
 pub mod cache;
 pub mod config;
+pub mod metrics;
 pub mod mirror;
 pub mod serve;
 pub mod server;

@@ -17,6 +17,7 @@ use wheelgate_resolver::index::{
     IndexParseError, ProjectPage, parse_project_html, parse_project_json,
 };
 
+use crate::metrics::IndexOutcome;
 use crate::upstream::{PageResponse, UpstreamClient, UpstreamError, Validators, redact};
 
 /// What an index request asks upstreams for: JSON where the upstream speaks it, else HTML.
@@ -102,6 +103,7 @@ impl IndexCache {
         if let Some(page) = self.cached(url).await
             && (self.offline || self.is_fresh(&page))
         {
+            client.metrics().index_lookup(IndexOutcome::Hit);
             return Ok(Some(page));
         }
         if self.offline {
@@ -117,6 +119,7 @@ impl IndexCache {
         if let Some(page) = &cached
             && self.is_fresh(page)
         {
+            client.metrics().index_lookup(IndexOutcome::Hit);
             return Ok(Some(page.clone()));
         }
         let validators = cached.as_ref().map(|p| p.validators.clone());
@@ -137,12 +140,14 @@ impl IndexCache {
                     last_modified: validators.last_modified,
                     fetched_at_secs: now_secs(),
                 };
+                client.metrics().index_lookup(IndexOutcome::Miss);
                 let page = self.install(stored, true).await?;
                 Ok(Some(page))
             }
             Ok(PageResponse::NotModified) => {
                 let Some(old) = cached else { return Ok(None) };
                 debug!(url = %redact(url), "index page revalidated");
+                client.metrics().index_lookup(IndexOutcome::Revalidated);
                 let page = Arc::new(CachedPage {
                     url: old.url.clone(),
                     page: old.page.clone(),
@@ -160,6 +165,7 @@ impl IndexCache {
             Err(source) => match cached {
                 Some(stale) => {
                     warn!(url = %redact(url), error = %source, "upstream failed; serving the stale cached page");
+                    client.metrics().index_lookup(IndexOutcome::Stale);
                     Ok(Some(stale))
                 }
                 None => Err(IndexError::Upstream {

@@ -246,6 +246,7 @@ async fn serve(
     respond(
         &state.files,
         &state.client,
+    state.metrics.file_lookup(state.files.contains(&spec));
         &spec,
         state.config.offline,
         method,

@@ -1,10 +1,12 @@
 //! The HTTP server: one function builds the app, used by `main` and by tests.
 
+pub mod auth;
 pub mod error;
 pub mod files;
 pub mod limits;
 pub mod lookup;
 pub mod negotiate;
+pub mod observe;
 pub mod ops;
 pub mod rewrite;
 pub mod simple;
@@ -21,6 +23,15 @@ pub fn app(state: AppState) -> Router {
         .merge(simple::routes())
         .merge(files::routes())
         .merge(ops::routes())
+        .merge(observe::routes())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            observe::track,
+        ))
         .layer(axum::middleware::from_fn(limits::limit_headers))
         .with_state(state)
 }

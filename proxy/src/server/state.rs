@@ -23,4 +23,6 @@ pub struct AppState {
     pub default_machine: Arc<Machine>,
     /// Rewritten pages, reused while their upstream page is unchanged.
     pub rendered: super::simple::SharedRendered,
+    /// Request, cache and upstream counters (`/metrics`, the status page).
+    pub metrics: Arc<crate::metrics::Metrics>,
 }

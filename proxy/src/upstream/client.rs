@@ -2,11 +2,14 @@
 //! bounded retries with backoff for idempotent requests, `HTTPS_PROXY`/`NO_PROXY` from the
 //! environment (reqwest's system proxy support), connection reuse, compressed index responses.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, ETAG, HeaderMap, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED};
 use tracing::{debug, warn};
+
+use crate::metrics::{Metrics, UpstreamOutcome};
 
 /// Timeouts and retries of the upstream client.
 #[derive(Debug, Clone)]
@@ -72,6 +75,7 @@ pub enum PageResponse {
 pub struct UpstreamClient {
     http: reqwest::Client,
     retries: u32,
+    metrics: Arc<Metrics>,
 }
 
 impl UpstreamClient {
@@ -86,7 +90,20 @@ impl UpstreamClient {
         Ok(UpstreamClient {
             http,
             retries: settings.retries,
+            metrics: Arc::default(),
         })
+    }
+
+    /// This client, recording its requests in `metrics` (the server's registry).
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// The registry this client records into.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// The underlying client, for streaming file downloads.
@@ -96,6 +113,18 @@ impl UpstreamClient {
 
     /// Fetches an index page, conditionally when `validators` are given.
     pub async fn get_page(
+        &self,
+        url: &str,
+        accept: &str,
+        validators: Option<&Validators>,
+    ) -> Result<PageResponse, UpstreamError> {
+        let result = self.fetch_page(url, accept, validators).await;
+        let error = result.as_ref().err().map(ToString::to_string);
+        self.metrics.page_fetch(url, error);
+        result
+    }
+
+    async fn fetch_page(
         &self,
         url: &str,
         accept: &str,
@@ -185,7 +214,15 @@ impl UpstreamClient {
     ) -> Result<reqwest::Response, UpstreamError> {
         let mut attempt = 0;
         loop {
+            let started = Instant::now();
             let result = self.http.get(url).headers(headers.clone()).send().await;
+            let outcome = match &result {
+                Ok(response) if response.status().is_server_error() => UpstreamOutcome::ServerError,
+                Ok(_) => UpstreamOutcome::Answered,
+                Err(_) => UpstreamOutcome::Failed,
+            };
+            self.metrics
+                .upstream_attempt(url, started.elapsed(), outcome);
             let retryable = match &result {
                 Ok(response) => response.status().is_server_error(),
                 Err(err) => err.is_connect() || err.is_timeout() || err.is_request(),

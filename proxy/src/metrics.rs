@@ -1,0 +1,455 @@
+//! The server's counters, rendered in the Prometheus text exposition format
+//! (<https://prometheus.io/docs/instrumenting/exposition_formats/>).
+//!
+//! A small hand-rolled registry of atomics rather than a metrics crate: the set of series is
+//! fixed and small, and every label value is bounded: routes are one of [`Route`]'s six names
+//! (never a raw path), status codes are three digits, and upstreams are the `host:port` of URLs
+//! an upstream page or the configuration named (never a client's input).
+//!
+//! The same registry keeps the last index-page fetch of each upstream (success or failure, and
+//! when) for the status page.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+/// Upper bounds (seconds) of the upstream latency histogram's buckets.
+pub const LATENCY_BUCKETS: [f64; 12] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// The route label of a request: a small fixed set, never the raw path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Route {
+    /// Index pages: `/simple/`, `/b/<backend>/simple/`, `/m/<token>/simple/`.
+    Simple,
+    /// Wheels and sdists under `/files/`.
+    Files,
+    /// PEP 658 `.metadata` files under `/files/`.
+    Metadata,
+    /// `/healthz`, `/readyz`, `/metrics`.
+    Ops,
+    /// The status page `/`.
+    Status,
+    /// Anything else (404s, probes).
+    Other,
+}
+
+impl Route {
+    const ALL: [Route; 6] = [
+        Route::Simple,
+        Route::Files,
+        Route::Metadata,
+        Route::Ops,
+        Route::Status,
+        Route::Other,
+    ];
+
+    /// The route a request path belongs to.
+    pub fn of_path(path: &str) -> Route {
+        match path {
+            "/" => Route::Status,
+            "/healthz" | "/readyz" | "/metrics" => Route::Ops,
+            _ if path.starts_with("/files/") => {
+                if path.ends_with(".metadata") {
+                    Route::Metadata
+                } else {
+                    Route::Files
+                }
+            }
+            _ if path.starts_with("/simple")
+                || (path.starts_with("/b/") || path.starts_with("/m/"))
+                    && path.contains("/simple") =>
+            {
+                Route::Simple
+            }
+            _ => Route::Other,
+        }
+    }
+
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Route::Simple => "simple",
+            Route::Files => "files",
+            Route::Metadata => "metadata",
+            Route::Ops => "ops",
+            Route::Status => "status",
+            Route::Other => "other",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What the index-page cache did for one lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexOutcome {
+    /// Served from cache while fresh (or offline).
+    Hit,
+    /// Fetched anew from the upstream.
+    Miss,
+    /// Revalidated upstream (304) and served from cache.
+    Revalidated,
+    /// The upstream failed; a stale copy was served.
+    Stale,
+}
+
+/// How an upstream request attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamOutcome {
+    /// Any answer below 500.
+    Answered,
+    /// A 5xx answer.
+    ServerError,
+    /// No answer: connection refused or reset, timeout, TLS.
+    Failed,
+}
+
+/// The last index-page fetch from one upstream, for the status page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpstreamHealth {
+    /// When a page fetch last succeeded (an answer, including 304 and 404).
+    pub last_success: Option<SystemTime>,
+    /// When a page fetch last failed, and why (URLs in it are redacted).
+    pub last_failure: Option<(SystemTime, String)>,
+}
+
+#[derive(Debug, Default)]
+struct UpstreamSeries {
+    buckets: [u64; LATENCY_BUCKETS.len()],
+    count: u64,
+    sum_secs: f64,
+    server_errors: u64,
+    failures: u64,
+    health: UpstreamHealth,
+}
+
+/// The registry; one per server, shared through an `Arc` in the state and the upstream client.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    requests: Mutex<BTreeMap<(Route, u16), u64>>,
+    response_bytes: [AtomicU64; 6],
+    in_flight: [AtomicI64; 6],
+    file_hits: AtomicU64,
+    file_misses: AtomicU64,
+    index: [AtomicU64; 4],
+    upstreams: Mutex<BTreeMap<String, UpstreamSeries>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Plain counters stay usable after a panic elsewhere.
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The `host[:port]` of a URL, without credentials: the upstream label.
+pub fn upstream_label(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    host.to_ascii_lowercase()
+}
+
+impl Metrics {
+    /// Counts one answered request.
+    pub fn request(&self, route: Route, status: u16) {
+        *lock(&self.requests).entry((route, status)).or_default() += 1;
+    }
+
+    /// Counts body bytes sent on `route`.
+    pub fn bytes_sent(&self, route: Route, bytes: u64) {
+        self.response_bytes[route.index()].fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// A response body of `route` started (`+1`) or ended (`-1`).
+    pub fn in_flight(&self, route: Route, delta: i64) {
+        self.in_flight[route.index()].fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// Responses of `route` whose body is still being sent.
+    pub fn in_flight_now(&self, route: Route) -> i64 {
+        self.in_flight[route.index()].load(Ordering::Relaxed)
+    }
+
+    /// Counts a file request served from the cache (`hit`) or from an upstream download.
+    pub fn file_lookup(&self, hit: bool) {
+        let counter = if hit {
+            &self.file_hits
+        } else {
+            &self.file_misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts an index-cache lookup.
+    pub fn index_lookup(&self, outcome: IndexOutcome) {
+        self.index[outcome as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records one upstream request attempt to `url` that took `elapsed` to answer.
+    pub fn upstream_attempt(&self, url: &str, elapsed: Duration, outcome: UpstreamOutcome) {
+        let mut upstreams = lock(&self.upstreams);
+        let series = upstreams.entry(upstream_label(url)).or_default();
+        let secs = elapsed.as_secs_f64();
+        for (bucket, bound) in series.buckets.iter_mut().zip(LATENCY_BUCKETS) {
+            if secs <= bound {
+                *bucket += 1;
+            }
+        }
+        series.count += 1;
+        series.sum_secs += secs;
+        match outcome {
+            UpstreamOutcome::Answered => {}
+            UpstreamOutcome::ServerError => series.server_errors += 1,
+            UpstreamOutcome::Failed => series.failures += 1,
+        }
+    }
+
+    /// Records the outcome of an index-page fetch from `url`; `error` is already redacted.
+    pub fn page_fetch(&self, url: &str, error: Option<String>) {
+        let mut upstreams = lock(&self.upstreams);
+        let health = &mut upstreams.entry(upstream_label(url)).or_default().health;
+        let now = SystemTime::now();
+        match error {
+            None => health.last_success = Some(now),
+            Some(error) => health.last_failure = Some((now, error)),
+        }
+    }
+
+    /// The last page fetch of the upstream serving `url` (`host:port`), if any happened.
+    pub fn upstream_health(&self, url: &str) -> UpstreamHealth {
+        lock(&self.upstreams)
+            .get(&upstream_label(url))
+            .map(|s| s.health.clone())
+            .unwrap_or_default()
+    }
+
+    /// `(hits, misses)` of the file cache.
+    pub fn file_counts(&self) -> (u64, u64) {
+        (
+            self.file_hits.load(Ordering::Relaxed),
+            self.file_misses.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The exposition text. `cache` gives the file cache's current files, bytes and limit.
+    pub fn render(&self, cache: CacheGauges) -> String {
+        let mut out = String::with_capacity(4096);
+        header(
+            &mut out,
+            "wheelgate_http_requests_total",
+            "counter",
+            "HTTP requests answered, by route and status code.",
+        );
+        for ((route, status), count) in lock(&self.requests).iter() {
+            let _ = writeln!(
+                out,
+                "wheelgate_http_requests_total{{route=\"{}\",status=\"{status}\"}} {count}",
+                route.as_str()
+            );
+        }
+        header(
+            &mut out,
+            "wheelgate_http_response_bytes_total",
+            "counter",
+            "Response body bytes sent, by route (files: wheels and sdists; simple: index pages).",
+        );
+        for route in Route::ALL {
+            let _ = writeln!(
+                out,
+                "wheelgate_http_response_bytes_total{{route=\"{}\"}} {}",
+                route.as_str(),
+                self.response_bytes[route.index()].load(Ordering::Relaxed)
+            );
+        }
+        header(
+            &mut out,
+            "wheelgate_downloads_in_flight",
+            "gauge",
+            "Responses whose body is still being sent, by route.",
+        );
+        for route in [Route::Files, Route::Metadata, Route::Simple] {
+            let _ = writeln!(
+                out,
+                "wheelgate_downloads_in_flight{{route=\"{}\"}} {}",
+                route.as_str(),
+                self.in_flight_now(route)
+            );
+        }
+        header(
+            &mut out,
+            "wheelgate_file_cache_requests_total",
+            "counter",
+            "File requests by cache result (hit: committed in the cache; miss: downloading).",
+        );
+        let (hits, misses) = self.file_counts();
+        let _ = writeln!(
+            out,
+            "wheelgate_file_cache_requests_total{{result=\"hit\"}} {hits}"
+        );
+        let _ = writeln!(
+            out,
+            "wheelgate_file_cache_requests_total{{result=\"miss\"}} {misses}"
+        );
+        header(
+            &mut out,
+            "wheelgate_index_cache_requests_total",
+            "counter",
+            "Index-page lookups by cache result.",
+        );
+        for (name, counter) in ["hit", "miss", "revalidated", "stale"]
+            .iter()
+            .zip(&self.index)
+        {
+            let _ = writeln!(
+                out,
+                "wheelgate_index_cache_requests_total{{result=\"{name}\"}} {}",
+                counter.load(Ordering::Relaxed)
+            );
+        }
+        for (name, help, value) in [
+            (
+                "wheelgate_file_cache_files",
+                "Files committed in the file cache.",
+                cache.files,
+            ),
+            (
+                "wheelgate_file_cache_bytes",
+                "Bytes of files committed in the file cache.",
+                cache.bytes,
+            ),
+            (
+                "wheelgate_file_cache_limit_bytes",
+                "Size limit of the file cache.",
+                cache.limit,
+            ),
+        ] {
+            header(&mut out, name, "gauge", help);
+            let _ = writeln!(out, "{name} {value}");
+        }
+        self.render_upstreams(&mut out);
+        out
+    }
+
+    fn render_upstreams(&self, out: &mut String) {
+        let upstreams = lock(&self.upstreams);
+        header(
+            out,
+            "wheelgate_upstream_request_duration_seconds",
+            "histogram",
+            "Time to an upstream's response headers, per request attempt.",
+        );
+        for (upstream, series) in upstreams.iter().filter(|(_, s)| s.count > 0) {
+            let label = escape_label(upstream);
+            for (bound, count) in LATENCY_BUCKETS.iter().zip(series.buckets) {
+                let _ = writeln!(
+                    out,
+                    "wheelgate_upstream_request_duration_seconds_bucket{{upstream=\"{label}\",le=\"{bound}\"}} {count}"
+                );
+            }
+            let _ = writeln!(
+                out,
+                "wheelgate_upstream_request_duration_seconds_bucket{{upstream=\"{label}\",le=\"+Inf\"}} {}\n\
+                 wheelgate_upstream_request_duration_seconds_sum{{upstream=\"{label}\"}} {}\n\
+                 wheelgate_upstream_request_duration_seconds_count{{upstream=\"{label}\"}} {}",
+                series.count, series.sum_secs, series.count
+            );
+        }
+        header(
+            out,
+            "wheelgate_upstream_errors_total",
+            "counter",
+            "Upstream request attempts that failed (kind: connection = no answer, status = 5xx).",
+        );
+        for (upstream, series) in upstreams.iter().filter(|(_, s)| s.count > 0) {
+            let label = escape_label(upstream);
+            let _ = writeln!(
+                out,
+                "wheelgate_upstream_errors_total{{upstream=\"{label}\",kind=\"connection\"}} {}\n\
+                 wheelgate_upstream_errors_total{{upstream=\"{label}\",kind=\"status\"}} {}",
+                series.failures, series.server_errors
+            );
+        }
+    }
+}
+
+/// The file cache's size, read at scrape time.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CacheGauges {
+    pub files: u64,
+    pub bytes: u64,
+    pub limit: u64,
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+fn escape_label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_are_a_fixed_set() {
+        assert_eq!(Route::of_path("/"), Route::Status);
+        assert_eq!(Route::of_path("/simple/torch/"), Route::Simple);
+        assert_eq!(Route::of_path("/b/cu128/simple/torch/"), Route::Simple);
+        assert_eq!(Route::of_path("/m/abc/simple/"), Route::Simple);
+        assert_eq!(Route::of_path("/files/torch/t.whl"), Route::Files);
+        assert_eq!(
+            Route::of_path("/files/torch/t.whl.metadata"),
+            Route::Metadata
+        );
+        assert_eq!(Route::of_path("/metrics"), Route::Ops);
+        assert_eq!(Route::of_path("/wp-admin"), Route::Other);
+        assert_eq!(Route::of_path("/b/x"), Route::Other);
+    }
+
+    #[test]
+    fn upstream_labels_drop_credentials_and_paths() {
+        assert_eq!(
+            upstream_label("https://u:p@Mirror.example:8443/simple/x/"),
+            "mirror.example:8443"
+        );
+        assert_eq!(upstream_label("http://127.0.0.1:9/a"), "127.0.0.1:9");
+    }
+
+    #[test]
+    fn renders_histograms_and_counters() {
+        let metrics = Metrics::default();
+        metrics.request(Route::Simple, 200);
+        metrics.request(Route::Simple, 200);
+        metrics.upstream_attempt(
+            "https://a:b@up.example/x",
+            Duration::from_millis(30),
+            UpstreamOutcome::ServerError,
+        );
+        let text = metrics.render(CacheGauges::default());
+        assert!(text.contains("wheelgate_http_requests_total{route=\"simple\",status=\"200\"} 2"));
+        assert!(text.contains(
+            "wheelgate_upstream_request_duration_seconds_bucket{upstream=\"up.example\",le=\"0.05\"} 1"
+        ));
+        assert!(text.contains(
+            "wheelgate_upstream_request_duration_seconds_bucket{upstream=\"up.example\",le=\"0.025\"} 0"
+        ));
+        assert!(text.contains(
+            "wheelgate_upstream_errors_total{upstream=\"up.example\",kind=\"status\"} 1"
+        ));
+        assert!(!text.contains("a:b"));
+    }
+}
