@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""Small pieces of scripts/bench-proxy that are awkward in bash. Standard library only.
+
+  helper.py ports N                      N free TCP ports on 127.0.0.1, one a line
+  helper.py upstream DIR NAME=SHA256...  the fake download.pytorch.org tree under DIR
+  helper.py devpi-mirror URL PASSWORD INDEX MIRROR_URL
+                                         log in to devpi-server as root, create INDEX as a
+                                         mirror of MIRROR_URL
+  helper.py wrk FILE                     `req/s p50_ms p99_ms errors` from `wrk --latency` output
+  helper.py link PAGE FILENAME           the URL a PEP 691 JSON page gives for FILENAME
+"""
+
+import base64
+import hashlib
+import json
+import os
+import random
+import re
+import socket
+import sys
+import urllib.request
+
+# download.pytorch.org's aggregated `/whl/torch/` page for 2.8.0 and 2.9.0, about the size of the
+# real `/whl/cu130/torch/` page (182 links, shared/fixtures/pytorch-index/whl_cu130_torch.html):
+# per version, the backends it was built for and the platforms each backend ships.
+LINUX_X86 = "manylinux_2_28_x86_64"
+LINUX_ARM = "manylinux_2_28_aarch64"
+WINDOWS = "win_amd64"
+RELEASES = {
+    "2.9.0": {
+        "pythons": ["cp310", "cp311", "cp312", "cp313", "cp313t", "cp314"],
+        "backends": {
+            "cpu": [LINUX_X86, LINUX_ARM, WINDOWS],
+            "cu126": [LINUX_X86, LINUX_ARM, WINDOWS],
+            "cu128": [LINUX_X86, LINUX_ARM, WINDOWS],
+            "cu130": [LINUX_X86, LINUX_ARM, WINDOWS],
+            "rocm6.3": [LINUX_X86],
+            "rocm6.4": [LINUX_X86],
+            "xpu": [LINUX_X86, WINDOWS],
+        },
+    },
+    "2.8.0": {
+        "pythons": ["cp310", "cp311", "cp312", "cp313", "cp313t"],
+        "backends": {
+            "cpu": [LINUX_X86, LINUX_ARM, WINDOWS],
+            "cu126": [LINUX_X86, LINUX_ARM, WINDOWS],
+            "cu128": [LINUX_X86, LINUX_ARM, WINDOWS],
+            "cu129": [LINUX_X86, LINUX_ARM, WINDOWS],
+            "rocm6.3": [LINUX_X86],
+            "rocm6.4": [LINUX_X86],
+            "xpu": [LINUX_X86, WINDOWS],
+        },
+    },
+}
+TIMESTAMP = 1774772182
+
+
+def fake_sha256(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def wheel_names():
+    for version, release in RELEASES.items():
+        for backend, platforms in release["backends"].items():
+            for python in release["pythons"]:
+                abi = python
+                python_tag = python.rstrip("t")
+                for platform in platforms:
+                    name = f"torch-{version}+{backend}-{python_tag}-{abi}-{platform}.whl"
+                    yield backend, name
+
+
+def upstream(root, real):
+    """Writes DIR/whl/torch/index.html (the page), DIR/whl/index.html (the project list devpi
+    reads) and DIR/simple/index.html (an empty general upstream). `real` maps the filenames of
+    the wheels that exist to their sha256."""
+    names = set()
+    lines = []
+    for backend, name in wheel_names():
+        names.add(name)
+        sha256 = real.get(name) or fake_sha256(name)
+        metadata = fake_sha256(name + ".metadata")
+        href = f"/whl/{backend}/{name.replace('+', '%2B')}#sha256={sha256}"
+        lines.append(
+            f'    <a href="{href}" data-dist-info-metadata="sha256={metadata}" '
+            f'data-core-metadata="sha256={metadata}">{name}</a><br/>'
+        )
+    missing = set(real) - names
+    if missing:
+        sys.exit(f"helper: {sorted(missing)} are not on the generated page")
+    page = (
+        "<!DOCTYPE html>\n<html>\n  <body>\n    <h1>Links for torch</h1>\n"
+        + "\n".join(lines)
+        + f"\n  </body>\n</html>\n<!--TIMESTAMP {TIMESTAMP}-->"
+    )
+    write(os.path.join(root, "whl", "torch", "index.html"), page)
+    write(
+        os.path.join(root, "whl", "index.html"),
+        '<!DOCTYPE html>\n<html>\n  <body>\n    <h1>Links for torch</h1>\n'
+        '    <a href="/whl/torch/">torch</a><br/>\n  </body>\n</html>',
+    )
+    write(
+        os.path.join(root, "simple", "index.html"),
+        "<!DOCTYPE html>\n<html>\n  <body>\n  </body>\n</html>\n",
+    )
+    print(len(lines))
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(text)
+
+
+def ports(count):
+    """Free ports below the kernel's ephemeral range, so no client socket of the benchmark
+    (wrk, curl, the proxies' upstream connections) can hold one when its server starts."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="utf-8") as f:
+            low = int(f.read().split()[0])
+    except OSError:
+        low = 32768
+    chosen = []
+    candidates = list(range(max(1024, low - 12000), low))
+    random.shuffle(candidates)
+    for port in candidates:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        chosen.append(port)
+        if len(chosen) == count:
+            break
+    for port in chosen:
+        print(port)
+
+
+def devpi_request(method, url, body=None, auth=None):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Accept", "application/json")
+    request.add_header("Content-Type", "application/json")
+    if auth:
+        request.add_header("X-Devpi-Auth", auth)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+
+
+def devpi_mirror(server, password, index, mirror_url):
+    """The HTTP API devpi-client uses: `POST /+login`, then `PUT /<user>/<index>` with the
+    index config (type=mirror, mirror_url)."""
+    server = server.rstrip("/")
+    login = devpi_request("POST", f"{server}/+login", {"user": "root", "password": password})
+    token = login["result"]["password"]
+    auth = base64.b64encode(f"root:{token}".encode()).decode()
+    config = {"type": "mirror", "mirror_url": mirror_url, "title": "fake PyTorch upstream"}
+    devpi_request("PUT", f"{server}/{index}", config, auth)
+
+
+# wrk --latency prints e.g.
+#     Latency Distribution
+#        50%    1.62ms
+#        99%   12.07ms
+#   ...
+#   Non-2xx or 3xx responses: 12
+# Requests/sec:  38215.47
+def wrk(path):
+    text = open(path, encoding="utf-8").read()
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", text)
+    p50 = re.search(r"^\s+50%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+    p99 = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+    if not (rate and p50 and p99):
+        sys.exit(f"helper: cannot read wrk's output in {path}")
+    errors = 0
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text)
+    if bad:
+        errors += int(bad.group(1))
+    sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    if sock:
+        errors += sum(int(n) for n in sock.groups())
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+    ms = lambda m: float(m.group(1)) * scale[m.group(2)]  # noqa: E731
+    print(f"{float(rate.group(1)):.0f} {ms(p50):.2f} {ms(p99):.2f} {errors}")
+
+
+def link(path, filename):
+    page = json.load(open(path, encoding="utf-8"))
+    for entry in page.get("files", []):
+        if entry.get("filename") == filename:
+            print(entry["url"])
+            return
+    sys.exit(f"helper: `{filename}` is not on the page {path}")
+
+
+def main(argv):
+    command, args = argv[1], argv[2:]
+    if command == "ports":
+        ports(int(args[0]))
+    elif command == "upstream":
+        upstream(args[0], dict(arg.split("=", 1) for arg in args[1:]))
+    elif command == "devpi-mirror":
+        devpi_mirror(*args)
+    elif command == "wrk":
+        wrk(args[0])
+    elif command == "link":
+        link(*args)
+    else:
+        sys.exit(f"helper: unknown command `{command}`")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
