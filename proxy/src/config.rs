@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use wheelgate_resolver::{Machine, Policy};
 
+pub mod auth;
+pub use auth::AuthConfig;
+
 /// Default listen address: loopback only, so a proxy started on a laptop is not an open index
 /// for the network; a shared server sets `--listen 0.0.0.0:3141`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:3141";
@@ -19,6 +22,9 @@ pub const DEFAULT_PYPI_URL: &str = "https://pypi.org/simple";
 pub const DEFAULT_INDEX_TTL_SECS: u64 = 600;
 /// Default limit of the file cache: 50 GiB, a few dozen CUDA wheels.
 pub const DEFAULT_CACHE_MAX_BYTES: u64 = 50 * 1024 * 1024 * 1024;
+/// How long a shutdown waits for responses in flight (a wheel download) before it closes them:
+/// under Kubernetes' default 30 s `terminationGracePeriodSeconds` minus a little.
+pub const DEFAULT_SHUTDOWN_GRACE_SECS: u64 = 25;
 
 /// Everything `wheelgate serve` runs with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,6 +48,10 @@ pub struct ServeConfig {
     pub machine: Option<Machine>,
     /// Selection policy (pinned backend, preferred backends) for every route.
     pub policy: Policy,
+    /// Seconds a shutdown waits for responses in flight before closing them.
+    pub shutdown_grace_secs: u64,
+    /// `[auth]`: client authentication; off unless credentials are configured.
+    pub auth: AuthConfig,
 }
 
 impl Default for ServeConfig {
@@ -56,6 +66,8 @@ impl Default for ServeConfig {
             cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
             machine: None,
             policy: Policy::default(),
+            shutdown_grace_secs: DEFAULT_SHUTDOWN_GRACE_SECS,
+            auth: AuthConfig::default(),
         }
     }
 }

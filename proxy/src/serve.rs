@@ -76,7 +76,9 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         source,
     })?;
     let files = FileCache::open(config.cache_dir.clone(), config.cache_max_bytes)?;
-    let client = UpstreamClient::new(&ClientSettings::default())?;
+    let metrics = Arc::new(crate::metrics::Metrics::default());
+    let client =
+        UpstreamClient::new(&ClientSettings::default())?.with_metrics(Arc::clone(&metrics));
     Ok(AppState {
         config: Arc::new(config),
         client,
@@ -85,11 +87,21 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         files: Arc::new(files),
         default_machine: Arc::new(machine),
         rendered: Arc::default(),
+        metrics,
     })
 }
 
 /// Serves until Ctrl-C or SIGTERM.
 pub async fn run(config: ServeConfig) -> Result<(), StartError> {
+    run_until(config, shutdown_signal()).await
+}
+
+/// Serves until `shutdown` completes (a signal in [`run`], anything in tests), then as
+/// [`serve_until`] does.
+pub async fn run_until(
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StartError> {
     let addr = config.listen;
     let state = build_state(config).await?;
     let listener = tokio::net::TcpListener::bind(addr)
@@ -105,10 +117,50 @@ pub async fn run(config: ServeConfig) -> Result<(), StartError> {
         machine = %serde_json::to_string(&*state.default_machine).unwrap_or_default(),
         "wheelgate serving; point pip at http://{local}/simple/"
     );
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .map_err(StartError::Serve)
+    serve_until(listener, state, shutdown).await
+}
+
+/// Serves on `listener` until `shutdown` completes; then stops accepting, lets the responses in
+/// flight (a wheel streaming to pip) finish for up to `shutdown_grace_secs`, and returns,
+/// closing whatever is still open.
+pub async fn serve_until(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StartError> {
+    let grace = Duration::from_secs(state.config.shutdown_grace_secs);
+    let metrics = Arc::clone(&state.metrics);
+    let (began, begun) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(
+        listener,
+        app(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = began.send(());
+    });
+    let deadline = async move {
+        if begun.await.is_err() {
+            // The server ended on its own; it will be the branch that completes.
+            std::future::pending::<()>().await;
+        }
+        info!(
+            grace_secs = grace.as_secs(),
+            "shutting down: waiting for responses in flight"
+        );
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        result = server => result.map_err(StartError::Serve),
+        () = deadline => {
+            tracing::warn!(
+                files = metrics.in_flight_now(crate::metrics::Route::Files),
+                grace_secs = grace.as_secs(),
+                "shutdown grace elapsed; closing the responses still in flight"
+            );
+            Ok(())
+        }
+    }
 }
 
 async fn shutdown_signal() {

@@ -2,3 +2,5 @@
 
 mod files;
 mod simple;
+mod object_store;
+mod ops;
