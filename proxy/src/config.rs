@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use wheelgate_resolver::{Machine, Policy};
 
+pub mod object_store;
+pub use object_store::{ObjectStoreConfig, StaticCredentials};
+
 pub mod auth;
 pub use auth::AuthConfig;
 
@@ -48,6 +51,9 @@ pub struct ServeConfig {
     pub machine: Option<Machine>,
     /// Selection policy (pinned backend, preferred backends) for every route.
     pub policy: Policy,
+    /// `[object_store]`: committed files shared through an S3-compatible bucket (none: local
+    /// disk only).
+    pub object_store: Option<ObjectStoreConfig>,
     /// Seconds a shutdown waits for responses in flight before closing them.
     pub shutdown_grace_secs: u64,
     /// `[auth]`: client authentication; off unless credentials are configured.
@@ -66,6 +72,7 @@ impl Default for ServeConfig {
             cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
             machine: None,
             policy: Policy::default(),
+            object_store: None,
             shutdown_grace_secs: DEFAULT_SHUTDOWN_GRACE_SECS,
             auth: AuthConfig::default(),
         }

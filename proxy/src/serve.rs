@@ -6,7 +6,7 @@ use std::time::Duration;
 use tracing::info;
 use wheelgate_resolver::{Catalog, Machine, Policy};
 
-use crate::cache::files::{FileCache, FileCacheError};
+use crate::cache::files::{Bucket, BucketError, FileCache, FileCacheError};
 use crate::cache::index::IndexCache;
 use crate::config::ServeConfig;
 use crate::server::{AppState, app};
@@ -23,6 +23,8 @@ pub enum StartError {
     },
     #[error("cannot open the file cache")]
     FileCache(#[from] FileCacheError),
+    #[error("cannot use the [object_store] section")]
+    ObjectStore(#[from] BucketError),
     #[error(transparent)]
     Client(#[from] UpstreamError),
     #[error("cannot describe this machine")]
@@ -75,7 +77,12 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         path: config.cache_dir.clone(),
         source,
     })?;
-    let files = FileCache::open(config.cache_dir.clone(), config.cache_max_bytes)?;
+    let bucket = match &config.object_store {
+        Some(object_store) => Some(Arc::new(open_bucket(object_store).await?)),
+        None => None,
+    };
+    let files =
+        FileCache::open_with_bucket(config.cache_dir.clone(), config.cache_max_bytes, bucket)?;
     let metrics = Arc::new(crate::metrics::Metrics::default());
     let client =
         UpstreamClient::new(&ClientSettings::default())?.with_metrics(Arc::clone(&metrics));
@@ -89,6 +96,23 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         rendered: Arc::default(),
         metrics,
     })
+}
+
+/// The shared bucket. A configuration the client cannot be built from stops the start; a
+/// bucket that is missing or unreachable does not: the proxy starts degraded (serving from local
+/// disk and the upstream, the bucket's health saying why) and uses the bucket once it answers.
+async fn open_bucket(config: &crate::config::ObjectStoreConfig) -> Result<Bucket, StartError> {
+    let bucket = Bucket::connect(config)?;
+    match bucket.check().await {
+        Ok(()) => {
+            let health = bucket.health();
+            info!(bucket = %health.bucket, prefix = %health.prefix, endpoint = %health.endpoint, "sharing the file cache through an object store");
+        }
+        Err(err) => {
+            tracing::error!(error = %err, "STARTING DEGRADED: the object store cannot be used; files are cached on this replica only until it answers");
+        }
+    }
+    Ok(bucket)
 }
 
 /// Serves until Ctrl-C or SIGTERM.

@@ -21,7 +21,11 @@
 //!   Access order lives in memory and is rebuilt at open from the files' modification times
 //!   (touched on every hit). An evicted file that is still being served stays readable through
 //!   its open handle (the inode lives until the last handle closes).
+//! - **Shared bucket** (optional, [`Bucket`]): committed files are uploaded to an S3-compatible
+//!   bucket and a local miss looks there before the upstream, so replicas share one cache; local
+//!   disk stays a bounded LRU in front of it.
 
+mod bucket;
 mod download;
 mod reader;
 mod store;
@@ -39,8 +43,10 @@ use tracing::{debug, info, warn};
 
 use crate::upstream::{UpstreamClient, UpstreamError, redact};
 
-use self::download::Progress;
+use self::download::{Origin, Progress};
 use self::store::{Lookup, Store};
+
+pub use self::bucket::{Bucket, BucketError, BucketHealth};
 
 /// What the cache needs to know about one upstream file: where it is and what it must be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,6 +108,12 @@ pub enum FileCacheError {
         expected: String,
         actual: String,
     },
+    #[error("reading `{url}` from the shared object store failed")]
+    Bucket {
+        url: String,
+        #[source]
+        source: BucketError,
+    },
     #[error("the download task for `{url}` ended without a result")]
     Abandoned { url: String },
     /// The failure of a download shared by several requests.
@@ -143,6 +155,8 @@ struct Inner {
     /// `<root>/files`.
     dir: PathBuf,
     store: Mutex<Store>,
+    /// The shared bucket, when one is configured.
+    bucket: Option<Arc<Bucket>>,
     /// Makes every `*.part` name unique, so an abandoned download's file never collides with
     /// the next attempt's.
     part_counter: AtomicU64,
@@ -156,6 +170,15 @@ impl FileCache {
     /// crashed run, rebuilds the access order from the files' modification times and evicts
     /// down to `max_bytes`. Called once at startup; blocking file I/O.
     pub fn open(root: PathBuf, max_bytes: u64) -> Result<FileCache, FileCacheError> {
+        FileCache::open_with_bucket(root, max_bytes, None)
+    }
+
+    /// [`FileCache::open`], with committed files shared through `bucket`.
+    pub fn open_with_bucket(
+        root: PathBuf,
+        max_bytes: u64,
+        bucket: Option<Arc<Bucket>>,
+    ) -> Result<FileCache, FileCacheError> {
         let mut dir = root;
         dir.push("files");
         let store = Store::open(&dir, max_bytes)?;
@@ -164,6 +187,7 @@ impl FileCache {
             inner: Arc::new(Inner {
                 dir,
                 store: Mutex::new(store),
+                bucket,
                 part_counter: AtomicU64::new(0),
             }),
         })
@@ -172,6 +196,16 @@ impl FileCache {
     /// The directory files are stored in (`<root>/files`).
     pub fn dir(&self) -> &Path {
         &self.inner.dir
+    }
+
+    /// The shared bucket, when one is configured.
+    pub fn bucket(&self) -> Option<&Arc<Bucket>> {
+        self.inner.bucket.as_ref()
+    }
+
+    /// The shared bucket's state (for `/readyz` and `/metrics`); `None` without a bucket.
+    pub fn object_store_health(&self) -> Option<BucketHealth> {
+        self.inner.bucket.as_ref().map(|bucket| bucket.health())
     }
 
     /// The number of committed files.
@@ -238,12 +272,24 @@ impl FileCache {
                     return CachedFile::follow(file, progress, etag, redact(&spec.url)).await;
                 }
                 Lookup::Miss => {
-                    if offline {
+                    // The bucket is not an upstream: it is asked offline too.
+                    let in_bucket = match &self.inner.bucket {
+                        Some(bucket) => bucket.find(&key).await.is_some(),
+                        None => false,
+                    };
+                    if offline && !in_bucket {
                         return Err(FileCacheError::NotCached {
                             url: redact(&spec.url),
                         });
                     }
-                    if let Some(joined) = self.start_download(client, spec, &key).await? {
+                    let origin = if in_bucket {
+                        Origin::Bucket {
+                            upstream_fallback: !offline,
+                        }
+                    } else {
+                        Origin::Upstream
+                    };
+                    if let Some(joined) = self.start_download(client, spec, &key, origin).await? {
                         return CachedFile::follow(joined.0, joined.1, etag, redact(&spec.url))
                             .await;
                     }
@@ -262,6 +308,7 @@ impl FileCache {
         client: &UpstreamClient,
         spec: &FileSpec,
         key: &CacheKey,
+        origin: Origin,
     ) -> Result<Option<(Arc<std::fs::File>, watch::Receiver<Progress>)>, FileCacheError> {
         let n = self.inner.part_counter.fetch_add(1, Ordering::Relaxed);
         let part = self
@@ -287,12 +334,13 @@ impl FileCache {
             remove_quietly(part).await;
             return Ok(None);
         }
-        info!(url = %redact(&spec.url), key = key.as_str(), "downloading file");
+        info!(url = %redact(&spec.url), key = key.as_str(), from_bucket = matches!(origin, Origin::Bucket { .. }), "downloading file");
         let task = download::Download {
             cache: Arc::clone(&self.inner),
             client: client.clone(),
             spec: spec.clone(),
             key: key.clone(),
+            origin,
             part,
             file: Arc::clone(&file),
             progress: tx,
@@ -300,6 +348,32 @@ impl FileCache {
         // Its own task: a client that disconnects never stops the download.
         tokio::spawn(task.run());
         Ok(Some((file, rx)))
+    }
+}
+
+impl FileCache {
+    /// The bytes `start..end` of `spec`'s file straight from the bucket, when it holds the
+    /// file: for a range far ahead of a download in flight. `None` without a bucket, when the
+    /// bucket does not hold the file (yet), or fails.
+    pub async fn bucket_range(
+        &self,
+        spec: &FileSpec,
+        start: u64,
+        end: u64,
+    ) -> Option<impl Stream<Item = io::Result<Bytes>> + Send + 'static + use<>> {
+        use futures_util::TryStreamExt;
+        let bucket = self.inner.bucket.as_ref()?;
+        let key = CacheKey::for_spec(spec).ok()?;
+        if bucket.find(&key).await.is_none() {
+            return None;
+        }
+        match bucket.get(&key, Some(start..end)).await {
+            Ok((_, stream)) => Some(stream.map_err(io::Error::other)),
+            Err(err) => {
+                debug!(error = %err, "object store range request failed");
+                None
+            }
+        }
     }
 }
 

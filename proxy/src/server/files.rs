@@ -142,6 +142,9 @@ fn client_message(filename: &str, error: &FileCacheError) -> String {
         FileCacheError::InvalidHash { hash, .. } => format!(
             "the index page gives `{hash}` as the sha256 of `{filename}`, which is not a sha256"
         ),
+        FileCacheError::Bucket { .. } => {
+            format!("the shared cache failed serving `{filename}`; try again")
+        }
         FileCacheError::Abandoned { .. } => {
             format!("the download of `{filename}` was abandoned; try again")
         }
@@ -310,7 +313,7 @@ pub async fn respond(
             RangeOutcome::Partial { start, end } => {
                 if *method == Method::GET
                     && let Some(response) =
-                        upstream_range(client, spec, &file, start, end, len, &etag).await
+                        upstream_range(files, client, spec, &file, start, end, len, &etag).await
                 {
                     return Ok(response);
                 }
@@ -361,8 +364,11 @@ const RANGE_AHEAD: u64 = 4 * 1024 * 1024;
 /// for a multi-gigabyte download to get there could exceed its 30 s read timeout. The download
 /// goes on and is cached as usual. These bytes are not verified (a part of a file cannot be);
 /// the client checks the hash of the whole file it installs. `None` (follow the download
-/// instead) when the range is close, or the upstream does not answer the range exactly.
+/// instead) when the range is close, or the upstream does not answer the range exactly. When
+/// the shared bucket holds the file, the range comes from there instead of the upstream.
+#[allow(clippy::too_many_arguments)] // One call site; a struct would only rename them.
 async fn upstream_range(
+    files: &FileCache,
     client: &UpstreamClient,
     spec: &FileSpec,
     file: &CachedFile,
@@ -375,6 +381,19 @@ async fn upstream_range(
         return None;
     }
     let content_range = format!("bytes {start}-{}/{len}", end - 1);
+    if let Some(body) = files.bucket_range(spec, start, end).await {
+        let builder = with_file_headers(
+            Response::builder().status(StatusCode::PARTIAL_CONTENT),
+            etag,
+        )
+        .header(header::CONTENT_RANGE, content_range)
+        .header(header::CONTENT_LENGTH, end - start);
+        return Some(
+            builder
+                .body(Body::from_stream(body))
+                .expect("valid response"),
+        );
+    }
     let mut headers = HeaderMap::new();
     headers.insert(
         header::RANGE,

@@ -1,12 +1,15 @@
-//! One download: the task that streams an upstream file into its `*.part` file, hashing as it
-//! goes, publishes how far it got, and commits or discards the result.
+//! One download: the task that streams an upstream file (or the shared bucket's copy of it) into
+//! its `*.part` file, hashing as it goes, publishes how far it got, and commits or discards the
+//! result; a file that came from the upstream is then uploaded to the bucket.
 
 use std::fs::File;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
 use reqwest::header::{ACCEPT_ENCODING, HeaderMap, HeaderValue};
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
@@ -14,6 +17,7 @@ use tracing::{info, warn};
 
 use crate::upstream::{UpstreamClient, redact};
 
+use super::bucket::BucketError;
 use super::store::remove_evicted;
 use super::{CacheKey, FileCacheError, FileSpec, Inner, remove_quietly};
 
@@ -36,12 +40,30 @@ pub(super) enum Progress {
     Failed(Arc<FileCacheError>),
 }
 
+/// Where a download reads from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Origin {
+    Upstream,
+    /// The shared bucket holds the file; when it fails before the first byte, the upstream
+    /// instead if `upstream_fallback` (not offline).
+    Bucket { upstream_fallback: bool },
+}
+
+/// A body chunk's failure, by where the body comes from.
+enum BodyError {
+    Upstream(reqwest::Error),
+    Bucket(BucketError),
+}
+
+type Body = BoxStream<'static, Result<Bytes, BodyError>>;
+
 /// Everything the download task owns.
 pub(super) struct Download {
     pub(super) cache: Arc<Inner>,
     pub(super) client: UpstreamClient,
     pub(super) spec: FileSpec,
     pub(super) key: CacheKey,
+    pub(super) origin: Origin,
     pub(super) part: PathBuf,
     pub(super) file: Arc<File>,
     pub(super) progress: watch::Sender<Progress>,
@@ -73,13 +95,26 @@ impl Download {
         };
         let url = redact(&self.spec.url);
         let result = match self.transfer().await {
-            Ok(size) => self.commit(size).await,
+            Ok((size, origin)) => self.commit(size).await.map(|size| (size, origin)),
             Err(err) => Err(err),
         };
         match result {
-            Ok(size) => {
+            Ok((size, origin)) => {
                 registration.armed = false;
-                info!(url = %url, key = self.key.as_str(), size, "file downloaded, verified and cached");
+                info!(url = %url, key = self.key.as_str(), size, from_bucket = origin != Origin::Upstream, "file downloaded, verified and cached");
+                if let Some(bucket) = &self.cache.bucket {
+                    if origin == Origin::Upstream {
+                        // Its own task: uploading never delays the clients, who already have
+                        // every byte from local disk.
+                        tokio::spawn(Arc::clone(bucket).upload(
+                            self.key.clone(),
+                            Arc::clone(&self.file),
+                            size,
+                        ));
+                    } else {
+                        bucket.count_hit();
+                    }
+                }
             }
             Err(err) => {
                 // Unregistered (by the guard) before readers hear of the failure, so a retry
@@ -89,14 +124,39 @@ impl Download {
                 // Deleted before readers hear of the failure, so once a client sees its error
                 // nothing of the download is left. Readers keep their open handle meanwhile.
                 remove_quietly(self.part.clone()).await;
+                if let (Origin::Bucket { .. }, Some(bucket)) = (self.origin, &self.cache.bucket)
+                    && matches!(
+                        err,
+                        FileCacheError::HashMismatch { .. } | FileCacheError::SizeMismatch { .. }
+                    )
+                {
+                    // The object's name is its content's hash: these bytes are not that content.
+                    bucket.remove_corrupt(&self.key).await;
+                }
                 self.progress.send_replace(Progress::Failed(Arc::new(err)));
             }
         }
     }
 
-    /// Streams the body to disk; returns its verified length.
-    async fn transfer(&self) -> Result<u64, FileCacheError> {
+    /// Opens the body: from the bucket when it holds the file, else (or when the bucket fails
+    /// before the first byte, unless offline) from the upstream. Returns the announced length
+    /// and where the body really comes from.
+    async fn open(&self) -> Result<(Option<u64>, Body, Origin), FileCacheError> {
         let url = || redact(&self.spec.url);
+        if let Origin::Bucket { upstream_fallback } = self.origin
+            && let Some(bucket) = &self.cache.bucket
+        {
+            match bucket.get(&self.key, None).await {
+                Ok((size, body)) => {
+                    let body = body.map(|chunk| chunk.map_err(BodyError::Bucket)).boxed();
+                    return Ok((Some(size), body, self.origin));
+                }
+                Err(err) if upstream_fallback => {
+                    warn!(url = %url(), bucket = bucket.name(), error = %err, "cannot read the file from the object store; downloading it from the upstream");
+                }
+                Err(source) => return Err(FileCacheError::Bucket { url: url(), source }),
+            }
+        }
         let mut headers = HeaderMap::new();
         // The bytes on disk must be the file's own bytes, the ones its sha256 is of.
         headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
@@ -106,6 +166,17 @@ impl Download {
             .await
             .map_err(|source| FileCacheError::Upstream { url: url(), source })?;
         let announced = response.content_length();
+        let body = response
+            .bytes_stream()
+            .map(|chunk| chunk.map_err(BodyError::Upstream))
+            .boxed();
+        Ok((announced, body, Origin::Upstream))
+    }
+
+    /// Streams the body to disk; returns its verified length and where it came from.
+    async fn transfer(&self) -> Result<(u64, Origin), FileCacheError> {
+        let url = || redact(&self.spec.url);
+        let (announced, mut body, origin) = self.open().await?;
         if let (Some(expected), Some(actual)) = (self.spec.size, announced)
             && expected != actual
         {
@@ -122,7 +193,6 @@ impl Download {
         let mut hasher = Sha256::new();
         let mut written = 0u64;
         let mut pending: Vec<u8> = Vec::with_capacity(WRITE_CHUNK);
-        let mut body = response.bytes_stream();
         loop {
             match body.next().await {
                 Some(Ok(chunk)) => {
@@ -145,12 +215,15 @@ impl Download {
                 }
                 // A read timeout (stalled upstream), a reset, or a body shorter than its
                 // `Content-Length`.
-                Some(Err(source)) => {
+                Some(Err(BodyError::Upstream(source))) => {
                     return Err(FileCacheError::Interrupted {
                         url: url(),
                         received: written + len_u64(pending.len()),
                         source,
                     });
+                }
+                Some(Err(BodyError::Bucket(source))) => {
+                    return Err(FileCacheError::Bucket { url: url(), source });
                 }
                 None => break,
             }
@@ -179,7 +252,7 @@ impl Download {
                 actual,
             });
         }
-        Ok(written)
+        Ok((written, origin))
     }
 
     /// Writes and hashes `pending` at `offset` off the async threads; leaves `pending` empty.

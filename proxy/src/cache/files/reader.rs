@@ -96,7 +96,8 @@ impl Reader {
     }
 }
 
-async fn read_at(file: Arc<File>, pos: u64, len: u64) -> io::Result<Bytes> {
+/// `len` bytes at `pos`, read off the async threads.
+pub(super) async fn read_at(file: Arc<File>, pos: u64, len: u64) -> io::Result<Bytes> {
     tokio::task::spawn_blocking(move || {
         let mut buf = vec![0; usize::try_from(len).expect("a chunk fits in memory")];
         read_exact_at(&file, &mut buf, pos)?;
