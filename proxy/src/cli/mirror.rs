@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use wheelgate::mirror::{
-    self, FileOutcome, MirrorConfig, MirrorConfigError, Plan, PlannedFile, SyncError,
-    SyncOptions, SyncProgress,
+    self, FileOutcome, MirrorConfig, MirrorConfigError, Plan, PlannedFile, SyncError, SyncOptions,
+    SyncProgress,
 };
 
 /// Arguments of `wheelgate mirror`.
@@ -213,12 +213,8 @@ impl SyncProgress for Bars {
                 }
                 self.total.inc(*bytes);
             }
-            FileOutcome::Failed(message) => {
-                let _ = self
-                    .multi
-                    .println(format!("failed: {}: {message}", file.filename));
-            }
-            FileOutcome::Downloaded { .. } => {}
+            // Failures are listed once, after the bars are gone.
+            FileOutcome::Failed(_) | FileOutcome::Downloaded { .. } => {}
         }
     }
 }

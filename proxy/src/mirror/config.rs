@@ -7,7 +7,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use pep440_rs::{Operator, Version, VersionSpecifiers};
+use pep440_rs::{Operator, Version, VersionSpecifier, VersionSpecifiers};
 use serde::Deserialize;
 use wheelgate_resolver::filename::normalize_name;
 use wheelgate_resolver::{Backend, Catalog, Machine, Platform, Policy};
@@ -61,7 +61,7 @@ impl PackageEntry {
             Some(specifiers) => {
                 specifiers.contains(version)
                     && (!version.any_prerelease()
-                        || specifiers.iter().any(|s| s.any_prerelease()))
+                        || specifiers.iter().any(VersionSpecifier::any_prerelease))
             }
         }
     }
@@ -159,7 +159,9 @@ pub enum MirrorConfigError {
         specifier: String,
         message: String,
     },
-    #[error("`{value}` is not a Python version; write e.g. \"3.12\" (or \"3.13t\" for free-threaded)")]
+    #[error(
+        "`{value}` is not a Python version; write e.g. \"3.12\" (or \"3.13t\" for free-threaded)"
+    )]
     InvalidPython { value: String },
     #[error(
         "`{name}` is a PyTorch project: set `backends` (e.g. [\"cu130\", \"cpu\"]) or `machines`, in its entry or at the top level"
@@ -280,8 +282,7 @@ impl MirrorConfig {
                 None => default_platforms.clone(),
             };
             // An entry that names either builds or machines replaces both top-level defaults.
-            let (backends, machines) = if package.backends.is_some() || package.machines.is_some()
-            {
+            let (backends, machines) = if package.backends.is_some() || package.machines.is_some() {
                 (
                     package.backends.unwrap_or_default(),
                     package.machines.unwrap_or_default(),
@@ -364,7 +365,12 @@ mod tests {
         assert_eq!(torch.project, "torch");
         assert_eq!(torch.upstream, Upstream::Pytorch);
         assert!(!torch.backends.is_empty());
-        assert!(config.packages.iter().any(|p| p.upstream == Upstream::General));
+        assert!(
+            config
+                .packages
+                .iter()
+                .any(|p| p.upstream == Upstream::General)
+        );
         assert!(config.packages.iter().any(|p| !p.machines.is_empty()));
     }
 
@@ -396,7 +402,11 @@ mod tests {
         assert_eq!(torch.project, "torch");
         assert_eq!(torch.name, "Torch");
         assert_eq!(
-            torch.python.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            torch
+                .python
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
             ["3.11", "3.12"]
         );
         assert_eq!(torch.backends.len(), 2);

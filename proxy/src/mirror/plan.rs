@@ -56,12 +56,12 @@ pub struct Plan {
 impl Plan {
     /// The total of the sizes the pages give, and how many files have none.
     pub fn known_size(&self) -> (u64, usize) {
-        self.files.iter().fold((0, 0), |(bytes, unknown), file| {
-            match file.spec.size {
+        self.files
+            .iter()
+            .fold((0, 0), |(bytes, unknown), file| match file.spec.size {
                 Some(size) => (bytes + size, unknown),
                 None => (bytes, unknown + 1),
-            }
-        })
+            })
     }
 }
 

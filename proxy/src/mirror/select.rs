@@ -55,8 +55,7 @@ pub fn select_files(catalog: &Catalog, entry: &PackageEntry, page: &ProjectPage)
                         pinned: Some(backend.clone()),
                         prefer: Vec::new(),
                     };
-                    let selection =
-                        select_page(catalog, &machine, &policy, &entry.project, &refs);
+                    let selection = select_page(catalog, &machine, &policy, &entry.project, &refs);
                     for version in selection.versions {
                         if !entry.wants(&version.version) {
                             continue;
@@ -64,14 +63,16 @@ pub fn select_files(catalog: &Catalog, entry: &PackageEntry, page: &ProjectPage)
                         if let Some(chosen) = version.decision.and_then(|d| d.chosen) {
                             backends.insert(chosen);
                         }
-                        let kept = version.kept.into_iter().filter(|&i| fits(&machine, &refs, i));
+                        let kept = version
+                            .kept
+                            .into_iter()
+                            .filter(|&i| fits(&machine, &refs, i));
                         candidates.entry(version.version).or_default().extend(kept);
                     }
                 }
             }
             for machine in &entry.machines {
-                let selection =
-                    select_page(catalog, machine, &entry.policy, &entry.project, &refs);
+                let selection = select_page(catalog, machine, &entry.policy, &entry.project, &refs);
                 for version in selection.versions {
                     if !entry.wants(&version.version) {
                         continue;
@@ -79,7 +80,10 @@ pub fn select_files(catalog: &Catalog, entry: &PackageEntry, page: &ProjectPage)
                     if let Some(chosen) = version.decision.and_then(|d| d.chosen) {
                         backends.insert(chosen);
                     }
-                    let kept = version.kept.into_iter().filter(|&i| fits(machine, &refs, i));
+                    let kept = version
+                        .kept
+                        .into_iter()
+                        .filter(|&i| fits(machine, &refs, i));
                     candidates.entry(version.version).or_default().extend(kept);
                 }
             }

@@ -5,13 +5,14 @@
 //! skipped, and an interrupted file restarts cleanly (the file cache drops leftover `*.part`
 //! files when it opens).
 
+use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::{StreamExt, TryStreamExt, stream};
 use serde::Serialize;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::config::MirrorConfig;
 use super::plan::{FileKind, Plan, PlanError, PlannedFile, PlannedPage, make_plan};
@@ -181,14 +182,9 @@ pub async fn sync(
     let client = UpstreamClient::new(&ClientSettings::default())?;
     // TTL zero: every page is revalidated, so a rerun picks up new uploads.
     let index = IndexCache::new(&store, Duration::ZERO, false).map_err(store_error)?;
-    // Never evicts: the store holds what was declared, however large.
-    let files = {
-        let store = store.clone();
-        tokio::task::spawn_blocking(move || FileCache::open(store, u64::MAX))
-            .await
-            .map_err(|err| store_error(io::Error::other(err)))?
-            .map_err(SyncError::FileCache)?
-    };
+    // Never evicts: the store holds what was declared, however large. (Blocking, once, like the
+    // server's own start.)
+    let files = FileCache::open(store.clone(), u64::MAX).map_err(SyncError::FileCache)?;
     let plan = make_plan(config, &client, &index).await?;
     info!(pages = plan.pages.len(), files = plan.files.len(), store = %store.display(), "mirror plan made");
     progress.planned(&plan);
@@ -301,7 +297,8 @@ async fn fetch_one(
 ) -> FileOutcome {
     let outcome = fetch_file(files, client, file, progress).await;
     if let FileOutcome::Failed(message) = &outcome {
-        warn!(file = %file.filename, error = %message, "mirror download failed");
+        // The report lists it; the file cache has logged the details.
+        debug!(file = %file.filename, error = %message, "mirror download failed");
     }
     progress.finished(file, &outcome);
     outcome
@@ -351,11 +348,7 @@ async fn fetch_file(
 
 /// Every page as the offline server will read it: a fresh offline index cache over the store
 /// must find it on disk (the index cache only warns when it cannot write a page).
-async fn check_pages(
-    store: &Path,
-    pages: &[PlannedPage],
-    client: &UpstreamClient,
-) -> Vec<Failure> {
+async fn check_pages(store: &Path, pages: &[PlannedPage], client: &UpstreamClient) -> Vec<Failure> {
     let offline = match IndexCache::new(store, Duration::ZERO, true) {
         Ok(index) => index,
         Err(err) => {
@@ -472,7 +465,7 @@ fn serve_command(store: &Path, pytorch_url: &str, pypi_url: &str, store_bytes: u
     if store_bytes > DEFAULT_CACHE_MAX_BYTES {
         // Room for the whole store: the server evicts down to its limit when it opens the cache.
         let limit = store_bytes.div_ceil(1 << 30) * (1 << 30);
-        command.push_str(&format!(" --cache-max-bytes {limit}"));
+        let _ = write!(command, " --cache-max-bytes {limit}");
     }
     command
 }

@@ -10,11 +10,14 @@
 //! - `routing`: the planted PyPI `torch` and `pytorch-triton` are never served;
 //! - `rewriting`: no client ever receives an upstream URL; every link and `.metadata` works;
 //!   one backend per version; the User-Agent refines the platform;
-//! - `caching`: one upstream download per file across installers.
+//! - `caching`: one upstream download per file across installers;
+//! - `mirror`: `wheelgate mirror sync` into a store, then pip and uv from an offline server on it
+//!   with the upstreams gone; bad configs, dry runs and a full disk.
 
 mod caching;
 mod fixtures;
 mod install;
+mod mirror;
 mod rewriting;
 mod routing;
 mod support;
