@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{IndexParseError, check_api_version, check_link_count, check_size};
 use super::model::{
-    CoreMetadata, IndexFile, JSON_API_VERSION, Meta, ProjectLink, ProjectList, ProjectPage,
+    CoreMetadata, DEFAULT_API_VERSION, IndexFile, JSON_API_VERSION, Meta, ProjectLink, ProjectList, ProjectPage,
     ProjectStatus, Yanked, normalize_project_name, parse_api_version, resolve_url,
 };
 
@@ -96,10 +96,16 @@ pub fn parse_project_list_json(content: &str) -> Result<ProjectList, IndexParseE
 /// [PEP 691]: https://peps.python.org/pep-0691/
 /// [PEP 700]: https://peps.python.org/pep-0700/
 pub fn render_project_json(page: &ProjectPage) -> String {
+    // PEP 700 makes `size` mandatory from api-version 1.1; a page that does not know every
+    // file's size (download.pytorch.org's HTML gives none) can only claim 1.0, whose clients
+    // ignore the extra 1.1 keys.
+    let api_version = if page.files.iter().all(|file| file.size.is_some()) {
+        json_api_version(&page.meta)
+    } else {
+        DEFAULT_API_VERSION
+    };
     let wire = ProjectOut {
-        meta: MetaOut {
-            api_version: json_api_version(&page.meta),
-        },
+        meta: MetaOut { api_version },
         name: &page.name,
         project_status: page.status.as_ref().map(|status| StatusOut {
             status: &status.status,
@@ -618,9 +624,13 @@ mod tests {
         let json = render_project_json(&page);
         assert_eq!(parse_project_json(&json).unwrap(), page, "{json}");
         let pypi = parse_project_json(PYPI_FILELOCK).unwrap();
+        // One of its files has no size, so the rendered page can only claim api-version 1.0.
+        assert!(pypi.files.iter().any(|f| f.size.is_none()));
+        let mut expected = pypi.clone();
+        expected.meta.api_version = "1.0".to_owned();
         assert_eq!(
             parse_project_json(&render_project_json(&pypi)).unwrap(),
-            pypi
+            expected
         );
     }
 
@@ -649,9 +659,10 @@ mod tests {
             files: vec![IndexFile::new("a-1.tar.gz", "a-1.tar.gz")],
             ..ProjectPage::default()
         };
+        // PEP 700 makes `size` mandatory from 1.1: a page without sizes says 1.0.
         assert_eq!(
             render_project_json(&plain),
-            r#"{"meta":{"api-version":"1.1"},"name":"","versions":[],"files":[{"filename":"a-1.tar.gz","url":"a-1.tar.gz","hashes":{},"yanked":false}]}"#
+            r#"{"meta":{"api-version":"1.0"},"name":"","versions":[],"files":[{"filename":"a-1.tar.gz","url":"a-1.tar.gz","hashes":{},"yanked":false}]}"#
         );
     }
 
@@ -667,9 +678,9 @@ mod tests {
         };
         let page = parse_project_html(&html).unwrap();
         let from_json = parse_project_json(&render_project_json(&page)).unwrap();
-        // Only the declared API version changes: the JSON form is 1.1.
-        let mut expected = page.clone();
-        expected.meta.api_version = "1.1".to_owned();
+        // Nothing changes: the HTML gives no file sizes, so the JSON form stays at 1.0.
+        let expected = page.clone();
+        assert_eq!(expected.meta.api_version, "1.0");
         assert_eq!(from_json, expected);
         // And back to HTML, nothing lost either.
         assert_eq!(
