@@ -4,3 +4,4 @@ mod files;
 mod simple;
 mod object_store;
 mod ops;
+mod deploy;
