@@ -10,6 +10,7 @@ pub mod observe;
 pub mod ops;
 pub mod rewrite;
 pub mod simple;
+pub mod status;
 pub mod state;
 pub mod useragent;
 
@@ -24,6 +25,7 @@ pub fn app(state: AppState) -> Router {
         .merge(files::routes())
         .merge(ops::routes())
         .merge(observe::routes())
+        .merge(status::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require,

@@ -4,4 +4,5 @@ mod files;
 mod simple;
 mod object_store;
 mod ops;
-mod deploy;
+mod simple;
+mod status_page;

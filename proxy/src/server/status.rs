@@ -1,0 +1,431 @@
+//! The status page at `/`, for people: what this server is, the machine it resolves `/simple/`
+//! for and what it picks for the newest torch release in the catalog (with the reason for every
+//! other build), upstream and cache health, and copy-paste pip and uv configuration.
+//!
+//! One self-contained HTML document: inline CSS, no script, no external resource; every value
+//! is HTML-escaped (machine names, upstream error messages and the `Host` header come from
+//! outside).
+
+use std::fmt::Write as _;
+use std::time::SystemTime;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use wheelgate_resolver::{Machine, select_release, token};
+
+use crate::metrics::UpstreamHealth;
+use crate::upstream::redact;
+
+use super::state::AppState;
+
+/// The projects whose choice the page shows: torch's release train.
+const PROJECTS: [&str; 3] = ["torch", "torchvision", "torchaudio"];
+
+/// `GET /`.
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/", get(page))
+}
+
+async fn page(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let base = base_url(&headers, &state);
+    let index_pages = count_index_pages(&state.config.cache_dir.join("index")).await;
+    let html = render(&state, &base, index_pages);
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        html,
+    )
+        .into_response()
+}
+
+/// `http://<Host>` as the client reached this server; the listen address when the `Host`
+/// header is missing or not a plain host name.
+fn base_url(headers: &HeaderMap, state: &AppState) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .filter(|h| {
+            !h.is_empty()
+                && h.len() < 256
+                && h.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-.:[]_".contains(&b))
+        })
+        .map_or_else(|| state.config.listen.to_string(), str::to_string);
+    format!("http://{host}")
+}
+
+async fn count_index_pages(dir: &std::path::Path) -> usize {
+    let Ok(mut entries) = tokio::fs::read_dir(dir).await else {
+        return 0;
+    };
+    let mut count = 0;
+    while let Ok(Some(entry)) = entries.next_entry().await {
+        if entry.file_name().to_string_lossy().ends_with(".json") {
+            count += 1;
+        }
+    }
+    count
+}
+
+/// Escapes text for HTML element content and double-quoted attributes.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "
+body{font:15px/1.5 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
+main{max-width:980px;margin:0 auto;padding:24px 28px 48px}
+h1{font-size:26px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 10px;border-bottom:1px solid #dde1e8;padding-bottom:4px}
+.lead{color:#4a5263;margin:0 0 8px}
+table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #dde1e8}
+th,td{text-align:left;padding:6px 10px;border-bottom:1px solid #eef0f4;vertical-align:top}
+th{width:210px;color:#4a5263;font-weight:600}
+thead th{width:auto;background:#f0f2f6}
+pre{background:#1d2330;color:#e8ecf3;padding:10px 12px;border-radius:6px;overflow-x:auto;margin:6px 0 12px}
+code{font:13px ui-monospace,SFMono-Regular,Menlo,monospace}
+.ok{color:#17803d;font-weight:600}.bad{color:#b42318;font-weight:600}.muted{color:#6b7385}
+.chosen{display:inline-block;background:#e7f5ec;color:#17803d;border-radius:4px;padding:0 6px;font-weight:700}
+ul.reasons{margin:0;padding-left:18px;color:#4a5263;font-size:13px}
+";
+
+/// The whole page.
+pub fn render(state: &AppState, base: &str, index_pages: usize) -> String {
+    let mut out = String::with_capacity(16 * 1024);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>wheelgate</title><style>{STYLE}</style></head><body><main>\n\
+         <h1>wheelgate <span class=\"muted\">{}</span></h1>\n\
+         <p class=\"lead\">A package index that gives every machine the right PyTorch build \
+         through one index URL: it serves <code>download.pytorch.org</code> and PyPI merged \
+         safely, keeps one accelerator build of each torch version (the one this machine can \
+         run), and caches every file.</p>\n",
+        escape(env!("CARGO_PKG_VERSION"))
+    );
+    render_clients(&mut out, state, base);
+    render_machine(&mut out, &state.default_machine, state);
+    render_choices(&mut out, state);
+    render_upstreams(&mut out, state);
+    render_cache(&mut out, state, index_pages);
+    out.push_str("</main></body></html>\n");
+    out
+}
+
+fn render_clients(out: &mut String, state: &AppState, base: &str) {
+    let simple = format!("{base}/simple/");
+    let auth_note = if state.config.auth.enabled() {
+        "<p>This server needs credentials: put them in the URL, \
+         <code>http://USER:PASSWORD@host/simple/</code> (pip and uv send them on every request).</p>"
+    } else {
+        ""
+    };
+    let _ = write!(
+        out,
+        "<h2 id=\"use\">Point pip and uv here</h2>{auth_note}\n\
+         <p>For this server's machine (below):</p>\
+         <pre><code>pip install torch --index-url {s}\nuv pip install torch --index-url {s}</code></pre>\
+         <p><code>pip.conf</code> (<code>~/.config/pip/pip.conf</code>) and \
+         <code>uv.toml</code> (<code>~/.config/uv/uv.toml</code>):</p>\
+         <pre><code>[global]\nindex-url = {s}</code></pre>\
+         <pre><code>[[index]]\nurl = \"{s}\"\ndefault = true</code></pre>\
+         <p>For another machine, describe it there and put its token in the URL:</p>\
+         <pre><code>wheelgate detect --token      # prints TOKEN on the client machine\n\
+         pip install torch --index-url {b}/m/TOKEN/simple/\n\
+         wheelgate pip-config --proxy {b}   # or write both files at once</code></pre>\
+         <p>A fixed backend, like <code>download.pytorch.org/whl/&lt;backend&gt;</code>: \
+         <code>{b}/b/cu128/simple/</code>.</p>\n",
+        s = escape(&simple),
+        b = escape(base),
+    );
+}
+
+fn render_machine(out: &mut String, machine: &Machine, state: &AppState) {
+    let mut rows: Vec<(&str, String)> = vec![("Platform", machine.platform.to_string())];
+    if let Some(glibc) = &machine.glibc {
+        rows.push(("glibc", glibc.to_string()));
+    }
+    if let Some(level) = machine.x86_64_level {
+        rows.push(("x86-64 level", format!("v{level}")));
+    }
+    match &machine.nvidia {
+        Some(nvidia) => {
+            let driver = nvidia
+                .driver_version
+                .as_ref()
+                .map_or_else(|| "unknown".to_string(), ToString::to_string);
+            let cuda = nvidia
+                .cuda_version
+                .as_ref()
+                .map(|c| format!(", CUDA {c}"))
+                .unwrap_or_default();
+            rows.push(("NVIDIA driver", format!("{driver}{cuda}")));
+            for gpu in &nvidia.gpus {
+                let cc = gpu
+                    .compute_capability
+                    .as_ref()
+                    .map(|c| format!(" (compute capability {c})"))
+                    .unwrap_or_default();
+                rows.push((
+                    "NVIDIA GPU",
+                    format!("{}{cc}", gpu.name.as_deref().unwrap_or("unnamed GPU")),
+                ));
+            }
+        }
+        None => rows.push(("NVIDIA", "none".to_string())),
+    }
+    if let Some(amd) = &machine.amd {
+        if let Some(rocm) = &amd.rocm_version {
+            rows.push(("ROCm", rocm.to_string()));
+        }
+        for gpu in &amd.gpus {
+            rows.push((
+                "AMD GPU",
+                format!(
+                    "{} ({})",
+                    gpu.name.as_deref().unwrap_or("unnamed GPU"),
+                    gpu.gfx
+                ),
+            ));
+        }
+    }
+    if let Some(intel) = &machine.intel {
+        for gpu in &intel.gpus {
+            let xpu = if gpu.xpu_capable {
+                "XPU capable"
+            } else {
+                "no XPU support"
+            };
+            rows.push((
+                "Intel GPU",
+                format!("{} ({xpu})", gpu.name.as_deref().unwrap_or("unnamed GPU")),
+            ));
+        }
+    }
+    let policy = &state.config.policy;
+    if let Some(pinned) = &policy.pinned {
+        rows.push(("Pinned backend", pinned.to_string()));
+    }
+    if !policy.prefer.is_empty() {
+        let prefer: Vec<String> = policy.prefer.iter().map(ToString::to_string).collect();
+        rows.push(("Preferred backends", prefer.join(", ")));
+    }
+    rows.push(("Token", token::encode(machine)));
+    out.push_str("<h2 id=\"machine\">The machine <code>/simple/</code> resolves for</h2><table>");
+    for (name, value) in rows {
+        let _ = write!(
+            out,
+            "<tr><th>{}</th><td>{}</td></tr>",
+            escape(name),
+            escape(&value)
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+fn render_choices(out: &mut String, state: &AppState) {
+    let selections: Vec<_> = PROJECTS
+        .iter()
+        .map(|project| {
+            select_release(
+                state.catalog,
+                &state.default_machine,
+                &state.config.policy,
+                project,
+                None,
+            )
+        })
+        .collect();
+    let line = selections
+        .first()
+        .map(|s| s.torch.to_string())
+        .unwrap_or_default();
+    let _ = write!(
+        out,
+        "<h2 id=\"choices\">Its builds for torch {} (the newest release in the catalog)</h2>\
+         <table><thead><tr><th>Project</th><th>Build</th><th>Other builds and why not</th></tr></thead>",
+        escape(&line)
+    );
+    for selection in &selections {
+        let chosen = selection.decision.chosen.as_ref().map_or_else(
+            || "<span class=\"bad\">none usable</span>".to_string(),
+            |b| format!("<span class=\"chosen\">{}</span>", escape(&b.to_string())),
+        );
+        let mut reasons = String::from("<ul class=\"reasons\">");
+        for note in &selection.decision.notes {
+            let _ = write!(reasons, "<li>{}</li>", escape(note));
+        }
+        for (backend, rejection) in selection.decision.rejections() {
+            let _ = write!(
+                reasons,
+                "<li><code>{}</code>: {}</li>",
+                escape(&backend.to_string()),
+                escape(&rejection.to_string())
+            );
+        }
+        reasons.push_str("</ul>");
+        let _ = write!(
+            out,
+            "<tr><td><code>{}</code></td><td>{chosen}</td><td>{reasons}</td></tr>",
+            escape(&selection.project)
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+fn ago(time: SystemTime) -> String {
+    let secs = time.elapsed().map_or(0, |d| d.as_secs());
+    let when = httpdate::fmt_http_date(time);
+    match secs {
+        0..=59 => format!("{when} ({secs} s ago)"),
+        60..=3599 => format!("{when} ({} min ago)", secs / 60),
+        _ => format!("{when} ({} h ago)", secs / 3600),
+    }
+}
+
+fn render_upstreams(out: &mut String, state: &AppState) {
+    out.push_str(
+        "<h2 id=\"upstreams\">Upstreams</h2><table><thead><tr><th>Upstream</th><th>URL</th>\
+         <th>Last page fetch</th></tr></thead>",
+    );
+    for (name, url) in [
+        ("PyTorch", &state.config.pytorch_url),
+        ("General (PyPI)", &state.config.pypi_url),
+    ] {
+        let health: UpstreamHealth = state.metrics.upstream_health(url);
+        let status = if state.config.offline {
+            "<span class=\"muted\">offline: never contacted</span>".to_string()
+        } else {
+            match (&health.last_success, &health.last_failure) {
+                (None, None) => "<span class=\"muted\">no fetch yet</span>".to_string(),
+                (Some(ok), failure) if failure.as_ref().is_none_or(|(at, _)| at < ok) => {
+                    format!("<span class=\"ok\">ok</span> {}", escape(&ago(*ok)))
+                }
+                (ok, Some((at, error))) => format!(
+                    "<span class=\"bad\">failed</span> {}: {}{}",
+                    escape(&ago(*at)),
+                    escape(error),
+                    ok.map(|ok| format!(
+                        "<br><span class=\"muted\">last success {}</span>",
+                        escape(&ago(ok))
+                    ))
+                    .unwrap_or_default()
+                ),
+                (Some(_), None) => unreachable!("matched above"),
+            }
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td><code>{}</code></td><td>{status}</td></tr>",
+            escape(name),
+            escape(&redact(url))
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+#[allow(clippy::cast_precision_loss)] // sizes shown to one decimal
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+fn render_cache(out: &mut String, state: &AppState, index_pages: usize) {
+    let files = state.files.len();
+    let bytes = state.files.total_bytes();
+    let limit = state.config.cache_max_bytes;
+    let (hits, misses) = state.metrics.file_counts();
+    let rows = [
+        ("Directory", state.config.cache_dir.display().to_string()),
+        ("Files", files.to_string()),
+        (
+            "Size",
+            format!(
+                "{} of {} ({:.0}% used)",
+                human_bytes(bytes),
+                human_bytes(limit),
+                percent(bytes, limit)
+            ),
+        ),
+        ("Index pages cached", index_pages.to_string()),
+        (
+            "File requests since start",
+            format!("{hits} from the cache, {misses} downloaded"),
+        ),
+        (
+            "Mode",
+            if state.config.offline {
+                "offline: serving only what is cached".to_string()
+            } else {
+                "online".to_string()
+            },
+        ),
+    ];
+    out.push_str("<h2 id=\"cache\">Cache</h2><table>");
+    for (name, value) in rows {
+        let _ = write!(
+            out,
+            "<tr><th>{}</th><td>{}</td></tr>",
+            escape(name),
+            escape(&value)
+        );
+    }
+    out.push_str(
+        "</table>\n<p class=\"muted\">Operations: <code>/healthz</code>, <code>/readyz</code>, \
+         <code>/metrics</code> (Prometheus).</p>\n",
+    );
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            escape("<script>\"x\" & 'y'</script>"),
+            "&lt;script&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/script&gt;"
+        );
+    }
+
+    #[test]
+    fn sizes_read_like_people_write_them() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(50 * 1024 * 1024 * 1024), "50.0 GiB");
+    }
+}

@@ -1,0 +1,136 @@
+//! The status page at `/`, rendered by a real browser: Debian's headless Chromium
+//! (`scripts/browser-setup` installs it) loads the page from a running server, dumps the DOM and
+//! takes a screenshot, kept at `target/tmp/status-page.png` for people to look at.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use wheelgate_resolver::{Catalog, Machine, Policy, select_release};
+
+use super::ops::{Fake, start};
+
+const MACHINE: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","x86_64_level":3,
+  "nvidia":{"driver_version":"580.65.06","cuda_version":"13.0",
+  "gpus":[{"name":"NVIDIA H100 80GB HBM3 <b>","compute_capability":"9.0"}]}}"#;
+
+fn chromium() -> PathBuf {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("chromium"))
+            .find(|candidate| candidate.is_file())
+    });
+    found.unwrap_or_else(|| {
+        panic!("`chromium` is not installed; run scripts/browser-setup (Debian's chromium package)")
+    })
+}
+
+/// Runs headless Chromium on `url` with `mode` (`--dump-dom` or `--screenshot=<png>`).
+async fn browse(url: &str, mode: &str, profile: &Path) -> String {
+    let output = tokio::time::timeout(
+        Duration::from_secs(90),
+        tokio::process::Command::new(chromium())
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--hide-scrollbars",
+                &format!("--user-data-dir={}", profile.display()),
+                "--window-size=1280,1600",
+                mode,
+                url,
+            ])
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("chromium finishes within 90 s")
+    .expect("chromium runs");
+    assert!(
+        output.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_page_shows_the_machine_its_choices_and_how_to_use_it() {
+    let chromium = chromium();
+    assert!(chromium.is_file());
+    let fake = Fake::start(10 * 1024, None).await;
+    let machine: Machine = serde_json::from_str(MACHINE).unwrap();
+    let proxy = start(format!("http://{}", fake.addr), |config| {
+        config.machine = Some(machine.clone());
+    })
+    .await;
+    // One page fetched, so the general upstream shows a success.
+    let page = reqwest::get(proxy.url("/simple/demo/")).await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+
+    let base = format!("http://{}", proxy.addr);
+    let profile = tempfile::tempdir().unwrap();
+    let dom = browse(&format!("{base}/"), "--dump-dom", profile.path()).await;
+
+    // The machine.
+    assert!(dom.contains("linux-x86_64"), "{dom}");
+    assert!(dom.contains("580.65.06"), "{dom}");
+    assert!(
+        dom.contains("NVIDIA H100 80GB HBM3 &lt;b&gt; (compute capability 9.0)"),
+        "{dom}"
+    );
+    assert!(
+        !dom.contains("HBM3 <b>"),
+        "markup from outside must be escaped"
+    );
+    // Its choice for the newest torch, as the resolver makes it.
+    let expected = select_release(
+        Catalog::embedded(),
+        &machine,
+        &Policy::default(),
+        "torch",
+        None,
+    );
+    let backend = expected
+        .decision
+        .chosen
+        .expect("a build for an H100")
+        .to_string();
+    assert!(
+        dom.contains(&format!(
+            "<td><code>torch</code></td><td><span class=\"chosen\">{backend}</span>"
+        )),
+        "torch should show {backend}: {dom}"
+    );
+    assert!(dom.contains(&format!("torch {}", expected.torch)), "{dom}");
+    // How to use it, with the address the browser used.
+    assert!(
+        dom.contains(&format!("pip install torch --index-url {base}/simple/")),
+        "{dom}"
+    );
+    assert!(
+        dom.contains(&format!("index-url = {base}/simple/")),
+        "{dom}"
+    );
+    assert!(dom.contains("wheelgate detect --token"), "{dom}");
+    // Upstream and cache health.
+    assert!(dom.contains("<span class=\"ok\">ok</span>"), "{dom}");
+    assert!(dom.contains("Index pages cached</th><td>1<"), "{dom}");
+
+    let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");
+    let _ = std::fs::remove_file(&screenshot);
+    browse(
+        &format!("{base}/"),
+        &format!("--screenshot={}", screenshot.display()),
+        profile.path(),
+    )
+    .await;
+    let png = std::fs::read(&screenshot).expect("chromium wrote the screenshot");
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+    assert!(png.len() > 20_000, "a blank page is a small PNG");
+}
