@@ -1,7 +1,7 @@
 //! Integration tests of the wheelgate server, one module per area.
 
+mod deploy;
 mod files;
-mod simple;
 mod object_store;
 mod ops;
 mod simple;
