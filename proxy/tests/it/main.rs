@@ -1,5 +1,6 @@
 //! Integration tests of the wheelgate server, one module per area.
 
+mod cli;
 mod deploy;
 mod files;
 mod object_store;
