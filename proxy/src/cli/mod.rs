@@ -4,6 +4,7 @@
 //! join here). Commands that need no network (`detect`) run without starting an async runtime,
 //! so they stay fast.
 
+pub mod config_show;
 pub mod detect;
 pub mod logging;
 pub mod mirror;
@@ -56,6 +57,8 @@ pub enum Command {
     PipConfig(pip_config::PipConfigArgs),
     /// Mirror a declared set of packages into a store for an offline server.
     Mirror(mirror::MirrorArgs),
+    /// Show the effective configuration of `wheelgate serve`: values, sources, secrets redacted.
+    Config(config_show::ConfigArgs),
 }
 
 /// Why a subcommand failed.
@@ -71,6 +74,8 @@ pub enum CliError {
     PipConfig(#[from] pip_config::PipConfigError),
     #[error(transparent)]
     Mirror(#[from] mirror::MirrorCommandError),
+    #[error(transparent)]
+    Config(#[from] config_show::ConfigShowError),
 }
 
 /// Runs one subcommand.
@@ -81,6 +86,7 @@ pub fn run(command: Command) -> Result<(), CliError> {
         Command::Serve(args) => serve::run(&args)?,
         Command::PipConfig(args) => pip_config::run(&args)?,
         Command::Mirror(args) => mirror::run(&args)?,
+        Command::Config(args) => config_show::run(&args)?,
     }
     Ok(())
 }

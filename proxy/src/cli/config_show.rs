@@ -1,0 +1,403 @@
+//! `wheelgate config show`: the configuration `wheelgate serve` would run with, as TOML, each
+//! key followed by where its value came from (`default`, `file`, `env VAR`, `flag --name`,
+//! `pip config`), secrets redacted: passwords, tokens and keys become `***`, and a URL's
+//! `user:password@` becomes `user:***@`.
+//!
+//! Sources come from clap's own record of each argument (`ArgMatches::value_source`), so a value
+//! given both in the environment and as a flag shows the flag, as `serve` uses it.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory};
+use toml::{Table, Value};
+use wheelgate::config::{ConfigError, DEFAULT_PYPI_URL, ServeConfig};
+
+use super::serve::{ServeArgs, effective_config};
+
+/// `wheelgate config ...`.
+#[derive(Debug, clap::Args)]
+pub struct ConfigArgs {
+    #[command(subcommand)]
+    pub command: ConfigCommand,
+}
+
+/// The `config` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum ConfigCommand {
+    /// Print the effective configuration of `wheelgate serve` with the same flags: every key,
+    /// its value and its source (default, file, env, flag), secrets redacted.
+    Show(ShowArgs),
+}
+
+/// Arguments of `wheelgate config show`: exactly those of `wheelgate serve`.
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+/// Why `wheelgate config show` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigShowError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("cannot represent the configuration as TOML")]
+    Serialize(#[source] toml::ser::Error),
+    #[error("could not write the output")]
+    Output(#[from] io::Error),
+}
+
+/// Runs `wheelgate config ...`.
+pub fn run(args: &ConfigArgs) -> Result<(), ConfigShowError> {
+    match &args.command {
+        ConfigCommand::Show(show) => {
+            // The command line again, for clap's record of where each value came from.
+            let matches = super::Cli::command().try_get_matches_from(std::env::args_os());
+            let show_matches = matches.as_ref().ok().and_then(|m| {
+                m.subcommand_matches("config")
+                    .and_then(|c| c.subcommand_matches("show"))
+            });
+            let text = render(&show.serve, show_matches)?;
+            io::stdout().lock().write_all(text.as_bytes())?;
+        }
+    }
+    Ok(())
+}
+
+/// Where one value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    Default,
+    File,
+    Env(String),
+    Flag(String),
+    Pip,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::File => f.write_str("file"),
+            Source::Env(var) => write!(f, "env {var}"),
+            Source::Flag(flag) => write!(f, "flag {flag}"),
+            Source::Pip => f.write_str("pip config"),
+        }
+    }
+}
+
+/// The flags of `serve` that set a key of the same name, with their environment variable.
+const FLAGS: [(&str, &str); 7] = [
+    ("listen", "WHEELGATE_LISTEN"),
+    ("pytorch_url", "WHEELGATE_PYTORCH_URL"),
+    ("pypi_url", "WHEELGATE_PYPI_URL"),
+    ("cache_dir", "WHEELGATE_CACHE_DIR"),
+    ("offline", "WHEELGATE_OFFLINE"),
+    ("index_ttl_secs", "WHEELGATE_INDEX_TTL"),
+    ("cache_max_bytes", "WHEELGATE_CACHE_MAX_BYTES"),
+];
+
+fn arg_source(matches: Option<&ArgMatches>, id: &str, env: &str) -> Option<Source> {
+    match matches?.value_source(id)? {
+        ValueSource::CommandLine => Some(Source::Flag(format!("--{}", id.replace('_', "-")))),
+        ValueSource::EnvVariable => Some(Source::Env(env.to_string())),
+        _ => None,
+    }
+}
+
+struct Sources<'a> {
+    matches: Option<&'a ArgMatches>,
+    file: Option<Table>,
+    config: &'a ServeConfig,
+}
+
+impl Sources<'_> {
+    fn of(&self, path: &[&str]) -> Source {
+        if let [key] = path
+            && let Some((id, env)) = FLAGS.iter().find(|(id, _)| id == key)
+            && let Some(source) = arg_source(self.matches, id, env)
+        {
+            return source;
+        }
+        if let Some(file) = &self.file
+            && lookup(file, path).is_some()
+        {
+            return Source::File;
+        }
+        if path == ["pypi_url"] && self.config.pypi_url != DEFAULT_PYPI_URL {
+            return Source::Pip;
+        }
+        Source::Default
+    }
+}
+
+fn lookup<'a>(table: &'a Table, path: &[&str]) -> Option<&'a Value> {
+    let (first, rest) = path.split_first()?;
+    let value = table.get(*first)?;
+    if rest.is_empty() || value.is_array() {
+        // Inside an array of tables, every key comes from where the array does.
+        return Some(value);
+    }
+    lookup(value.as_table()?, rest)
+}
+
+/// The annotated TOML of the effective configuration of `args`.
+fn render(args: &ServeArgs, matches: Option<&ArgMatches>) -> Result<String, ConfigShowError> {
+    let config = effective_config(args)?;
+    let file = args
+        .config
+        .as_ref()
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .and_then(|text| text.parse::<Table>().ok());
+    let mut table = Table::try_from(&config).map_err(ConfigShowError::Serialize)?;
+    redact_table(&mut table);
+    let sources = Sources {
+        matches,
+        file,
+        config: &config,
+    };
+    let mut out = String::from(
+        "# The configuration `wheelgate serve` runs with these arguments. After each key, where\n\
+         # its value came from: default, file, env VAR, flag --name or pip config. Secrets are\n\
+         # redacted (***).\n",
+    );
+    if let Some(path) = &args.config {
+        let from = arg_source(matches, "config", "WHEELGATE_CONFIG")
+            .map_or_else(String::new, |s| format!(" ({s})"));
+        out.push_str(&format!("# file: {}{from}\n", display_path(path)));
+    }
+    if config.machine.is_none() {
+        out.push_str(
+            "# machine: not set, so this host's own, probed when the server starts \
+             (`wheelgate detect`)\n",
+        );
+    }
+    out.push('\n');
+    emit(&mut out, &[], &table, &sources);
+    Ok(out)
+}
+
+fn display_path(path: &PathBuf) -> String {
+    path.display().to_string()
+}
+
+fn emit(out: &mut String, path: &[&str], table: &Table, sources: &Sources<'_>) {
+    let is_tables = |v: &Value| {
+        v.as_array()
+            .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_table))
+    };
+    for (key, value) in table {
+        if value.is_table() || is_tables(value) {
+            continue;
+        }
+        let mut here = path.to_vec();
+        here.push(key);
+        out.push_str(&format!(
+            "{} = {value}  # {}\n",
+            bare_or_quoted(key),
+            sources.of(&here)
+        ));
+    }
+    for (key, value) in table {
+        let mut here = path.to_vec();
+        here.push(key);
+        let dotted: Vec<String> = here.iter().map(|k| bare_or_quoted(k)).collect();
+        if let Some(inner) = value.as_table() {
+            out.push_str(&format!(
+                "\n[{}]  # {}\n",
+                dotted.join("."),
+                sources.of(&here)
+            ));
+            emit(out, &here, inner, sources);
+        } else if is_tables(value) {
+            for element in value.as_array().into_iter().flatten() {
+                out.push_str(&format!(
+                    "\n[[{}]]  # {}\n",
+                    dotted.join("."),
+                    sources.of(&here)
+                ));
+                if let Some(inner) = element.as_table() {
+                    emit(out, &here, inner, sources);
+                }
+            }
+        }
+    }
+}
+
+fn bare_or_quoted(key: &str) -> String {
+    if !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        key.to_string()
+    } else {
+        Value::String(key.to_string()).to_string()
+    }
+}
+
+/// Whether a key names a secret: its value is never printed.
+fn is_secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    [
+        "password",
+        "token",
+        "secret",
+        "bearer",
+        "credential",
+        "api_key",
+        "access_key",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
+}
+
+fn redact_table(table: &mut Table) {
+    for (key, value) in table.iter_mut() {
+        if is_secret_key(key) {
+            redact_all(value);
+        } else {
+            redact_urls(value);
+        }
+    }
+}
+
+fn redact_all(value: &mut Value) {
+    match value {
+        Value::String(text) => *text = "***".to_string(),
+        Value::Array(items) => items.iter_mut().for_each(redact_all),
+        Value::Table(table) => table.iter_mut().for_each(|(_, v)| redact_all(v)),
+        _ => {}
+    }
+}
+
+fn redact_urls(value: &mut Value) {
+    match value {
+        Value::String(text) => *text = redact_url(text),
+        Value::Array(items) => items.iter_mut().for_each(redact_urls),
+        Value::Table(table) => redact_table(table),
+        _ => {}
+    }
+}
+
+/// `https://user:pass@host/x` → `https://user:***@host/x`; `https://token@host` →
+/// `https://***@host`; anything else unchanged.
+fn redact_url(text: &str) -> String {
+    if let Some((scheme, rest)) = text.split_once("://")
+        && let Some(at) = rest.find('@')
+        && !rest[..at].contains('/')
+    {
+        let userinfo = &rest[..at];
+        let shown = match userinfo.split_once(':') {
+            Some((user, _)) => format!("{user}:***"),
+            None => "***".to_string(),
+        };
+        return format!("{scheme}://{shown}@{}", &rest[at + 1..]);
+    }
+    text.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn show(argv: &[&str]) -> String {
+        let mut full = vec!["wheelgate", "config", "show"];
+        full.extend_from_slice(argv);
+        let matches = Cli::command().try_get_matches_from(&full).unwrap();
+        let Command::Config(ConfigArgs {
+            command: ConfigCommand::Show(args),
+        }) = Cli::try_parse_from(&full).unwrap().command
+        else {
+            panic!("not config show")
+        };
+        let show = matches
+            .subcommand_matches("config")
+            .and_then(|c| c.subcommand_matches("show"));
+        render(&args.serve, show).unwrap()
+    }
+
+    #[test]
+    fn every_key_has_its_source_and_secrets_are_redacted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wheelgate.toml");
+        std::fs::write(
+            &path,
+            r#"
+pypi_url = "https://ci:hunter2@mirror.example/simple"
+index_ttl_secs = 60
+[policy]
+prefer = ["cu128"]
+[auth]
+basic = [{ user = "alice", password = "wonderland" }]
+bearer = ["tok-abc"]
+"#,
+        )
+        .unwrap();
+        let text = show(&[
+            "--config",
+            path.to_str().unwrap(),
+            "--listen",
+            "0.0.0.0:9000",
+            "--cache-dir",
+            dir.path().to_str().unwrap(),
+            "--pytorch-url",
+            "https://tok@pytorch.example/whl",
+        ]);
+        for line in [
+            "listen = \"0.0.0.0:9000\"  # flag --listen",
+            "pypi_url = \"https://ci:***@mirror.example/simple\"  # file",
+            "pytorch_url = \"https://***@pytorch.example/whl\"  # flag --pytorch-url",
+            "index_ttl_secs = 60  # file",
+            "offline = false  # default",
+            "shutdown_grace_secs = 25  # default",
+            "cache_max_bytes = 53687091200  # default",
+            "[policy]  # file",
+            "prefer = [\"cu128\"]  # file",
+            "[auth]  # file",
+            "bearer = [\"***\"]  # file",
+            "public_metrics = false  # default",
+            "[[auth.basic]]  # file",
+            "user = \"alice\"  # file",
+            "password = \"***\"  # file",
+        ] {
+            assert!(text.contains(line), "missing `{line}` in\n{text}");
+        }
+        for secret in ["hunter2", "wonderland", "tok-abc", "tok@"] {
+            assert!(!text.contains(secret), "`{secret}` shown in\n{text}");
+        }
+        // Still TOML, and with nothing redacted it is the same configuration.
+        text.parse::<Table>().unwrap();
+    }
+
+    #[test]
+    fn without_secrets_the_output_is_the_effective_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = show(&[
+            "--cache-dir",
+            dir.path().to_str().unwrap(),
+            "--pypi-url",
+            "https://pypi.example/simple",
+            "--offline",
+        ]);
+        assert!(text.contains("offline = true  # flag --offline"), "{text}");
+        let parsed: ServeConfig = toml::from_str(&text).unwrap();
+        assert!(parsed.offline);
+        assert_eq!(parsed.pypi_url, "https://pypi.example/simple");
+        assert_eq!(parsed.cache_dir, dir.path());
+    }
+
+    #[test]
+    fn urls_keep_their_user_and_lose_their_password() {
+        assert_eq!(
+            redact_url("https://user:pass@host/simple/"),
+            "https://user:***@host/simple/"
+        );
+        assert_eq!(redact_url("https://host/a@b"), "https://host/a@b");
+        assert_eq!(redact_url("plain"), "plain");
+    }
+}
