@@ -24,7 +24,7 @@ pub enum StartError {
     #[error("cannot open the file cache")]
     FileCache(#[from] FileCacheError),
     #[error("cannot use the [object_store] section")]
-    ObjectStore(#[from] BucketError),
+    ObjectStore(#[from] Box<BucketError>),
     #[error(transparent)]
     Client(#[from] UpstreamError),
     #[error("cannot describe this machine")]
@@ -102,7 +102,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
 /// bucket that is missing or unreachable does not: the proxy starts degraded (serving from local
 /// disk and the upstream, the bucket's health saying why) and uses the bucket once it answers.
 async fn open_bucket(config: &crate::config::ObjectStoreConfig) -> Result<Bucket, StartError> {
-    let bucket = Bucket::connect(config)?;
+    let bucket = Bucket::connect(config).map_err(Box::new)?;
     match bucket.check().await {
         Ok(()) => {
             let health = bucket.health();

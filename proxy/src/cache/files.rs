@@ -112,7 +112,7 @@ pub enum FileCacheError {
     Bucket {
         url: String,
         #[source]
-        source: BucketError,
+        source: Box<BucketError>,
     },
     #[error("the download task for `{url}` ended without a result")]
     Abandoned { url: String },
@@ -364,9 +364,7 @@ impl FileCache {
         use futures_util::TryStreamExt;
         let bucket = self.inner.bucket.as_ref()?;
         let key = CacheKey::for_spec(spec).ok()?;
-        if bucket.find(&key).await.is_none() {
-            return None;
-        }
+        bucket.find(&key).await?;
         match bucket.get(&key, Some(start..end)).await {
             Ok((_, stream)) => Some(stream.map_err(io::Error::other)),
             Err(err) => {

@@ -41,7 +41,7 @@ pub struct ObjectStoreConfig {
     /// `<prefix>/files/<key>`, so one bucket can hold several caches.
     #[serde(default = "default_prefix")]
     pub prefix: String,
-    /// URL of an S3-compatible server (MinIO, Ceph, s3s-fs, ...); AWS S3 when absent (and
+    /// URL of an S3-compatible server (`MinIO`, Ceph, `s3s-fs`, ...); AWS S3 when absent (and
     /// [`ENV_ENDPOINT_URL`] is unset). Requests are path-style (`<endpoint>/<bucket>/<key>`).
     #[serde(default)]
     pub endpoint: Option<String>,
@@ -103,9 +103,10 @@ mod tests {
         .unwrap();
         assert_eq!(config.prefix, "p");
         assert!(config.allow_http);
-        let err = toml::from_str::<ObjectStoreConfig>("bucket = \"b\"\nsecret_access_key = \"s\"\n")
-            .unwrap_err()
-            .to_string();
+        let err =
+            toml::from_str::<ObjectStoreConfig>("bucket = \"b\"\nsecret_access_key = \"s\"\n")
+                .unwrap_err()
+                .to_string();
         assert!(err.contains("secret_access_key"), "{err}");
         assert!(toml::from_str::<ObjectStoreConfig>("prefix = \"p\"\n").is_err());
     }
@@ -119,6 +120,9 @@ mod tests {
             session_token: None,
         });
         let shown = format!("{config:?}{}", toml::to_string(&config).unwrap());
-        assert!(!shown.contains("AKIDEXAMPLE") && !shown.contains("wJalrXUtnFEMI"), "{shown}");
+        assert!(
+            !shown.contains("AKIDEXAMPLE") && !shown.contains("wJalrXUtnFEMI"),
+            "{shown}"
+        );
     }
 }

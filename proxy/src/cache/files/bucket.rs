@@ -56,7 +56,9 @@ pub enum BucketError {
     Config { bucket: String, message: String },
     #[error("the object store bucket `{bucket}` does not exist at `{endpoint}`")]
     NoSuchBucket { bucket: String, endpoint: String },
-    #[error("object store bucket `{bucket}` at `{endpoint}`: {operation} `{object}` failed: {message}")]
+    #[error(
+        "object store bucket `{bucket}` at `{endpoint}`: {operation} `{object}` failed: {message}"
+    )]
     Request {
         bucket: String,
         endpoint: String,
@@ -99,7 +101,7 @@ pub struct BucketHealth {
 #[derive(Debug)]
 pub struct Bucket {
     store: AmazonS3,
-    bucket: String,
+    name: String,
     prefix: String,
     endpoint: String,
     /// Credential strings removed from every error message before it is kept or logged.
@@ -123,6 +125,7 @@ impl Bucket {
     /// The client for `config`'s bucket, credentials from the environment (or the config's
     /// programmatic ones). No request is made: see [`Bucket::check`].
     pub fn connect(config: &ObjectStoreConfig) -> Result<Bucket, BucketError> {
+        validate(config)?;
         let mut builder = AmazonS3Builder::from_env()
             .with_bucket_name(&config.bucket)
             // `allow_http` is a client option: set with the others, or they would reset it.
@@ -166,7 +169,7 @@ impl Bucket {
         })?;
         Ok(Bucket {
             store,
-            bucket: config.bucket.clone(),
+            name: config.bucket.clone(),
             prefix: config.prefix.trim_matches('/').to_string(),
             endpoint,
             secrets,
@@ -194,10 +197,15 @@ impl Bucket {
         let result = match listing {
             Ok(Ok(_)) => Ok(()),
             // S3 answers 404 `NoSuchBucket` to a listing only when the bucket is missing.
-            Ok(Err(object_store::Error::NotFound { .. })) => Err(BucketError::NoSuchBucket {
-                bucket: self.bucket.clone(),
-                endpoint: self.endpoint.clone(),
-            }),
+            Ok(Err(err))
+                if matches!(err, object_store::Error::NotFound { .. })
+                    || err.to_string().contains("NoSuchBucket") =>
+            {
+                Err(BucketError::NoSuchBucket {
+                    bucket: self.name.clone(),
+                    endpoint: self.endpoint.clone(),
+                })
+            }
             Ok(Err(err)) => Err(self.request_error("list", &self.prefix, &err)),
             Err(_) => Err(self.request_error_text(
                 "list",
@@ -216,7 +224,7 @@ impl Bucket {
     pub fn health(&self) -> BucketHealth {
         let state = self.lock();
         BucketHealth {
-            bucket: self.bucket.clone(),
+            bucket: self.name.clone(),
             prefix: self.prefix.clone(),
             endpoint: self.endpoint.clone(),
             available: state.available,
@@ -230,7 +238,7 @@ impl Bucket {
 
     /// The bucket's name.
     pub fn name(&self) -> &str {
-        &self.bucket
+        &self.name
     }
 
     /// The object a key is stored as: `<prefix>/files/<key>`.
@@ -259,7 +267,7 @@ impl Bucket {
             }
             Err(err) => {
                 let err = self.request_error("look up", key.as_str(), &err);
-                warn!(bucket = %self.bucket, key = key.as_str(), error = %err, "object store lookup failed; going to the upstream");
+                warn!(bucket = %self.name, key = key.as_str(), error = %err, "object store lookup failed; going to the upstream");
                 self.record_failure(&err, true);
                 None
             }
@@ -320,11 +328,11 @@ impl Bucket {
     pub(super) async fn remove_corrupt(&self, key: &CacheKey) {
         match self.store.delete(&self.path(key)).await {
             Ok(()) => {
-                warn!(bucket = %self.bucket, key = key.as_str(), "removed an object from the object store whose bytes do not match its hash");
+                warn!(bucket = %self.name, key = key.as_str(), "removed an object from the object store whose bytes do not match its hash");
             }
             Err(err) => {
                 let err = self.request_error("delete", key.as_str(), &err);
-                warn!(bucket = %self.bucket, key = key.as_str(), error = %err, "an object in the object store does not match its hash and cannot be removed");
+                warn!(bucket = %self.name, key = key.as_str(), error = %err, "an object in the object store does not match its hash and cannot be removed");
             }
         }
     }
@@ -338,14 +346,14 @@ impl Bucket {
         match result {
             Ok(true) => {
                 self.uploads_completed.fetch_add(1, Ordering::Relaxed);
-                info!(bucket = %self.bucket, key = key.as_str(), size, "file uploaded to the object store");
+                info!(bucket = %self.name, key = key.as_str(), size, "file uploaded to the object store");
             }
             Ok(false) => {
-                debug!(bucket = %self.bucket, key = key.as_str(), "the object store already holds the file");
+                debug!(bucket = %self.name, key = key.as_str(), "the object store already holds the file");
             }
             Err(err) => {
                 self.uploads_failed.fetch_add(1, Ordering::Relaxed);
-                warn!(bucket = %self.bucket, key = key.as_str(), error = %err, "cannot upload a file to the object store; it stays cached on this replica only");
+                warn!(bucket = %self.name, key = key.as_str(), error = %err, "cannot upload a file to the object store; it stays cached on this replica only");
                 self.record_failure(&err, false);
             }
         }
@@ -366,7 +374,7 @@ impl Bucket {
             Err(err) => return Err(self.request_error("look up", key.as_str(), &err)),
         }
         let read_local = |source| BucketError::ReadLocal {
-            bucket: self.bucket.clone(),
+            bucket: self.name.clone(),
             key: key.as_str().to_string(),
             source,
         };
@@ -425,21 +433,19 @@ impl Bucket {
             let err = self.request_error("abort the upload of", key.as_str(), &err);
             // An upload that is neither completed nor aborted stays invisible; a lifecycle rule
             // (`AbortIncompleteMultipartUpload`) reclaims its parts.
-            warn!(bucket = %self.bucket, key = key.as_str(), error = %err, "cannot abort a multipart upload");
+            warn!(bucket = %self.name, key = key.as_str(), error = %err, "cannot abort a multipart upload");
         }
     }
 
     fn resting(&self) -> bool {
         let state = self.lock();
-        state
-            .failed_at
-            .is_some_and(|at| at.elapsed() < RETRY_AFTER)
+        state.failed_at.is_some_and(|at| at.elapsed() < RETRY_AFTER)
     }
 
     fn record_ok(&self) {
         let mut state = self.lock();
         if !state.available {
-            info!(bucket = %self.bucket, endpoint = %self.endpoint, "the object store answers again");
+            info!(bucket = %self.name, endpoint = %self.endpoint, "the object store answers again");
         }
         state.available = true;
         state.failed_at = None;
@@ -452,7 +458,7 @@ impl Bucket {
         state.last_error = Some(err.to_string());
         if reads {
             if state.available {
-                error!(bucket = %self.bucket, endpoint = %self.endpoint, error = %err, "the object store is unavailable; serving from local disk and the upstream until it answers again");
+                error!(bucket = %self.name, endpoint = %self.endpoint, error = %err, "the object store is unavailable; serving from local disk and the upstream until it answers again");
             }
             state.available = false;
             state.failed_at = Some(Instant::now());
@@ -472,14 +478,14 @@ impl Bucket {
         &self,
         operation: &'static str,
         object: &str,
-        message: String,
+        message: impl AsRef<str>,
     ) -> BucketError {
         BucketError::Request {
-            bucket: self.bucket.clone(),
+            bucket: self.name.clone(),
             endpoint: self.endpoint.clone(),
             operation,
             object: object.to_string(),
-            message: scrub(&message, &self.secrets),
+            message: scrub(message.as_ref(), &self.secrets),
         }
     }
 
@@ -488,6 +494,43 @@ impl Bucket {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// What the client would only find out at its first request: a missing bucket name, an
+/// endpoint that is not an `http(s)` URL, plain HTTP without `allow_http`.
+fn validate(config: &ObjectStoreConfig) -> Result<(), BucketError> {
+    let invalid = |message: String| BucketError::Config {
+        bucket: config.bucket.clone(),
+        message,
+    };
+    if config.bucket.trim().is_empty() {
+        return Err(invalid("`bucket` is empty".into()));
+    }
+    if let Some(endpoint) = &config.endpoint {
+        let url = reqwest::Url::parse(endpoint).map_err(|err| {
+            invalid(format!(
+                "`endpoint` `{}` is not a URL ({err})",
+                redact(endpoint)
+            ))
+        })?;
+        match url.scheme() {
+            "https" => {}
+            "http" if config.allow_http => {}
+            "http" => {
+                return Err(invalid(format!(
+                    "`endpoint` `{}` is plain HTTP; set `allow_http = true` to allow it",
+                    redact(endpoint)
+                )));
+            }
+            other => {
+                return Err(invalid(format!(
+                    "`endpoint` `{}` has scheme `{other}`; use http or https",
+                    redact(endpoint)
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Few, quick retries: the bucket is a shortcut, and the upstream is the fallback.
@@ -552,5 +595,20 @@ mod tests {
         let bucket = Bucket::connect(&config).unwrap();
         assert!(bucket.path(&key).as_ref().starts_with("files/sha256-"));
         assert!(bucket.health().available);
+    }
+
+    #[test]
+    fn configuration_mistakes_are_named() {
+        let mut config = ObjectStoreConfig::new("b");
+        config.endpoint = Some("http://127.0.0.1:9000".into());
+        let err = Bucket::connect(&config).unwrap_err().to_string();
+        assert!(err.contains("set `allow_http = true`"), "{err}");
+        config.endpoint = Some("not a url".into());
+        let err = Bucket::connect(&config).unwrap_err().to_string();
+        assert!(err.contains("`not a url` is not a URL"), "{err}");
+        config.endpoint = None;
+        config.bucket = " ".into();
+        let err = Bucket::connect(&config).unwrap_err().to_string();
+        assert!(err.contains("`bucket` is empty"), "{err}");
     }
 }

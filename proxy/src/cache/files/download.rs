@@ -46,7 +46,9 @@ pub(super) enum Origin {
     Upstream,
     /// The shared bucket holds the file; when it fails before the first byte, the upstream
     /// instead if `upstream_fallback` (not offline).
-    Bucket { upstream_fallback: bool },
+    Bucket {
+        upstream_fallback: bool,
+    },
 }
 
 /// A body chunk's failure, by where the body comes from.
@@ -154,7 +156,12 @@ impl Download {
                 Err(err) if upstream_fallback => {
                     warn!(url = %url(), bucket = bucket.name(), error = %err, "cannot read the file from the object store; downloading it from the upstream");
                 }
-                Err(source) => return Err(FileCacheError::Bucket { url: url(), source }),
+                Err(source) => {
+                    return Err(FileCacheError::Bucket {
+                        url: url(),
+                        source: Box::new(source),
+                    });
+                }
             }
         }
         let mut headers = HeaderMap::new();
@@ -223,7 +230,10 @@ impl Download {
                     });
                 }
                 Some(Err(BodyError::Bucket(source))) => {
-                    return Err(FileCacheError::Bucket { url: url(), source });
+                    return Err(FileCacheError::Bucket {
+                        url: url(),
+                        source: Box::new(source),
+                    });
                 }
                 None => break,
             }
