@@ -13,7 +13,10 @@
 //! - `caching`: one upstream download per file across installers;
 //! - `mirror`: `wheelgate mirror sync` into a store, then pip and uv from an offline server on it
 //!   with the upstreams gone; bad configs, dry runs and a full disk.
+//! - `auth`: pip and uv through a server that requires credentials, given in the index URL;
+//!   without them both fail.
 
+mod auth;
 mod caching;
 mod fixtures;
 mod install;
