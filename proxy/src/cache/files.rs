@@ -366,7 +366,13 @@ impl FileCache {
         let key = CacheKey::for_spec(spec).ok()?;
         bucket.find(&key).await?;
         match bucket.get(&key, Some(start..end)).await {
-            Ok((_, stream)) => Some(stream.map_err(io::Error::other)),
+            Ok((_, stream)) => {
+                debug!(
+                    key = key.as_str(),
+                    start, end, "range answered from the object store"
+                );
+                Some(stream.map_err(io::Error::other))
+            }
             Err(err) => {
                 debug!(error = %err, "object store range request failed");
                 None

@@ -470,6 +470,7 @@ async fn a_file_one_replica_cached_is_served_by_the_others_without_the_upstream(
     );
 
     let logs = logs.text();
+    assert!(logs.contains("range answered from the object store"));
     assert!(!logs.contains(SECRET_KEY) && !logs.contains(ACCESS_KEY));
 }
 
