@@ -154,17 +154,17 @@ pub async fn serve_until(
 ) -> Result<(), StartError> {
     let grace = Duration::from_secs(state.config.shutdown_grace_secs);
     let metrics = Arc::clone(&state.metrics);
-    let (began, begun) = tokio::sync::oneshot::channel::<()>();
+    let (signalled, on_signal) = tokio::sync::oneshot::channel::<()>();
     let server = axum::serve(
         listener,
         app(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
     )
     .with_graceful_shutdown(async move {
         shutdown.await;
-        let _ = began.send(());
+        let _ = signalled.send(());
     });
     let deadline = async move {
-        if begun.await.is_err() {
+        if on_signal.await.is_err() {
             // The server ended on its own; it will be the branch that completes.
             std::future::pending::<()>().await;
         }

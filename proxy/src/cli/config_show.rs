@@ -6,8 +6,8 @@
 //! Sources come from clap's own record of each argument (`ArgMatches::value_source`), so a value
 //! given both in the environment and as a flag shows the flag, as `serve` uses it.
 
+use std::fmt::Write as _;
 use std::io::{self, Write};
-use std::path::PathBuf;
 
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory};
@@ -166,7 +166,7 @@ fn render(args: &ServeArgs, matches: Option<&ArgMatches>) -> Result<String, Conf
     if let Some(path) = &args.config {
         let from = arg_source(matches, "config", "WHEELGATE_CONFIG")
             .map_or_else(String::new, |s| format!(" ({s})"));
-        out.push_str(&format!("# file: {}{from}\n", display_path(path)));
+        let _ = writeln!(out, "# file: {}{from}", display_path(path));
     }
     if config.machine.is_none() {
         out.push_str(
@@ -179,7 +179,7 @@ fn render(args: &ServeArgs, matches: Option<&ArgMatches>) -> Result<String, Conf
     Ok(out)
 }
 
-fn display_path(path: &PathBuf) -> String {
+fn display_path(path: &std::path::Path) -> String {
     path.display().to_string()
 }
 
@@ -194,30 +194,23 @@ fn emit(out: &mut String, path: &[&str], table: &Table, sources: &Sources<'_>) {
         }
         let mut here = path.to_vec();
         here.push(key);
-        out.push_str(&format!(
-            "{} = {value}  # {}\n",
+        let _ = writeln!(
+            out,
+            "{} = {value}  # {}",
             bare_or_quoted(key),
             sources.of(&here)
-        ));
+        );
     }
     for (key, value) in table {
         let mut here = path.to_vec();
         here.push(key);
         let dotted: Vec<String> = here.iter().map(|k| bare_or_quoted(k)).collect();
         if let Some(inner) = value.as_table() {
-            out.push_str(&format!(
-                "\n[{}]  # {}\n",
-                dotted.join("."),
-                sources.of(&here)
-            ));
+            let _ = write!(out, "\n[{}]  # {}\n", dotted.join("."), sources.of(&here));
             emit(out, &here, inner, sources);
         } else if is_tables(value) {
             for element in value.as_array().into_iter().flatten() {
-                out.push_str(&format!(
-                    "\n[[{}]]  # {}\n",
-                    dotted.join("."),
-                    sources.of(&here)
-                ));
+                let _ = write!(out, "\n[[{}]]  # {}\n", dotted.join("."), sources.of(&here));
                 if let Some(inner) = element.as_table() {
                     emit(out, &here, inner, sources);
                 }
@@ -305,17 +298,17 @@ mod tests {
     use crate::cli::{Cli, Command};
     use clap::Parser;
 
-    fn show(argv: &[&str]) -> String {
+    fn show(arguments: &[&str]) -> String {
         let mut full = vec!["wheelgate", "config", "show"];
-        full.extend_from_slice(argv);
-        let matches = Cli::command().try_get_matches_from(&full).unwrap();
+        full.extend_from_slice(arguments);
+        let parsed = Cli::command().try_get_matches_from(&full).unwrap();
         let Command::Config(ConfigArgs {
             command: ConfigCommand::Show(args),
         }) = Cli::try_parse_from(&full).unwrap().command
         else {
             panic!("not config show")
         };
-        let show = matches
+        let show = parsed
             .subcommand_matches("config")
             .and_then(|c| c.subcommand_matches("show"));
         render(&args.serve, show).unwrap()

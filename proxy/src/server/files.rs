@@ -246,10 +246,10 @@ async fn serve(
             request.filename
         ))
     })?;
+    state.metrics.file_lookup(state.files.contains(&spec));
     respond(
         &state.files,
         &state.client,
-    state.metrics.file_lookup(state.files.contains(&spec));
         &spec,
         state.config.offline,
         method,

@@ -10,8 +10,8 @@ pub mod observe;
 pub mod ops;
 pub mod rewrite;
 pub mod simple;
-pub mod status;
 pub mod state;
+pub mod status;
 pub mod useragent;
 
 pub use state::AppState;

@@ -3,7 +3,11 @@
 //! client authentication (`[auth]`), upstream credentials that reach the upstream and never a
 //! log line, an error or a page.
 
+// Counters are whole numbers, exact in an f64: comparing them exactly is right.
+#![allow(clippy::float_cmp)]
+
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -347,7 +351,7 @@ async fn shutdown_lets_a_download_in_flight_finish() {
     // 32 chunks × 50 ms: the download takes about 1.6 s.
     *fake.state.delay.lock().unwrap() = Some(Duration::from_millis(50));
     let mut proxy = start(format!("http://{}", fake.addr), |c| {
-        c.shutdown_grace_secs = 20
+        c.shutdown_grace_secs = 20;
     })
     .await;
     let url = proxy.url(&format!("/files/demo/{WHEEL}"));
@@ -602,7 +606,7 @@ async fn upstream_credentials_reach_the_upstream_and_nothing_else() {
     let mut chain = format!("{error} {error:?}");
     let mut source = std::error::Error::source(&error);
     while let Some(cause) = source {
-        chain.push_str(&format!(" {cause} {cause:?}"));
+        let _ = write!(chain, " {cause} {cause:?}");
         source = cause.source();
     }
     let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
