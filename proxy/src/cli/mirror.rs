@@ -2,6 +2,7 @@
 //! progress bars; `--dry-run` lists what would be fetched and its size.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -125,7 +126,7 @@ fn print_dry_run(dry: &mirror::DryRun) {
         mirror::sync::human_bytes(bytes)
     );
     if unknown > 0 {
-        total.push_str(&format!(" ({unknown} files of unknown size not counted)"));
+        let _ = write!(total, " ({unknown} files of unknown size not counted)");
     }
     println!("{total} (dry run: nothing written)");
 }

@@ -468,8 +468,9 @@ async fn oversized_headers_and_invalid_names_are_refused_and_the_server_goes_on(
             "{err}"
         ),
     }
+    // `/simple/%2e%2e/` cannot be sent from here: the client resolves it to `/` before sending;
+    // raw-socket traversal attempts are in files.rs.
     for path in [
-        "/simple/%2e%2e/",
         "/simple/a%2Fb/",
         "/simple/torch%00/",
         "/simple/-/",

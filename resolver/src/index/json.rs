@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{IndexParseError, check_api_version, check_link_count, check_size};
 use super::model::{
-    CoreMetadata, DEFAULT_API_VERSION, IndexFile, JSON_API_VERSION, Meta, ProjectLink, ProjectList, ProjectPage,
-    ProjectStatus, Yanked, normalize_project_name, parse_api_version, resolve_url,
+    CoreMetadata, DEFAULT_API_VERSION, IndexFile, JSON_API_VERSION, Meta, ProjectLink, ProjectList,
+    ProjectPage, ProjectStatus, Yanked, normalize_project_name, parse_api_version, resolve_url,
 };
 
 /// Reads a [PEP 691] JSON project page, with [PEP 700]'s `versions`, `size` and `upload-time`,
