@@ -7,12 +7,15 @@
 //! - [`server`]: the axum app: simple-index routes, files, operations;
 //! - [`metrics`]: request, cache and upstream counters (Prometheus);
 //! - [`serve`]: building the state and running the server;
-//! - [`mirror`]: `wheelgate mirror sync`, a store an offline server serves completely.
+//! - [`mirror`]: `wheelgate mirror sync`, a store an offline server serves completely;
+//! - [`error_chain`] and [`units`]: small text helpers shared by the above.
 
 pub mod cache;
 pub mod config;
+pub mod error_chain;
 pub mod metrics;
 pub mod mirror;
 pub mod serve;
 pub mod server;
+pub mod units;
 pub mod upstream;

@@ -35,14 +35,7 @@ pub struct Selection {
 
 /// The files `entry` takes from `page`, the project's aggregated page on its upstream.
 pub fn select_files(catalog: &Catalog, entry: &PackageEntry, page: &ProjectPage) -> Selection {
-    let refs: Vec<FileRef<'_>> = page
-        .files
-        .iter()
-        .map(|f| FileRef {
-            filename: &f.filename,
-            url: &f.url,
-        })
-        .collect();
+    let refs: Vec<FileRef<'_>> = page.files.iter().map(FileRef::from).collect();
     // Candidates by public version: (file index, wheel platform check passed).
     let mut candidates: BTreeMap<Version, BTreeSet<usize>> = BTreeMap::new();
     let mut backends = BTreeSet::new();

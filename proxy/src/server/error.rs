@@ -1,6 +1,7 @@
 //! Errors of request handlers and the one place they become HTTP status codes. Internals go to
 //! the log; the client gets a short text that names the problem.
 
+use crate::error_chain::source_chain;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use tracing::{error, warn};
@@ -51,14 +52,4 @@ impl IntoResponse for ApiError {
         )
             .into_response()
     }
-}
-
-fn source_chain(error: &dyn std::error::Error) -> String {
-    let mut parts = Vec::new();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        parts.push(cause.to_string());
-        source = cause.source();
-    }
-    parts.join(": ")
 }

@@ -7,6 +7,7 @@
 //! and hash come from the page, and the cache key from those, so no client input reaches the
 //! file system.
 
+use crate::error_chain::source_chain;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -152,16 +153,6 @@ fn client_message(filename: &str, error: &FileCacheError) -> String {
             format!("the file cache failed serving `{filename}`")
         }
     }
-}
-
-fn source_chain(error: &dyn std::error::Error) -> String {
-    let mut parts = Vec::new();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        parts.push(cause.to_string());
-        source = cause.source();
-    }
-    parts.join(": ")
 }
 
 /// A validated file request.

@@ -21,14 +21,7 @@ pub fn rewrite_page(
     select: bool,
 ) -> ProjectPage {
     let kept: Vec<usize> = if select {
-        let refs: Vec<FileRef<'_>> = upstream
-            .files
-            .iter()
-            .map(|f| FileRef {
-                filename: &f.filename,
-                url: &f.url,
-            })
-            .collect();
+        let refs: Vec<FileRef<'_>> = upstream.files.iter().map(FileRef::from).collect();
         let selection = select_page(catalog, machine, policy, project, &refs);
         let mut kept: Vec<usize> = selection
             .versions

@@ -6,6 +6,7 @@
 //! is HTML-escaped (machine names, upstream error messages and the `Host` header come from
 //! outside).
 
+use crate::units::human_bytes;
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
@@ -338,22 +339,6 @@ fn render_upstreams(out: &mut String, state: &AppState) {
         );
     }
     out.push_str("</table>\n");
-}
-
-#[allow(clippy::cast_precision_loss)] // sizes shown to one decimal
-fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
 }
 
 fn render_cache(out: &mut String, state: &AppState, index_pages: usize) {

@@ -21,6 +21,15 @@ pub struct FileRef<'a> {
     pub url: &'a str,
 }
 
+impl<'a> From<&'a crate::index::IndexFile> for FileRef<'a> {
+    fn from(file: &'a crate::index::IndexFile) -> Self {
+        FileRef {
+            filename: &file.filename,
+            url: &file.url,
+        }
+    }
+}
+
 /// Why a file is left off a per-machine page.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Dropped {

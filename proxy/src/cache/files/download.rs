@@ -2,6 +2,7 @@
 //! its `*.part` file, hashing as it goes, publishes how far it got, and commits or discards the
 //! result; a file that came from the upstream is then uploaded to the bucket.
 
+use crate::error_chain::source_chain;
 use std::fs::File;
 use std::io;
 use std::path::PathBuf;
@@ -328,16 +329,6 @@ impl Download {
 
 fn len_u64(len: usize) -> u64 {
     u64::try_from(len).expect("a buffer length fits in u64")
-}
-
-fn source_chain(error: &dyn std::error::Error) -> String {
-    let mut parts = Vec::new();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        parts.push(cause.to_string());
-        source = cause.source();
-    }
-    parts.join(": ")
 }
 
 // Positioned writes leave the file offset alone, so readers and the writer share one handle.
