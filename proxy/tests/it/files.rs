@@ -3,20 +3,13 @@
 //! verification, nothing corrupt kept, recovery after the upstream heals, client disconnects,
 //! eviction, and the HTTP semantics pip and uv rely on (`HEAD`, `Range`, `If-Range`, `ETag`, `304`).
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::body::Body;
-use axum::extract::State;
-use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
-use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wheelgate::cache::files::{CachedFile, FailureKind, FileCache, FileCacheError, FileSpec};
 use wheelgate::config::ServeConfig;
@@ -24,163 +17,7 @@ use wheelgate::serve::build_state;
 use wheelgate::server::app;
 use wheelgate::upstream::{ClientSettings, UpstreamClient};
 
-const CHUNK: usize = 64 * 1024;
-
-/// How the fake upstream answers file requests.
-#[derive(Debug, Clone, Copy, Default)]
-enum Behaviour {
-    #[default]
-    Serve,
-    /// Sleeps this long between chunks.
-    Slow(Duration),
-    /// Sends this many bytes, then nothing, keeping the connection open.
-    StallAfter(usize),
-    /// Announces the full length, sends this many bytes and breaks the connection a moment
-    /// later (so the headers and bytes reach the client before the cut).
-    TruncateAfter(usize),
-    /// The right length, one byte flipped.
-    WrongBytes,
-    Status(u16),
-}
-
-#[derive(Clone, Default)]
-struct FakeState {
-    files: Arc<Mutex<HashMap<String, Bytes>>>,
-    pages: Arc<Mutex<HashMap<String, String>>>,
-    behaviour: Arc<Mutex<Behaviour>>,
-    hits: Arc<Mutex<HashMap<String, usize>>>,
-}
-
-/// A fake upstream: file bytes by path, index pages by path; shut down on drop.
-struct Fake {
-    addr: SocketAddr,
-    state: FakeState,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Fake {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl Fake {
-    async fn start() -> Fake {
-        let state = FakeState::default();
-        let router = Router::new()
-            .fallback(fake_handler)
-            .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let task = tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-        Fake { addr, state, task }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    /// Serves `bytes` at `path`; returns a spec with their sha256.
-    fn add_file(&self, path: &str, bytes: &[u8]) -> FileSpec {
-        self.state
-            .files
-            .lock()
-            .unwrap()
-            .insert(path.to_string(), Bytes::copy_from_slice(bytes));
-        FileSpec {
-            url: self.url(path),
-            sha256: Some(sha256(bytes)),
-            size: None,
-        }
-    }
-
-    fn add_page(&self, path: &str, html: String) {
-        self.state
-            .pages
-            .lock()
-            .unwrap()
-            .insert(path.to_string(), html);
-    }
-
-    fn set(&self, behaviour: Behaviour) {
-        *self.state.behaviour.lock().unwrap() = behaviour;
-    }
-
-    fn hits(&self, path: &str) -> usize {
-        self.state
-            .hits
-            .lock()
-            .unwrap()
-            .get(path)
-            .copied()
-            .unwrap_or(0)
-    }
-}
-
-async fn fake_handler(State(state): State<FakeState>, uri: Uri, headers: HeaderMap) -> Response {
-    let path = uri.path().to_string();
-    *state.hits.lock().unwrap().entry(path.clone()).or_default() += 1;
-    if let Some(page) = state.pages.lock().unwrap().get(&path) {
-        return ([(header::CONTENT_TYPE, "text/html")], page.clone()).into_response();
-    }
-    let Some(bytes) = state.files.lock().unwrap().get(&path).cloned() else {
-        return StatusCode::NOT_FOUND.into_response();
-    };
-    let behaviour = *state.behaviour.lock().unwrap();
-    let len = bytes.len();
-    // `bytes=a-b` only, like a static file server (what the proxy sends).
-    if let Some((start, last)) = headers
-        .get(header::RANGE)
-        .and_then(|v| v.to_str().ok()?.strip_prefix("bytes=")?.split_once('-'))
-        .and_then(|(a, b)| Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?)))
-        && matches!(behaviour, Behaviour::Serve | Behaviour::Slow(_))
-    {
-        return Response::builder()
-            .status(StatusCode::PARTIAL_CONTENT)
-            .header(header::CONTENT_RANGE, format!("bytes {start}-{last}/{len}"))
-            .body(Body::from(bytes.slice(start..=last)))
-            .unwrap();
-    }
-    let (bytes, delay) = match behaviour {
-        Behaviour::Serve => (bytes, None),
-        Behaviour::Slow(delay) => (bytes, Some(delay)),
-        Behaviour::StallAfter(n) | Behaviour::TruncateAfter(n) => (bytes.slice(..n), None),
-        Behaviour::WrongBytes => {
-            let mut wrong = bytes.to_vec();
-            wrong[len / 2] ^= 0xff;
-            (Bytes::from(wrong), None)
-        }
-        Behaviour::Status(code) => return StatusCode::from_u16(code).unwrap().into_response(),
-    };
-    let chunks: Vec<Bytes> = (0..bytes.len())
-        .step_by(CHUNK)
-        .map(|at| bytes.slice(at..(at + CHUNK).min(bytes.len())))
-        .collect();
-    let body = futures_util::stream::iter(chunks).then(move |chunk| async move {
-        if let Some(delay) = delay {
-            tokio::time::sleep(delay).await;
-        }
-        Ok::<_, std::io::Error>(chunk)
-    });
-    let body = match behaviour {
-        Behaviour::StallAfter(_) => Body::from_stream(body.chain(futures_util::stream::pending())),
-        Behaviour::TruncateAfter(_) => {
-            Body::from_stream(body.chain(futures_util::stream::once(async {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                Err(std::io::Error::other("cut"))
-            })))
-        }
-        _ => Body::from_stream(body),
-    };
-    Response::builder()
-        .header(header::CONTENT_LENGTH, len)
-        .body(body)
-        .unwrap()
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
+use super::fake_upstream::{Behaviour, Fake, sha256};
 
 /// Deterministic bytes that are not all alike, so a misplaced chunk shows.
 fn content(len: usize, seed: u8) -> Vec<u8> {
@@ -969,14 +806,9 @@ async fn path_traversal_and_bad_names_are_refused() {
             "{path} leaked a file outside the cache"
         );
     }
-    let hits: usize = fake
-        .state
-        .hits
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(path, _)| path.starts_with("/packages/"))
-        .map(|(_, n)| n)
-        .sum();
-    assert_eq!(hits, 0, "no bad request reaches the upstream");
+    assert_eq!(
+        fake.hits_under("/packages/"),
+        0,
+        "no bad request reaches the upstream"
+    );
 }

@@ -6,7 +6,6 @@
 //! missing bucket and an upstream that lies change nothing for clients and leave nothing partial
 //! in the bucket.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -14,21 +13,19 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::{StatusCode, Uri, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{StatusCode, header};
 use bytes::Bytes;
 use futures_util::TryStreamExt;
 use object_store::ObjectStore;
 use object_store::ObjectStoreExt;
 use object_store::aws::AmazonS3Builder;
-use sha2::{Digest, Sha256};
 use wheelgate::cache::files::BucketHealth;
 use wheelgate::config::{ObjectStoreConfig, ServeConfig, StaticCredentials};
 use wheelgate::serve::build_state;
 use wheelgate::server::{AppState, app};
 use wheelgate::upstream::{ClientSettings, UpstreamClient};
+
+use super::fake_upstream::{Behaviour, Fake, sha256};
 
 const WHEEL: &str = "demo-1.0-py3-none-any.whl";
 const BUCKET: &str = "wheels";
@@ -148,93 +145,28 @@ impl Drop for S3Server {
     }
 }
 
-#[derive(Clone, Default)]
-struct FakeState {
-    files: Arc<Mutex<HashMap<String, Bytes>>>,
-    pages: Arc<Mutex<HashMap<String, String>>>,
-    /// Flips a byte of every file it serves.
-    lie: Arc<Mutex<bool>>,
-    hits: Arc<Mutex<HashMap<String, usize>>>,
-}
-
-/// A fake upstream with project `demo`: one wheel (with its sha256 on the page) and its
+/// The fake upstream with project `demo`: one wheel (with its sha256 on the page) and its
 /// `.metadata`; counts requests by path; shut down on drop.
-struct Fake {
-    addr: SocketAddr,
-    state: FakeState,
-    task: tokio::task::JoinHandle<()>,
+async fn demo_upstream(wheel: &[u8], metadata: &[u8]) -> Fake {
+    let fake = Fake::start().await;
+    fake.add_file(&format!("/packages/{WHEEL}"), wheel);
+    fake.add_file(&format!("/packages/{WHEEL}.metadata"), metadata);
+    fake.add_page(
+        "/simple/demo/",
+        format!(
+            "<!DOCTYPE html>\n<html><body><h1>Links for demo</h1>\n\
+             <a href=\"/packages/{WHEEL}#sha256={}\" data-core-metadata=\"sha256={}\">{WHEEL}</a><br/>\n\
+             </body></html>\n",
+            sha256(wheel),
+            sha256(metadata)
+        ),
+    );
+    fake
 }
 
-impl Drop for Fake {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl Fake {
-    async fn start(wheel: &[u8], metadata: &[u8]) -> Fake {
-        let state = FakeState::default();
-        state.files.lock().unwrap().extend([
-            (format!("/packages/{WHEEL}"), Bytes::copy_from_slice(wheel)),
-            (
-                format!("/packages/{WHEEL}.metadata"),
-                Bytes::copy_from_slice(metadata),
-            ),
-        ]);
-        state.pages.lock().unwrap().insert(
-            "/simple/demo/".into(),
-            format!(
-                "<!DOCTYPE html>\n<html><body><h1>Links for demo</h1>\n\
-                 <a href=\"/packages/{WHEEL}#sha256={}\" data-core-metadata=\"sha256={}\">{WHEEL}</a><br/>\n\
-                 </body></html>\n",
-                sha256(wheel),
-                sha256(metadata)
-            ),
-        );
-        let router = Router::new()
-            .fallback(fake_handler)
-            .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let task = tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-        Fake { addr, state, task }
-    }
-
-    fn hits(&self, path: &str) -> usize {
-        self.state
-            .hits
-            .lock()
-            .unwrap()
-            .get(path)
-            .copied()
-            .unwrap_or(0)
-    }
-
-    fn file_hits(&self) -> usize {
-        self.hits(&format!("/packages/{WHEEL}"))
-    }
-
-    fn lie(&self, lie: bool) {
-        *self.state.lie.lock().unwrap() = lie;
-    }
-}
-
-async fn fake_handler(State(state): State<FakeState>, uri: Uri) -> Response {
-    let path = uri.path().to_string();
-    *state.hits.lock().unwrap().entry(path.clone()).or_default() += 1;
-    if let Some(page) = state.pages.lock().unwrap().get(&path) {
-        return ([(header::CONTENT_TYPE, "text/html")], page.clone()).into_response();
-    }
-    let Some(bytes) = state.files.lock().unwrap().get(&path).cloned() else {
-        return StatusCode::NOT_FOUND.into_response();
-    };
-    if *state.lie.lock().unwrap() {
-        let mut wrong = bytes.to_vec();
-        let middle = wrong.len() / 2;
-        wrong[middle] ^= 0xff;
-        return wrong.into_response();
-    }
-    bytes.into_response()
+/// Upstream requests for the wheel itself.
+fn file_hits(fake: &Fake) -> usize {
+    fake.hits(&format!("/packages/{WHEEL}"))
 }
 
 /// One proxy replica on a free port; shut down on drop.
@@ -330,10 +262,6 @@ impl Replica {
     }
 }
 
-fn sha256(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
 /// Deterministic bytes that are not all alike, so a misplaced part shows.
 fn content(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
@@ -396,7 +324,7 @@ async fn a_file_one_replica_cached_is_served_by_the_others_without_the_upstream(
     let s3 = S3Server::start().await;
     let wheel = content(LARGE, 1);
     let metadata = b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n".to_vec();
-    let fake = Fake::start(&wheel, &metadata).await;
+    let fake = demo_upstream(&wheel, &metadata).await;
     let first = Replica::start(fake.addr, s3.config(SECRET_KEY)).await;
     assert!(first.health().available, "{:?}", first.health());
 
@@ -418,7 +346,7 @@ async fn a_file_one_replica_cached_is_served_by_the_others_without_the_upstream(
     ];
     expected.sort();
     assert_eq!(s3.objects().await, expected);
-    assert_eq!(fake.file_hits(), 1);
+    assert_eq!(file_hits(&fake), 1);
 
     // A second replica with an empty local cache: the bytes come from the bucket.
     let second = Replica::start(fake.addr, s3.config(SECRET_KEY)).await;
@@ -431,7 +359,7 @@ async fn a_file_one_replica_cached_is_served_by_the_others_without_the_upstream(
     let (_, _, body) = second.get(&format!("{WHEEL}.metadata"), None).await;
     assert_eq!(body.unwrap(), metadata);
     assert_eq!(
-        fake.file_hits(),
+        file_hits(&fake),
         1,
         "the second replica asked the upstream for the file"
     );
@@ -464,7 +392,7 @@ async fn a_file_one_replica_cached_is_served_by_the_others_without_the_upstream(
     assert_eq!(status, StatusCode::OK);
     assert!(body.unwrap() == wheel);
     assert_eq!(
-        fake.file_hits(),
+        file_hits(&fake),
         1,
         "no replica but the first asked the upstream"
     );
@@ -480,7 +408,7 @@ async fn a_bucket_that_refuses_writes_changes_nothing_for_clients() {
     let _guard = logs.capture();
     let s3 = S3Server::start().await;
     let wheel = content(LARGE, 2);
-    let fake = Fake::start(&wheel, b"m").await;
+    let fake = demo_upstream(&wheel, b"m").await;
     // The server refuses every request signed with a wrong secret: reads and writes.
     let replica = Replica::start(fake.addr, s3.config("not-the-secret")).await;
     assert!(!replica.health().available);
@@ -500,7 +428,7 @@ async fn a_bucket_that_refuses_writes_changes_nothing_for_clients() {
         assert_eq!(status, StatusCode::OK);
         assert!(body.unwrap() == wheel);
     }
-    assert_eq!(fake.file_hits(), 1);
+    assert_eq!(file_hits(&fake), 1);
 
     let logs = logs.text();
     assert!(
@@ -520,7 +448,7 @@ async fn replicas_keep_serving_when_the_s3_server_goes_away() {
     let s3 = S3Server::start().await;
     let mut s3 = s3;
     let wheel = content(300 * 1024, 3);
-    let fake = Fake::start(&wheel, b"m").await;
+    let fake = demo_upstream(&wheel, b"m").await;
     let first = Replica::start(fake.addr, s3.config(SECRET_KEY)).await;
     let second = Replica::start(fake.addr, s3.config(SECRET_KEY)).await;
     let (_, _, body) = first.get(WHEEL, None).await;
@@ -537,7 +465,7 @@ async fn replicas_keep_serving_when_the_s3_server_goes_away() {
     let (status, _, body) = second.get(WHEEL, None).await;
     assert_eq!(status, StatusCode::OK);
     assert!(body.unwrap() == wheel);
-    assert_eq!(fake.file_hits(), 2);
+    assert_eq!(file_hits(&fake), 2);
     let health = second.uploads_settled(1).await;
     assert!(!health.available, "{health:?}");
     assert_eq!(health.uploads_failed, 1);
@@ -550,17 +478,17 @@ async fn replicas_keep_serving_when_the_s3_server_goes_away() {
     let (status, _, body) = second.get(WHEEL, None).await;
     assert_eq!(status, StatusCode::OK);
     assert!(body.unwrap() == wheel);
-    assert_eq!(fake.file_hits(), 2);
+    assert_eq!(file_hits(&fake), 2);
 }
 
 #[tokio::test]
 async fn nothing_reaches_the_bucket_from_a_download_that_does_not_verify() {
     let s3 = S3Server::start().await;
     let wheel = content(LARGE, 4);
-    let fake = Fake::start(&wheel, b"m").await;
+    let fake = demo_upstream(&wheel, b"m").await;
     let replica = Replica::start(fake.addr, s3.config(SECRET_KEY)).await;
 
-    fake.lie(true);
+    fake.set(Behaviour::WrongBytes);
     let (_, _, body) = replica.get(WHEEL, None).await;
     assert!(body.is_err(), "a corrupt download must end in an error");
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -568,7 +496,7 @@ async fn nothing_reaches_the_bucket_from_a_download_that_does_not_verify() {
     assert_eq!(health.uploads_completed + health.uploads_failed, 0);
     assert!(s3.objects().await.is_empty());
 
-    fake.lie(false);
+    fake.set(Behaviour::Serve);
     let (status, _, body) = replica.get(WHEEL, None).await;
     assert_eq!(status, StatusCode::OK);
     assert!(body.unwrap() == wheel);
@@ -593,7 +521,7 @@ async fn nothing_reaches_the_bucket_from_a_download_that_does_not_verify() {
 async fn a_corrupt_object_in_the_bucket_is_never_served_and_is_removed() {
     let s3 = S3Server::start().await;
     let wheel = content(200 * 1024, 5);
-    let fake = Fake::start(&wheel, b"m").await;
+    let fake = demo_upstream(&wheel, b"m").await;
     let mut corrupt = wheel.clone();
     corrupt[1000] ^= 1;
     let name = object_store::path::Path::from(object_name(&wheel));
@@ -624,7 +552,7 @@ async fn a_corrupt_object_in_the_bucket_is_never_served_and_is_removed() {
 async fn a_missing_bucket_starts_degraded_and_serves_from_the_upstream() {
     let s3 = S3Server::start().await;
     let wheel = content(100 * 1024, 6);
-    let fake = Fake::start(&wheel, b"m").await;
+    let fake = demo_upstream(&wheel, b"m").await;
     let mut config = s3.config(SECRET_KEY);
     config.bucket = "no-such-bucket".into();
     let replica = Replica::start(fake.addr, config).await;
