@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::intel::library::IntelLibrary;
 use crate::nvidia::library::NvidiaLibrary;
 use crate::overrides::{self, Env, OverrideError};
 use crate::sysroot::Sysroot;
@@ -23,6 +24,9 @@ pub struct ProbeContext {
     /// GPU libraries the NVIDIA probe asks, in order (NVML, then libcuda). Empty unless the
     /// sysroot is the host, since a library describes the host, not a captured tree.
     pub nvidia_libraries: Vec<Box<dyn NvidiaLibrary>>,
+    /// The Level Zero loader the Intel probe asks for device IP versions, on the same terms;
+    /// asked only when sysfs shows an Intel GPU, so machines without one never load it.
+    pub intel_libraries: Vec<Box<dyn IntelLibrary>>,
     /// Whether probes may run commands (`nvidia-smi`).
     pub commands: bool,
     /// Time limit of each command.
@@ -41,6 +45,14 @@ impl fmt::Debug for ProbeContext {
                     .map(|l| l.name())
                     .collect::<Vec<_>>(),
             )
+            .field(
+                "intel_libraries",
+                &self
+                    .intel_libraries
+                    .iter()
+                    .map(|l| l.name())
+                    .collect::<Vec<_>>(),
+            )
             .field("commands", &self.commands)
             .field("command_timeout", &self.command_timeout)
             .finish_non_exhaustive()
@@ -52,12 +64,17 @@ impl ProbeContext {
     /// only when `root` is `/` and [`overrides::PROBE_LIBRARIES`] is not `0`.
     pub fn new(root: impl Into<PathBuf>, env: Env) -> Result<Self, OverrideError> {
         let sysroot = Sysroot::new(root);
-        let nvidia_libraries: Vec<Box<dyn NvidiaLibrary>> =
-            if sysroot.is_host() && !env.is_off(overrides::PROBE_LIBRARIES) {
-                crate::ffi::system_nvidia_libraries()
-            } else {
-                Vec::new()
-            };
+        let libraries = sysroot.is_host() && !env.is_off(overrides::PROBE_LIBRARIES);
+        let nvidia_libraries: Vec<Box<dyn NvidiaLibrary>> = if libraries {
+            crate::ffi::system_nvidia_libraries()
+        } else {
+            Vec::new()
+        };
+        let intel_libraries: Vec<Box<dyn IntelLibrary>> = if libraries {
+            crate::ffi::system_intel_libraries()
+        } else {
+            Vec::new()
+        };
         let command_timeout = overrides::command_timeout_ms(&env)?
             .map_or(DEFAULT_COMMAND_TIMEOUT, Duration::from_millis);
         Ok(ProbeContext {
@@ -65,6 +82,7 @@ impl ProbeContext {
             sysroot,
             env,
             nvidia_libraries,
+            intel_libraries,
             command_timeout,
         })
     }

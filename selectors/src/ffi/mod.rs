@@ -1,10 +1,10 @@
-//! The only code of the workspace that calls C: NVML and libcuda loaded at run time with
-//! `dlopen` (no link-time dependency, so one binary runs on machines with and without NVIDIA's
-//! driver), and glibc's `gnu_get_libc_version`.
+//! The only code of the workspace that calls C: NVML, libcuda and the Level Zero loader loaded
+//! at run time with `dlopen` (no link-time dependency, so one binary runs on machines with and
+//! without the vendors' drivers), and glibc's `gnu_get_libc_version`.
 //!
 //! `unsafe` is allowed here and nowhere else because calling a C function through a pointer
 //! obtained from `dlsym` cannot be checked by the compiler: each call relies on the function's
-//! prototype in NVIDIA's headers (`nvml.h`, `cuda.h`), restated next to each symbol type.
+//! prototype in the vendors' headers (`nvml.h`, `cuda.h`, `ze_api.h`), restated next to each symbol type.
 #![allow(unsafe_code)]
 
 /// Loads a symbol as the function-pointer type `$ty`, which must restate the symbol's C
@@ -19,6 +19,7 @@ macro_rules! load_symbol {
 
 pub mod cuda;
 pub mod glibc;
+pub mod level_zero;
 pub mod nvml;
 
 use std::ffi::{CStr, c_char};
@@ -34,6 +35,11 @@ pub fn system_nvidia_libraries() -> Vec<Box<dyn NvidiaLibrary>> {
         Box::new(nvml::Nvml::system()),
         Box::new(cuda::Cuda::system()),
     ]
+}
+
+/// The Level Zero loader of the running machine, for the Intel probe.
+pub fn system_intel_libraries() -> Vec<Box<dyn crate::intel::library::IntelLibrary>> {
+    vec![Box::new(level_zero::LevelZero::system())]
 }
 
 /// Opens the first library of `candidates` that loads. A missing library is normal (debug log).

@@ -2,8 +2,11 @@
 //! Data Center Max, Core Ultra iGPUs) and ordinary iGPUs, which are no reason to pick `xpu`.
 
 pub mod devices;
+pub mod library;
 
 use wheelgate_resolver::machine::{Intel, IntelGpu};
+
+use wheelgate_resolver::Catalog;
 
 use crate::context::ProbeContext;
 use crate::overrides::{self, OverrideError};
@@ -55,15 +58,30 @@ pub fn probe(
         Ok(entries) => Ok(entries.iter().any(|e| e.starts_with("renderD"))),
         Err(error) => Err(error.to_string()),
     };
+    // Level Zero's zeInit takes tens of milliseconds: ask it only when the table cannot settle
+    // a device alone (unknown to it, or an XPU target whose IP the runtime should confirm),
+    // so an ordinary laptop iGPU stays on the fast path.
+    let needs_runtime = devices
+        .iter()
+        .any(|d| devices::lookup(d.device).is_none_or(|e| e.device_ip.is_some()));
+    let level_zero = if needs_runtime {
+        ask_level_zero(ctx)
+    } else {
+        None
+    };
     for (index, device) in devices.into_iter().enumerate() {
         let mut trail = Trail::new(format!("intel.gpu{index}"));
         let key = format!("8086:{:04x}", device.device);
-        let source = Source::Table {
+        let table_source = Source::Table {
             table: TABLE,
             key: key.clone(),
             from: format!("/sys/bus/pci/devices/{}/device", device.address),
         };
         let entry = devices::lookup(device.device);
+        if entry.is_none() {
+            trail.failed(table_source.clone(), format!("`{key}` is not in the table"));
+        }
+        let mut source = table_source;
         let mut gpu = IntelGpu {
             name: entry.map(|e| e.name.to_string()),
             pci_device: Some(device.device),
@@ -71,6 +89,11 @@ pub fn probe(
             xpu_capable: entry.is_some_and(|e| e.device_ip.is_some()),
             integrated: entry.map_or(device.address == IGPU_ADDRESS, |e| e.integrated),
         };
+        if let Some(name) =
+            apply_level_zero(level_zero.as_ref(), device.device, &mut gpu, &mut trail)
+        {
+            source = Source::Library(name);
+        }
         if gpu.xpu_capable {
             match &render_node {
                 Ok(true) => {}
@@ -98,11 +121,56 @@ pub fn probe(
             (Some(ip), true) => format!("{name} (XPU, device IP {ip})"),
             _ => format!("{name} (not an XPU target)"),
         };
-        if entry.is_none() {
-            trail.failed(source.clone(), format!("`{key}` is not in the table"));
-        }
         facts.push(trail.found(shown, source));
         gpus.push(gpu);
     }
     Ok(Some(Intel { gpus }))
+}
+
+/// Level Zero's device IP is the runtime's own word: it wins over the table's, and it makes a
+/// device the table does not know an XPU target when PyTorch lists its IP. Returns the
+/// library's name when it described the device.
+fn apply_level_zero(
+    level_zero: Option<&LevelZeroAnswer>,
+    pci_device: u16,
+    gpu: &mut IntelGpu,
+    trail: &mut Trail,
+) -> Option<&'static str> {
+    let (name, answer) = level_zero?;
+    let reported = match answer {
+        Ok(reported) => reported,
+        Err(error) => {
+            trail.failed(Source::Library(name), error);
+            return None;
+        }
+    };
+    let Some(ze) = reported.iter().find(|z| z.pci_device == pci_device) else {
+        trail.failed(Source::Library(name), "does not list this device");
+        return None;
+    };
+    let listed = Catalog::embedded().xpu_device_ips().contains(&ze.device_ip);
+    gpu.xpu_capable = gpu.xpu_capable || listed;
+    gpu.device_ip = Some(ze.device_ip.clone());
+    gpu.integrated = ze.integrated;
+    if gpu.name.is_none() {
+        gpu.name.clone_from(&ze.name);
+    }
+    Some(name)
+}
+
+/// A library's name and what it answered.
+type LevelZeroAnswer = (
+    &'static str,
+    Result<Vec<library::ZeDevice>, library::LibraryError>,
+);
+
+/// The first Intel library's answer, with its name; `None` when none may be loaded.
+fn ask_level_zero(
+    ctx: &ProbeContext,
+) -> Option<(
+    &'static str,
+    Result<Vec<library::ZeDevice>, library::LibraryError>,
+)> {
+    let library = ctx.intel_libraries.first()?;
+    Some((library.name(), library.query()))
 }

@@ -3,6 +3,7 @@
 //! `tests/machines/` or a temporary directory, with an explicit environment.
 
 mod bad_input;
+mod level_zero;
 mod machines;
 mod overrides;
 mod support;
