@@ -15,7 +15,7 @@ use pep440_rs::{Version, VersionSpecifiers};
 use wheelgate_resolver::filename::{DistFilename, WheelParts};
 use wheelgate_resolver::index::ProjectPage;
 use wheelgate_resolver::platform_tags::platform_matches;
-use wheelgate_resolver::select::FileRef;
+use wheelgate_resolver::select::{FileRef, PageSelection};
 use wheelgate_resolver::{Backend, Catalog, Machine, Policy, select_page};
 
 use super::config::{PackageEntry, PythonVersion};
@@ -49,36 +49,26 @@ pub fn select_files(catalog: &Catalog, entry: &PackageEntry, page: &ProjectPage)
                         prefer: Vec::new(),
                     };
                     let selection = select_page(catalog, &machine, &policy, &entry.project, &refs);
-                    for version in selection.versions {
-                        if !entry.wants(&version.version) {
-                            continue;
-                        }
-                        if let Some(chosen) = version.decision.and_then(|d| d.chosen) {
-                            backends.insert(chosen);
-                        }
-                        let kept = version
-                            .kept
-                            .into_iter()
-                            .filter(|&i| fits(&machine, &refs, i));
-                        candidates.entry(version.version).or_default().extend(kept);
-                    }
+                    take(
+                        entry,
+                        &machine,
+                        &refs,
+                        selection,
+                        &mut candidates,
+                        &mut backends,
+                    );
                 }
             }
             for machine in &entry.machines {
                 let selection = select_page(catalog, machine, &entry.policy, &entry.project, &refs);
-                for version in selection.versions {
-                    if !entry.wants(&version.version) {
-                        continue;
-                    }
-                    if let Some(chosen) = version.decision.and_then(|d| d.chosen) {
-                        backends.insert(chosen);
-                    }
-                    let kept = version
-                        .kept
-                        .into_iter()
-                        .filter(|&i| fits(machine, &refs, i));
-                    candidates.entry(version.version).or_default().extend(kept);
-                }
+                take(
+                    entry,
+                    machine,
+                    &refs,
+                    selection,
+                    &mut candidates,
+                    &mut backends,
+                );
             }
         }
         Upstream::General => {
@@ -139,6 +129,27 @@ fn is_wheel(filename: &str) -> bool {
 }
 
 /// Whether file `index` runs on `machine`'s platform; sdists always do.
+/// Adds what one selection keeps for the entry's versions, for files that run on `machine`.
+fn take(
+    entry: &PackageEntry,
+    machine: &Machine,
+    refs: &[FileRef<'_>],
+    selection: PageSelection,
+    candidates: &mut BTreeMap<Version, BTreeSet<usize>>,
+    backends: &mut BTreeSet<Backend>,
+) {
+    for version in selection.versions {
+        if !entry.wants(&version.version) {
+            continue;
+        }
+        if let Some(chosen) = version.decision.and_then(|d| d.chosen) {
+            backends.insert(chosen);
+        }
+        let kept = version.kept.into_iter().filter(|&i| fits(machine, refs, i));
+        candidates.entry(version.version).or_default().extend(kept);
+    }
+}
+
 fn fits(machine: &Machine, refs: &[FileRef<'_>], index: usize) -> bool {
     let filename = refs[index].filename;
     if !is_wheel(filename) {

@@ -229,14 +229,7 @@ fn render_machine(out: &mut String, machine: &Machine, state: &AppState) {
     }
     rows.push(("Token", token::encode(machine)));
     out.push_str("<h2 id=\"machine\">The machine <code>/simple/</code> resolves for</h2><table>");
-    for (name, value) in rows {
-        let _ = write!(
-            out,
-            "<tr><th>{}</th><td>{}</td></tr>",
-            escape(name),
-            escape(&value)
-        );
-    }
+    render_rows(out, &rows);
     out.push_str("</table>\n");
 }
 
@@ -373,14 +366,7 @@ fn render_cache(out: &mut String, state: &AppState, index_pages: usize) {
         ),
     ];
     out.push_str("<h2 id=\"cache\">Cache</h2><table>");
-    for (name, value) in rows {
-        let _ = write!(
-            out,
-            "<tr><th>{}</th><td>{}</td></tr>",
-            escape(name),
-            escape(&value)
-        );
-    }
+    render_rows(out, &rows);
     out.push_str(
         "</table>\n<p class=\"muted\">Operations: <code>/healthz</code>, <code>/readyz</code>, \
          <code>/metrics</code> (Prometheus).</p>\n",
@@ -393,6 +379,18 @@ fn percent(part: u64, whole: u64) -> f64 {
         0.0
     } else {
         part as f64 * 100.0 / whole as f64
+    }
+}
+
+/// Table rows of a name and a value, both escaped.
+fn render_rows(out: &mut String, rows: &[(&str, String)]) {
+    for (name, value) in rows {
+        let _ = write!(
+            out,
+            "<tr><th>{}</th><td>{}</td></tr>",
+            escape(name),
+            escape(value)
+        );
     }
 }
 

@@ -32,19 +32,15 @@ pub struct Cuda {
 impl Cuda {
     /// The places NVIDIA's packages put libcuda, Jetson's `tegra` directory included.
     pub fn system() -> Self {
-        let candidates: &[&str] = if cfg!(windows) {
-            &["nvcuda.dll"]
-        } else if cfg!(target_os = "linux") {
+        Self::with_candidates(super::platform_candidates(
+            &["nvcuda.dll"],
             &[
                 "libcuda.so.1",
                 "/usr/lib/wsl/lib/libcuda.so.1",
                 "/usr/local/nvidia/lib64/libcuda.so.1",
                 "/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1",
-            ]
-        } else {
-            &[]
-        };
-        Self::with_candidates(candidates.iter().map(|c| (*c).to_string()).collect())
+            ],
+        ))
     }
 
     /// libcuda at exactly these paths.

@@ -72,14 +72,10 @@ pub struct LevelZero {
 impl LevelZero {
     /// Where Intel's packages put the loader.
     pub fn system() -> Self {
-        let candidates: &[&str] = if cfg!(windows) {
-            &["ze_loader.dll"]
-        } else if cfg!(target_os = "linux") {
-            &["libze_loader.so.1"]
-        } else {
-            &[]
-        };
-        Self::with_candidates(candidates.iter().map(|c| (*c).to_string()).collect())
+        Self::with_candidates(super::platform_candidates(
+            &["ze_loader.dll"],
+            &["libze_loader.so.1"],
+        ))
     }
 
     /// The loader at exactly these paths (tests point it at libraries that are not it).

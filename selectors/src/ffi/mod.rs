@@ -42,6 +42,18 @@ pub fn system_intel_libraries() -> Vec<Box<dyn crate::intel::library::IntelLibra
     vec![Box::new(level_zero::LevelZero::system())]
 }
 
+/// The library names to try on the platform this program was built for.
+fn platform_candidates(windows: &[&str], linux: &[&str]) -> Vec<String> {
+    let names = if cfg!(windows) {
+        windows
+    } else if cfg!(target_os = "linux") {
+        linux
+    } else {
+        &[]
+    };
+    names.iter().map(|name| (*name).to_string()).collect()
+}
+
 /// Opens the first library of `candidates` that loads. A missing library is normal (debug log).
 fn open_first(candidates: &[String]) -> Result<(Library, String), LibraryError> {
     let mut reasons = Vec::new();

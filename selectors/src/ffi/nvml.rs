@@ -31,21 +31,17 @@ impl Nvml {
     /// The places NVIDIA's packages put NVML: the loader's search path, WSL's driver directory,
     /// and the directory the Kubernetes device plugin mounts.
     pub fn system() -> Self {
-        let candidates: &[&str] = if cfg!(windows) {
+        Self::with_candidates(super::platform_candidates(
             &[
                 "nvml.dll",
                 "C:\\Program Files\\NVIDIA Corporation\\NVSMI\\nvml.dll",
-            ]
-        } else if cfg!(target_os = "linux") {
+            ],
             &[
                 "libnvidia-ml.so.1",
                 "/usr/lib/wsl/lib/libnvidia-ml.so.1",
                 "/usr/local/nvidia/lib64/libnvidia-ml.so.1",
-            ]
-        } else {
-            &[]
-        };
-        Self::with_candidates(candidates.iter().map(|c| (*c).to_string()).collect())
+            ],
+        ))
     }
 
     /// NVML at exactly these paths (tests point it at libraries that are not NVML).
