@@ -13,6 +13,9 @@ pub use object_store::{ObjectStoreConfig, StaticCredentials};
 pub mod auth;
 pub use auth::AuthConfig;
 
+pub mod limits;
+pub use limits::LimitsConfig;
+
 /// Default listen address: loopback only, so a proxy started on a laptop is not an open index
 /// for the network; a shared server sets `--listen 0.0.0.0:3141`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:3141";
@@ -58,6 +61,8 @@ pub struct ServeConfig {
     pub shutdown_grace_secs: u64,
     /// `[auth]`: client authentication; off unless credentials are configured.
     pub auth: AuthConfig,
+    /// `[limits]`: timeouts, size limits, the connection cap and the upstream breakers.
+    pub limits: LimitsConfig,
 }
 
 impl Default for ServeConfig {
@@ -75,6 +80,7 @@ impl Default for ServeConfig {
             object_store: None,
             shutdown_grace_secs: DEFAULT_SHUTDOWN_GRACE_SECS,
             auth: AuthConfig::default(),
+            limits: LimitsConfig::default(),
         }
     }
 }

@@ -15,6 +15,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
+use crate::upstream::BreakerView;
+
 /// Upper bounds (seconds) of the upstream latency histogram's buckets.
 pub const LATENCY_BUCKETS: [f64; 12] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
@@ -99,6 +101,41 @@ pub enum IndexOutcome {
     Stale,
 }
 
+/// Why a fetched index page was not allowed to replace the cached copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageRejection {
+    /// It lists no file where the cached copy lists some.
+    Empty,
+    /// It does not parse.
+    Unparseable,
+    /// It lists fewer files, none of them the cached copy's.
+    Unrelated,
+    /// Its body is shorter than its `Content-Length`.
+    Truncated,
+    /// It is over `max_page_bytes`.
+    TooLarge,
+}
+
+impl PageRejection {
+    pub const ALL: [PageRejection; 5] = [
+        PageRejection::Empty,
+        PageRejection::Unparseable,
+        PageRejection::Unrelated,
+        PageRejection::Truncated,
+        PageRejection::TooLarge,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PageRejection::Empty => "empty",
+            PageRejection::Unparseable => "unparseable",
+            PageRejection::Unrelated => "unrelated",
+            PageRejection::Truncated => "truncated",
+            PageRejection::TooLarge => "too_large",
+        }
+    }
+}
+
 /// How an upstream request attempt ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UpstreamOutcome {
@@ -138,6 +175,11 @@ pub struct Metrics {
     file_hits: AtomicU64,
     file_misses: AtomicU64,
     index: [AtomicU64; 4],
+    pages_rejected: [AtomicU64; 5],
+    files_uncached: AtomicU64,
+    connections_open: AtomicI64,
+    connections_at_limit: AtomicU64,
+    connections_timed_out: AtomicU64,
     upstreams: Mutex<BTreeMap<String, UpstreamSeries>>,
 }
 
@@ -194,6 +236,36 @@ impl Metrics {
         self.index[outcome as usize].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts a fetched page refused in favour of the cached copy (or of nothing).
+    pub fn page_rejected(&self, reason: PageRejection) {
+        self.pages_rejected[reason as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A client connection opened (`+1`) or closed (`-1`).
+    pub fn connection(&self, delta: i64) {
+        self.connections_open.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// Client connections open now.
+    pub fn connections_open(&self) -> i64 {
+        self.connections_open.load(Ordering::Relaxed)
+    }
+
+    /// Counts a moment the server stopped accepting because `max_connections` were open.
+    pub fn connection_limit_reached(&self) {
+        self.connections_at_limit.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a client connection closed for being idle or slow to send its headers.
+    pub fn connection_timed_out(&self) {
+        self.connections_timed_out.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a file streamed to a client without being kept (no room, or no way to verify it).
+    pub fn file_uncached(&self) {
+        self.files_uncached.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Records one upstream request attempt to `url` that took `elapsed` to answer.
     pub fn upstream_attempt(&self, url: &str, elapsed: Duration, outcome: UpstreamOutcome) {
         let mut upstreams = lock(&self.upstreams);
@@ -240,8 +312,9 @@ impl Metrics {
         )
     }
 
-    /// The exposition text. `cache` gives the file cache's current files, bytes and limit.
-    pub fn render(&self, cache: CacheGauges) -> String {
+    /// The exposition text. `cache` gives the file cache's current files, bytes and limit,
+    /// `breakers` the upstreams' circuit breakers.
+    pub fn render(&self, cache: CacheGauges, breakers: &[BreakerView]) -> String {
         let mut out = String::with_capacity(4096);
         header(
             &mut out,
@@ -335,11 +408,86 @@ impl Metrics {
             header(&mut out, name, "gauge", help);
             let _ = writeln!(out, "{name} {value}");
         }
-        self.render_upstreams(&mut out);
+        self.render_resilience(&mut out);
+        self.render_upstreams(&mut out, breakers);
         out
     }
 
-    fn render_upstreams(&self, out: &mut String) {
+    fn render_resilience(&self, out: &mut String) {
+        header(
+            out,
+            "wheelgate_index_pages_rejected_total",
+            "counter",
+            "Upstream pages refused in favour of the cached copy, by reason.",
+        );
+        for reason in PageRejection::ALL {
+            let _ = writeln!(
+                out,
+                "wheelgate_index_pages_rejected_total{{reason=\"{}\"}} {}",
+                reason.as_str(),
+                self.pages_rejected[reason as usize].load(Ordering::Relaxed)
+            );
+        }
+        for (name, kind, help, value) in [
+            (
+                "wheelgate_file_cache_uncached_total",
+                "counter",
+                "Files streamed to a client without being kept (no room in the cache, or neither hash nor length to verify them).",
+                self.files_uncached.load(Ordering::Relaxed),
+            ),
+            (
+                "wheelgate_connections_open",
+                "gauge",
+                "Client connections open.",
+                u64::try_from(self.connections_open()).unwrap_or(0),
+            ),
+            (
+                "wheelgate_connections_limit_reached_total",
+                "counter",
+                "Times the server stopped accepting because max_connections were open.",
+                self.connections_at_limit.load(Ordering::Relaxed),
+            ),
+            (
+                "wheelgate_connections_timed_out_total",
+                "counter",
+                "Client connections closed for being idle or slow to send their headers.",
+                self.connections_timed_out.load(Ordering::Relaxed),
+            ),
+        ] {
+            header(out, name, kind, help);
+            let _ = writeln!(out, "{name} {value}");
+        }
+    }
+
+    fn render_upstreams(&self, out: &mut String, breakers: &[BreakerView]) {
+        header(
+            out,
+            "wheelgate_upstream_breaker_open",
+            "gauge",
+            "1 while an upstream's circuit breaker is open (requests to it fail at once; cached pages are served).",
+        );
+        for breaker in breakers {
+            let _ = writeln!(
+                out,
+                "wheelgate_upstream_breaker_open{{upstream=\"{}\"}} {}",
+                escape_label(&breaker.upstream),
+                u8::from(breaker.open)
+            );
+        }
+        header(
+            out,
+            "wheelgate_upstream_short_circuited_total",
+            "counter",
+            "Upstream requests failed at once because the upstream's breaker was open.",
+        );
+        for breaker in breakers {
+            let _ = writeln!(
+                out,
+                "wheelgate_upstream_short_circuited_total{{upstream=\"{}\"}} {}",
+                escape_label(&breaker.upstream),
+                breaker.refused_total
+            );
+        }
         let upstreams = lock(&self.upstreams);
         header(
             out,
@@ -439,7 +587,7 @@ mod tests {
             Duration::from_millis(30),
             UpstreamOutcome::ServerError,
         );
-        let text = metrics.render(CacheGauges::default());
+        let text = metrics.render(CacheGauges::default(), &[]);
         assert!(text.contains("wheelgate_http_requests_total{route=\"simple\",status=\"200\"} 2"));
         assert!(text.contains(
             "wheelgate_upstream_request_duration_seconds_bucket{upstream=\"up.example\",le=\"0.05\"} 1"

@@ -8,6 +8,7 @@ use wheelgate_resolver::{Catalog, Machine, Policy};
 
 use crate::cache::files::{Bucket, BucketError, FileCache, FileCacheError};
 use crate::cache::index::IndexCache;
+use crate::cache::lock::{CacheDirLock, LockError};
 use crate::config::ServeConfig;
 use crate::server::{AppState, app};
 use crate::upstream::{ClientSettings, UpstreamClient, UpstreamError};
@@ -21,6 +22,8 @@ pub enum StartError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Locked(#[from] LockError),
     #[error("cannot open the file cache")]
     FileCache(#[from] FileCacheError),
     #[error("cannot use the [object_store] section")]
@@ -65,6 +68,8 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
             path: config.cache_dir.clone(),
             source,
         })?;
+    // Before anything in the directory is touched: leftovers are cleaned only under the lock.
+    let lock = CacheDirLock::acquire(&config.cache_dir, &config.listen.to_string())?;
     let (machine, policy) = default_machine(&config)?;
     let mut config = config;
     config.policy = policy;
@@ -76,7 +81,8 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     .map_err(|source| StartError::CacheDir {
         path: config.cache_dir.clone(),
         source,
-    })?;
+    })?
+    .stale_while_revalidate();
     let bucket = match &config.object_store {
         Some(object_store) => Some(Arc::new(open_bucket(object_store).await?)),
         None => None,
@@ -84,8 +90,8 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     let files =
         FileCache::open_with_bucket(config.cache_dir.clone(), config.cache_max_bytes, bucket)?;
     let metrics = Arc::new(crate::metrics::Metrics::default());
-    let client =
-        UpstreamClient::new(&ClientSettings::default())?.with_metrics(Arc::clone(&metrics));
+    let client = UpstreamClient::new(&ClientSettings::from_limits(&config.limits))?
+        .with_metrics(Arc::clone(&metrics));
     Ok(AppState {
         config: Arc::new(config),
         client,
@@ -95,6 +101,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         default_machine: Arc::new(machine),
         rendered: Arc::default(),
         metrics,
+        cache_lock: Arc::new(lock),
     })
 }
 
@@ -146,7 +153,7 @@ pub async fn run_until(
 
 /// Serves on `listener` until `shutdown` completes; then stops accepting, lets the responses in
 /// flight (a wheel streaming to pip) finish for up to `shutdown_grace_secs`, and returns,
-/// closing whatever is still open.
+/// closing whatever is still open. Connections are bounded by `[limits]` (`server/listener.rs`).
 pub async fn serve_until(
     listener: tokio::net::TcpListener,
     state: AppState,
@@ -154,37 +161,24 @@ pub async fn serve_until(
 ) -> Result<(), StartError> {
     let grace = Duration::from_secs(state.config.shutdown_grace_secs);
     let metrics = Arc::clone(&state.metrics);
-    let (signalled, on_signal) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(
+    let limits = state.config.limits.clone();
+    let finished = crate::server::listener::serve(
         listener,
-        app(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        app(state),
+        &limits,
+        Arc::clone(&metrics),
+        grace,
+        shutdown,
     )
-    .with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = signalled.send(());
-    });
-    let deadline = async move {
-        if on_signal.await.is_err() {
-            // The server ended on its own; it will be the branch that completes.
-            std::future::pending::<()>().await;
-        }
-        info!(
+    .await;
+    if !finished {
+        tracing::warn!(
+            files = metrics.in_flight_now(crate::metrics::Route::Files),
             grace_secs = grace.as_secs(),
-            "shutting down: waiting for responses in flight"
+            "shutdown grace elapsed; closing the responses still in flight"
         );
-        tokio::time::sleep(grace).await;
-    };
-    tokio::select! {
-        result = server => result.map_err(StartError::Serve),
-        () = deadline => {
-            tracing::warn!(
-                files = metrics.in_flight_now(crate::metrics::Route::Files),
-                grace_secs = grace.as_secs(),
-                "shutdown grace elapsed; closing the responses still in flight"
-            );
-            Ok(())
-        }
     }
+    Ok(())
 }
 
 async fn shutdown_signal() {

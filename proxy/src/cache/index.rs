@@ -1,27 +1,54 @@
 //! The index-page cache: upstream pages are fresh for a TTL, then revalidated with their
-//! `ETag`/`Last-Modified`; when the upstream fails a stale copy is served; offline, only what is
-//! cached. Pages are kept in memory and written to disk (atomically) so that an offline or
-//! restarted server still has them.
+//! `ETag`/`Last-Modified`; offline, only what is cached. Pages are kept in memory (bounded, least
+//! recently used out first) and written to disk (atomically) so that an offline or restarted
+//! server still has them.
+//!
+//! Availability comes first, because every request (a page, or a cached file, whose upstream
+//! URL and hash come from the page) needs a page:
+//!
+//! - **Stale while revalidate** (the server's mode): an expired page is answered from the cache
+//!   at once and refreshed in the background. Only a page never seen waits for the upstream.
+//! - **One refresh per URL**, in its own task, shared by every request that needs it; its entry
+//!   is removed when it ends, so nothing grows with the number of names asked for.
+//! - **A bad answer never replaces a good copy** ([`admit`]): a page that does not parse, that
+//!   lists no file where the cached one listed some, that is cut short or too large, is refused
+//!   (logged, counted in `wheelgate_index_pages_rejected_total`) and the cached copy served,
+//!   with the next try a little later. Files a new copy no longer lists stay known for a while
+//!   ([`CachedPage::retired`]), so a download a client already started can finish.
 
-use std::collections::HashMap;
+mod admit;
+mod memory;
+
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use tokio::sync::{Mutex, RwLock};
-use tracing::{debug, warn};
+use tokio::sync::watch;
+use tracing::{debug, info, warn};
 use wheelgate_resolver::index::{
-    IndexParseError, ProjectPage, parse_project_html, parse_project_json,
+    IndexFile, IndexParseError, ProjectPage, parse_project_html, parse_project_json,
 };
 
-use crate::metrics::IndexOutcome;
+use crate::metrics::{IndexOutcome, PageRejection};
 use crate::upstream::{PageResponse, UpstreamClient, UpstreamError, Validators, redact};
+
+use self::admit::{Verdict, admit};
+use self::memory::PageMemory;
 
 /// What an index request asks upstreams for: JSON where the upstream speaks it, else HTML.
 pub const UPSTREAM_ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
+
+/// Parsed pages kept in memory at most (estimated bytes); older ones are read back from disk
+/// when asked for again.
+const MEMORY_BUDGET: usize = 96 * 1024 * 1024;
+/// After a refresh that failed or was refused, the cached copy is served without asking the
+/// upstream again for this long.
+const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(10);
+/// How long a file a newer copy of its page dropped stays downloadable.
+const RETIRED_FOR: Duration = Duration::from_hours(1);
 
 /// One cached upstream page, parsed.
 #[derive(Debug)]
@@ -33,6 +60,34 @@ pub struct CachedPage {
     pub generation: u64,
     fetched_at: SystemTime,
     validators: Validators,
+    /// Files an earlier copy of the page listed and this one does not, with when they were
+    /// dropped: still downloadable for [`RETIRED_FOR`] (never shown on a page).
+    retired: Vec<(IndexFile, SystemTime)>,
+    /// Milliseconds since the epoch before which no refresh is tried (after a failed one).
+    retry_at_ms: AtomicU64,
+    /// Estimated memory, for the in-memory budget.
+    weight: usize,
+}
+
+impl CachedPage {
+    /// The file named `filename`: listed on the page, or dropped by a recent refresh.
+    pub fn find(&self, filename: &str) -> Option<&IndexFile> {
+        self.page
+            .files
+            .iter()
+            .find(|f| f.filename == filename)
+            .or_else(|| {
+                self.retired
+                    .iter()
+                    .find(|(f, at)| f.filename == filename && younger_than(*at, RETIRED_FOR))
+                    .map(|(f, _)| f)
+            })
+    }
+
+    /// When the page was last fetched or revalidated.
+    pub fn fetched_at(&self) -> SystemTime {
+        self.fetched_at
+    }
 }
 
 /// A page request that failed with nothing cached to fall back on.
@@ -50,6 +105,19 @@ pub enum IndexError {
         #[source]
         source: IndexParseError,
     },
+    /// A refresh shared by several requests failed.
+    #[error(transparent)]
+    Shared(Arc<IndexError>),
+}
+
+impl IndexError {
+    /// The error itself, seen through a shared refresh.
+    pub fn root(&self) -> &IndexError {
+        match self {
+            IndexError::Shared(inner) => inner.root(),
+            other => other,
+        }
+    }
 }
 
 /// The on-disk form of a cached page.
@@ -63,19 +131,29 @@ struct StoredPage {
     fetched_at_secs: u64,
 }
 
-/// Cached upstream index pages.
+type RefreshResult = Result<Option<Arc<CachedPage>>, Arc<IndexError>>;
+
+/// Cached upstream index pages; cheap to share (`Arc` inside).
 pub struct IndexCache {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     dir: PathBuf,
     ttl: Duration,
     offline: bool,
-    pages: RwLock<HashMap<String, Arc<CachedPage>>>,
-    /// One refresh per URL at a time, so a burst of clients makes one upstream request.
-    refreshing: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// Answer expired pages at once and refresh them in the background.
+    stale_while_revalidate: bool,
+    pages: Mutex<PageMemory>,
+    /// The refresh in flight per URL; an entry lives only while its refresh runs.
+    refreshing: Mutex<std::collections::HashMap<String, watch::Receiver<Option<RefreshResult>>>>,
     generations: AtomicU64,
 }
 
 impl IndexCache {
-    /// A cache keeping its pages under `root/index/`.
+    /// A cache keeping its pages under `root/index/`. An expired page is refreshed before it
+    /// is answered (what `mirror sync` needs); the server turns on
+    /// [`IndexCache::stale_while_revalidate`]. Removes temporary files an interrupted write left.
     pub fn new(
         root: &std::path::Path,
         ttl: Duration,
@@ -83,50 +161,162 @@ impl IndexCache {
     ) -> std::io::Result<IndexCache> {
         let dir = root.join("index");
         std::fs::create_dir_all(&dir)?;
+        remove_temporary_files(&dir);
         Ok(IndexCache {
-            dir,
-            ttl,
-            offline,
-            pages: RwLock::new(HashMap::new()),
-            refreshing: Mutex::new(HashMap::new()),
-            generations: AtomicU64::new(1),
+            inner: Arc::new(Inner {
+                dir,
+                ttl,
+                offline,
+                stale_while_revalidate: false,
+                pages: Mutex::new(PageMemory::new(MEMORY_BUDGET)),
+                refreshing: Mutex::default(),
+                generations: AtomicU64::new(1),
+            }),
         })
     }
 
-    /// The page at `url`, from cache while fresh, else from the upstream. `Ok(None)` when the
-    /// upstream has no such project (or, offline, nothing is cached).
+    /// This cache, answering expired pages from the cache at once while one background
+    /// refresh per URL fetches the new copy.
+    #[must_use]
+    pub fn stale_while_revalidate(self) -> IndexCache {
+        let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|_| {
+            unreachable!("called right after new(), before the cache is shared")
+        });
+        IndexCache {
+            inner: Arc::new(Inner {
+                stale_while_revalidate: true,
+                ..inner
+            }),
+        }
+    }
+
+    /// The page at `url`: from cache while fresh; when expired, the cached copy at once with a
+    /// background refresh (or, without stale-while-revalidate, after the refresh); a page never
+    /// seen from the upstream. `Ok(None)` when the upstream has no such project (or, offline,
+    /// nothing is cached).
     pub async fn get(
         &self,
         client: &UpstreamClient,
         url: &str,
     ) -> Result<Option<Arc<CachedPage>>, IndexError> {
-        if let Some(page) = self.cached(url).await
-            && (self.offline || self.is_fresh(&page))
-        {
-            client.metrics().index_lookup(IndexOutcome::Hit);
-            return Ok(Some(page));
-        }
-        if self.offline {
+        let inner = &self.inner;
+        let cached = inner.cached(url).await;
+        if let Some(page) = &cached {
+            if inner.offline || inner.is_fresh(page) {
+                client.metrics().index_lookup(IndexOutcome::Hit);
+                return Ok(Some(Arc::clone(page)));
+            }
+            if inner.stale_while_revalidate || !retry_due(page) {
+                if retry_due(page) {
+                    drop(Inner::refresh(inner, client, url));
+                }
+                client.metrics().index_lookup(IndexOutcome::Stale);
+                return Ok(Some(Arc::clone(page)));
+            }
+        } else if inner.offline {
             return Ok(None);
         }
-        let lock = {
-            let mut refreshing = self.refreshing.lock().await;
-            refreshing.entry(url.to_string()).or_default().clone()
-        };
-        let _guard = lock.lock().await;
-        // Another request may have refreshed it while this one waited.
-        let cached = self.cached(url).await;
-        if let Some(page) = &cached
-            && self.is_fresh(page)
-        {
-            client.metrics().index_lookup(IndexOutcome::Hit);
-            return Ok(Some(page.clone()));
+        Self::wait(Inner::refresh(inner, client, url)).await
+    }
+
+    /// The page at `url` as the upstream has it now: joins (or starts) a refresh and waits for
+    /// it, falling back to the cached copy when the upstream fails. For a file the cached copy
+    /// does not list, which a newer page may.
+    pub async fn get_refreshed(
+        &self,
+        client: &UpstreamClient,
+        url: &str,
+    ) -> Result<Option<Arc<CachedPage>>, IndexError> {
+        if self.inner.offline {
+            return self.get(client, url).await;
         }
-        let validators = cached.as_ref().map(|p| p.validators.clone());
-        match client
-            .get_page(url, UPSTREAM_ACCEPT, validators.as_ref())
-            .await
+        if let Some(page) = self.inner.cached(url).await
+            && !retry_due(&page)
         {
+            // A refresh just failed: not again so soon.
+            return Ok(Some(page));
+        }
+        Self::wait(Inner::refresh(&self.inner, client, url)).await
+    }
+
+    async fn wait(
+        mut receiver: watch::Receiver<Option<RefreshResult>>,
+    ) -> Result<Option<Arc<CachedPage>>, IndexError> {
+        let waited = receiver
+            .wait_for(Option::is_some)
+            .await
+            .map(|result| result.clone());
+        // The refresh task ended without a word (a panic): its last value, if any.
+        let result = waited.unwrap_or_else(|_| receiver.borrow().clone());
+        match result {
+            Some(Ok(page)) => Ok(page),
+            Some(Err(err)) => Err(IndexError::Shared(err)),
+            None => Ok(None),
+        }
+    }
+
+    /// The cached copy of `url`, fresh or not, without contacting an upstream.
+    pub async fn peek(&self, url: &str) -> Option<Arc<CachedPage>> {
+        self.inner.cached(url).await
+    }
+
+    /// How many refreshes are running (for tests and the status page).
+    pub fn refreshes_in_flight(&self) -> usize {
+        lock(&self.inner.refreshing).len()
+    }
+
+    /// How many parsed pages are held in memory.
+    pub fn pages_in_memory(&self) -> usize {
+        lock(&self.inner.pages).len()
+    }
+}
+
+impl Inner {
+    fn is_fresh(&self, page: &CachedPage) -> bool {
+        younger_than(page.fetched_at, self.ttl)
+    }
+
+    /// Joins the refresh of `url` in flight, or starts one in its own task (so a client that
+    /// goes away never cancels it).
+    fn refresh(
+        this: &Arc<Inner>,
+        client: &UpstreamClient,
+        url: &str,
+    ) -> watch::Receiver<Option<RefreshResult>> {
+        let mut refreshing = lock(&this.refreshing);
+        if let Some(receiver) = refreshing.get(url) {
+            return receiver.clone();
+        }
+        let (sender, receiver) = watch::channel(None);
+        refreshing.insert(url.to_string(), receiver.clone());
+        drop(refreshing);
+        let inner = Arc::clone(this);
+        let client = client.clone();
+        let url = url.to_string();
+        tokio::spawn(async move {
+            // Removes the entry however the task ends, so the map holds only live refreshes.
+            let _entry = RefreshEntry {
+                inner: &inner,
+                url: &url,
+            };
+            let result = inner.fetch(&client, &url).await.map_err(Arc::new);
+            sender.send_replace(Some(result));
+        });
+        receiver
+    }
+
+    /// One refresh: asks the upstream, admits the answer or keeps the cached copy.
+    async fn fetch(
+        &self,
+        client: &UpstreamClient,
+        url: &str,
+    ) -> Result<Option<Arc<CachedPage>>, IndexError> {
+        let cached = self.cached(url).await;
+        let validators = cached.as_ref().map(|p| p.validators.clone());
+        let response = client
+            .get_page(url, UPSTREAM_ACCEPT, validators.as_ref())
+            .await;
+        match response {
             Ok(PageResponse::Fresh {
                 body,
                 content_type,
@@ -140,9 +330,32 @@ impl IndexCache {
                     last_modified: validators.last_modified,
                     fetched_at_secs: now_secs(),
                 };
-                client.metrics().index_lookup(IndexOutcome::Miss);
-                let page = self.install(stored, true).await?;
-                Ok(Some(page))
+                let parsed = parse(&stored);
+                let verdict = admit(parsed, cached.as_deref());
+                match verdict {
+                    Verdict::Accept(page) => {
+                        client.metrics().index_lookup(IndexOutcome::Miss);
+                        let retired = retired_files(cached.as_deref(), &page);
+                        let page = self.build(stored_parts(&stored), page, retired);
+                        if let Err(err) = self.write(&stored).await {
+                            warn!(url = %redact(url), error = %err, "could not write the index page to the cache directory");
+                        }
+                        self.remember(url, &page);
+                        Ok(Some(page))
+                    }
+                    Verdict::Refuse { reason, detail } => {
+                        let old = cached.expect("only a cached copy can be defended");
+                        client.metrics().page_rejected(reason);
+                        client.metrics().index_lookup(IndexOutcome::Stale);
+                        warn!(url = %redact(url), reason = reason.as_str(), detail = %detail, files = old.page.files.len(), "refused the upstream's new copy of the page; serving the cached one");
+                        defer_retry(&old);
+                        Ok(Some(old))
+                    }
+                    Verdict::Unparseable(source) => Err(IndexError::Parse {
+                        url: redact(url),
+                        source,
+                    }),
+                }
             }
             Ok(PageResponse::NotModified) => {
                 let Some(old) = cached else { return Ok(None) };
@@ -154,35 +367,45 @@ impl IndexCache {
                     generation: old.generation,
                     fetched_at: SystemTime::now(),
                     validators: old.validators.clone(),
+                    retired: old.retired.clone(),
+                    retry_at_ms: AtomicU64::new(0),
+                    weight: old.weight,
                 });
-                self.pages
-                    .write()
-                    .await
-                    .insert(url.to_string(), page.clone());
+                self.remember(url, &page);
                 Ok(Some(page))
             }
-            Ok(PageResponse::NotFound) => Ok(None),
-            Err(source) => match cached {
-                Some(stale) => {
-                    warn!(url = %redact(url), error = %source, "upstream failed; serving the stale cached page");
-                    client.metrics().index_lookup(IndexOutcome::Stale);
-                    Ok(Some(stale))
+            Ok(PageResponse::NotFound) => {
+                if cached.is_some() {
+                    info!(url = %redact(url), "the upstream no longer has this project; dropping the cached page");
+                    self.forget(url).await;
                 }
-                None => Err(IndexError::Upstream {
-                    url: redact(url),
-                    source,
-                }),
-            },
+                Ok(None)
+            }
+            Err(source) => {
+                if let UpstreamError::PageTooLarge { .. } = source {
+                    client.metrics().page_rejected(PageRejection::TooLarge);
+                } else if let UpstreamError::Truncated { .. } = source {
+                    client.metrics().page_rejected(PageRejection::Truncated);
+                }
+                match cached {
+                    Some(stale) => {
+                        warn!(url = %redact(url), error = %source, "upstream failed; serving the stale cached page");
+                        client.metrics().index_lookup(IndexOutcome::Stale);
+                        defer_retry(&stale);
+                        Ok(Some(stale))
+                    }
+                    None => Err(IndexError::Upstream {
+                        url: redact(url),
+                        source,
+                    }),
+                }
+            }
         }
     }
 
-    fn is_fresh(&self, page: &CachedPage) -> bool {
-        page.fetched_at.elapsed().is_ok_and(|age| age < self.ttl)
-    }
-
     async fn cached(&self, url: &str) -> Option<Arc<CachedPage>> {
-        if let Some(page) = self.pages.read().await.get(url) {
-            return Some(page.clone());
+        if let Some(page) = lock(&self.pages).get(url) {
+            return Some(page);
         }
         // Not in memory: a copy written by an earlier run (or a mirror sync) may be on disk.
         let text = tokio::fs::read_to_string(self.path_for(url)).await.ok()?;
@@ -190,38 +413,44 @@ impl IndexCache {
         if stored.url != url {
             return None;
         }
-        self.install(stored, false).await.ok()
+        let Ok(parsed) = parse(&stored) else {
+            warn!(url = %redact(url), "ignoring a cached page that does not parse");
+            return None;
+        };
+        let page = self.build(stored_parts(&stored), parsed, Vec::new());
+        self.remember(url, &page);
+        Some(page)
     }
 
-    async fn install(
+    fn build(
         &self,
-        stored: StoredPage,
-        write: bool,
-    ) -> Result<Arc<CachedPage>, IndexError> {
-        let parsed = if stored.content_type.contains("json") {
-            parse_project_json(&stored.body)
-        } else {
-            parse_project_html(&stored.body)
-        }
-        .map_err(|source| IndexError::Parse {
-            url: redact(&stored.url),
-            source,
-        })?;
-        let page = Arc::new(CachedPage {
-            url: stored.url.clone(),
-            page: parsed,
+        parts: StoredParts,
+        page: ProjectPage,
+        retired: Vec<(IndexFile, SystemTime)>,
+    ) -> Arc<CachedPage> {
+        Arc::new(CachedPage {
+            url: parts.url,
+            weight: parts.body_len * 2 + page.files.len() * 256,
+            page,
             generation: self.generations.fetch_add(1, Ordering::Relaxed),
-            fetched_at: UNIX_EPOCH + Duration::from_secs(stored.fetched_at_secs),
-            validators: Validators {
-                etag: stored.etag.clone(),
-                last_modified: stored.last_modified.clone(),
-            },
-        });
-        if write && let Err(err) = self.write(&stored).await {
-            warn!(url = %redact(&stored.url), error = %err, "could not write the index page to the cache directory");
+            fetched_at: UNIX_EPOCH + Duration::from_secs(parts.fetched_at_secs),
+            validators: parts.validators,
+            retired,
+            retry_at_ms: AtomicU64::new(0),
+        })
+    }
+
+    fn remember(&self, url: &str, page: &Arc<CachedPage>) {
+        lock(&self.pages).insert(url.to_string(), Arc::clone(page), page.weight);
+    }
+
+    async fn forget(&self, url: &str) {
+        lock(&self.pages).remove(url);
+        if let Err(err) = tokio::fs::remove_file(self.path_for(url)).await
+            && err.kind() != std::io::ErrorKind::NotFound
+        {
+            warn!(url = %redact(url), error = %err, "cannot remove a cached page");
         }
-        self.pages.write().await.insert(stored.url, page.clone());
-        Ok(page)
     }
 
     /// Writes a page atomically: a temporary file in the same directory, then a rename.
@@ -241,8 +470,130 @@ impl IndexCache {
     }
 }
 
+/// Removes the refresh's entry when its task ends, however it ends.
+struct RefreshEntry<'a> {
+    inner: &'a Inner,
+    url: &'a str,
+}
+
+impl Drop for RefreshEntry<'_> {
+    fn drop(&mut self) {
+        lock(&self.inner.refreshing).remove(self.url);
+    }
+}
+
+/// What a stored page contributes besides its parsed body.
+struct StoredParts {
+    url: String,
+    body_len: usize,
+    fetched_at_secs: u64,
+    validators: Validators,
+}
+
+fn stored_parts(stored: &StoredPage) -> StoredParts {
+    StoredParts {
+        url: stored.url.clone(),
+        body_len: stored.body.len(),
+        fetched_at_secs: stored.fetched_at_secs,
+        validators: Validators {
+            etag: stored.etag.clone(),
+            last_modified: stored.last_modified.clone(),
+        },
+    }
+}
+
+fn parse(stored: &StoredPage) -> Result<ProjectPage, IndexParseError> {
+    if stored.content_type.contains("json") {
+        parse_project_json(&stored.body)
+    } else {
+        parse_project_html(&stored.body)
+    }
+}
+
+/// The files `old` listed (or still kept as retired) that `new` does not.
+fn retired_files(old: Option<&CachedPage>, new: &ProjectPage) -> Vec<(IndexFile, SystemTime)> {
+    let Some(old) = old else { return Vec::new() };
+    let listed: std::collections::HashSet<&str> =
+        new.files.iter().map(|f| f.filename.as_str()).collect();
+    let now = SystemTime::now();
+    let mut retired: Vec<(IndexFile, SystemTime)> = old
+        .retired
+        .iter()
+        .filter(|(f, at)| !listed.contains(f.filename.as_str()) && younger_than(*at, RETIRED_FOR))
+        .cloned()
+        .collect();
+    retired.extend(
+        old.page
+            .files
+            .iter()
+            .filter(|f| !listed.contains(f.filename.as_str()))
+            .map(|f| (f.clone(), now)),
+    );
+    if !retired.is_empty() {
+        info!(url = %redact(&old.url), dropped = retired.len(), "the upstream page no longer lists some files; they stay downloadable for an hour");
+    }
+    retired
+}
+
+fn retry_due(page: &CachedPage) -> bool {
+    now_ms() >= page.retry_at_ms.load(Ordering::Relaxed)
+}
+
+fn defer_retry(page: &CachedPage) {
+    let later =
+        now_ms().saturating_add(u64::try_from(RETRY_AFTER_FAILURE.as_millis()).unwrap_or(0));
+    page.retry_at_ms.store(later, Ordering::Relaxed);
+}
+
+fn younger_than(at: SystemTime, age: Duration) -> bool {
+    at.elapsed().is_ok_and(|elapsed| elapsed < age)
+}
+
+/// Temporary files of page writes a crash interrupted (`<hash>.tmp<pid>`). Only those older than
+/// a minute: a write takes milliseconds, and another process (a `mirror sync` into a directory a
+/// server reads) may be writing one right now.
+fn remove_temporary_files(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let is_temp = path
+            .extension()
+            .and_then(|ext| ext.to_str())
+            .is_some_and(|ext| ext.starts_with("tmp"));
+        let old = entry
+            .metadata()
+            .and_then(|meta| meta.modified())
+            .is_ok_and(|modified| !younger_than(modified, Duration::from_mins(1)));
+        if is_temp && old {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {
+                    info!(path = %path.display(), "removed a temporary index file left by an earlier run");
+                }
+                Err(err) => {
+                    warn!(path = %path.display(), error = %err, "cannot remove a temporary index file");
+                }
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Plain maps stay usable after a panic elsewhere.
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

@@ -7,6 +7,40 @@ use axum::response::{IntoResponse, Response};
 use tracing::{error, warn};
 
 use crate::cache::index::IndexError;
+use crate::metrics::upstream_label;
+use crate::upstream::UpstreamError;
+
+/// What a client is told about an index failure: which upstream and what happened, never the
+/// upstream URL (it may carry a private host's path; the log has it).
+fn client_message(error: &IndexError) -> String {
+    match error {
+        IndexError::Parse { url, .. } => format!(
+            "the upstream `{}` sent a project page that cannot be parsed, and no cached copy exists",
+            upstream_label(url)
+        ),
+        IndexError::Upstream { source, url } => {
+            let upstream = source.upstream().unwrap_or_else(|| upstream_label(url));
+            let what = match source {
+                UpstreamError::CircuitOpen { retry_in_secs, .. } => {
+                    format!("is failing; it is asked again in {retry_in_secs} s")
+                }
+                UpstreamError::Timeout { .. } => "did not answer in time".to_string(),
+                UpstreamError::Status { status, .. } => format!("answered {status}"),
+                UpstreamError::PageTooLarge { limit, .. } => {
+                    format!("sent a page over the limit of {limit} bytes")
+                }
+                UpstreamError::Truncated { .. } => "sent a page cut short".to_string(),
+                UpstreamError::Request { .. } | UpstreamError::Build(_) => {
+                    "could not be reached".to_string()
+                }
+            };
+            format!(
+                "the upstream `{upstream}` {what}, and this server has no cached copy of the page; try again later"
+            )
+        }
+        IndexError::Shared(inner) => client_message(inner),
+    }
+}
 
 /// What a handler can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -25,24 +59,42 @@ pub enum ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let mut retry_after = None;
         let status = match &self {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
-            ApiError::Upstream(IndexError::Parse { .. }) => {
-                error!(error = %self, cause = %source_chain(&self), "upstream page unusable");
-                StatusCode::BAD_GATEWAY
-            }
-            ApiError::Upstream(_) => {
-                warn!(error = %self, cause = %source_chain(&self), "upstream failed");
-                StatusCode::BAD_GATEWAY
-            }
+            ApiError::Upstream(inner) => match inner.root() {
+                IndexError::Parse { .. } => {
+                    error!(error = %self, cause = %source_chain(&self), "upstream page unusable");
+                    StatusCode::BAD_GATEWAY
+                }
+                IndexError::Upstream {
+                    source: UpstreamError::CircuitOpen { retry_in_secs, .. },
+                    ..
+                } => {
+                    warn!(error = %self, cause = %source_chain(&self), "upstream known down");
+                    retry_after = Some(*retry_in_secs);
+                    StatusCode::SERVICE_UNAVAILABLE
+                }
+                IndexError::Upstream {
+                    source: UpstreamError::Timeout { .. },
+                    ..
+                } => {
+                    warn!(error = %self, cause = %source_chain(&self), "upstream timed out");
+                    StatusCode::GATEWAY_TIMEOUT
+                }
+                IndexError::Upstream { .. } | IndexError::Shared(_) => {
+                    warn!(error = %self, cause = %source_chain(&self), "upstream failed");
+                    StatusCode::BAD_GATEWAY
+                }
+            },
         };
         let text = match &self {
-            ApiError::Upstream(inner) => format!("{inner}\n"),
+            ApiError::Upstream(inner) => format!("{}\n", client_message(inner.root())),
             other => format!("{other}\n"),
         };
-        (
+        let mut response = (
             status,
             [(
                 axum::http::header::CONTENT_TYPE,
@@ -50,6 +102,12 @@ impl IntoResponse for ApiError {
             )],
             text,
         )
-            .into_response()
+            .into_response();
+        if let Some(secs) = retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        response
     }
 }

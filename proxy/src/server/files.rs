@@ -294,6 +294,13 @@ pub async fn respond(
         );
     }
     let mut file = files.fetch(client, spec, offline).await?;
+    // Bytes of a download in flight are not verified yet: answers made of them carry a weak
+    // ETag, so a client can never resume (`If-Range`, which compares strongly) from them.
+    let etag = if file.is_committed() {
+        etag
+    } else {
+        format!("W/{etag}")
+    };
     let range = headers
         .get(header::RANGE)
         .and_then(|v| v.to_str().ok())
@@ -459,12 +466,14 @@ fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
         })
 }
 
-/// Whether `If-Range` lets the `Range` apply: absent, or our strong `ETag` exactly. A date never
-/// matches (we send no `Last-Modified`), so the client gets the whole file.
+/// Whether `If-Range` lets the `Range` apply: absent, or our strong `ETag` exactly (never while
+/// the file is still downloading and unverified). A date never matches (we send no
+/// `Last-Modified`), so the client gets the whole file.
 fn if_range_allows(headers: &HeaderMap, etag: &str) -> bool {
     match headers.get(header::IF_RANGE) {
         None => true,
-        Some(value) => value.to_str().is_ok_and(|v| v.trim() == etag),
+        // Strong comparison (RFC 9110 §13.1.5): a weak tag on either side never matches.
+        Some(value) => !etag.starts_with("W/") && value.to_str().is_ok_and(|v| v.trim() == etag),
     }
 }
 

@@ -57,17 +57,29 @@ pub async fn project_page(
     state.index.get(&state.client, &url).await
 }
 
-/// The upstream source of `filename` of `project`, from the project's aggregated page.
-/// `Ok(None)` when the project or the file is unknown.
+/// The upstream source of `filename` of `project`, from the project's aggregated page (a file
+/// a newer copy of the page dropped stays findable for a while, so a download a client started
+/// can finish). `Ok(None)` when the project or the file is unknown.
 pub async fn find_file(
     state: &AppState,
     project: &str,
     filename: &str,
 ) -> Result<Option<FileSource>, LookupError> {
-    let Some(cached) = project_page(state, project, None).await? else {
+    let Some(mut cached) = project_page(state, project, None).await? else {
         return Ok(None);
     };
-    let Some(file) = cached.page.files.iter().find(|f| f.filename == filename) else {
+    if cached.find(filename).is_none() {
+        // An expired copy answered at once may predate the file (a release published since):
+        // this one request waits for the upstream's copy.
+        let (_, url) = page_url(state, project, None);
+        if cached.fetched_at().elapsed().unwrap_or_default()
+            >= std::time::Duration::from_secs(state.config.index_ttl_secs)
+            && let Some(refreshed) = state.index.get_refreshed(&state.client, &url).await?
+        {
+            cached = refreshed;
+        }
+    }
+    let Some(file) = cached.find(filename) else {
         return Ok(None);
     };
     Ok(Some(FileSource {

@@ -4,6 +4,7 @@ pub mod auth;
 pub mod error;
 pub mod files;
 pub mod limits;
+pub mod listener;
 pub mod lookup;
 pub mod negotiate;
 pub mod observe;

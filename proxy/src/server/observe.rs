@@ -34,7 +34,9 @@ async fn metrics(State(state): State<AppState>) -> Response {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.metrics.render(gauges),
+        state
+            .metrics
+            .render(gauges, &state.client.breakers().views()),
     )
         .into_response()
 }

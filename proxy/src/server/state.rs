@@ -25,4 +25,6 @@ pub struct AppState {
     pub rendered: super::simple::SharedRendered,
     /// Request, cache and upstream counters (`/metrics`, the status page).
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// This server's hold on its cache directory, for as long as any handler may use it.
+    pub cache_lock: Arc<crate::cache::lock::CacheDirLock>,
 }

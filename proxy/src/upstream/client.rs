@@ -1,6 +1,13 @@
 //! The HTTP client for upstream indexes and file hosts: rustls, connect and read timeouts,
 //! bounded retries with backoff for idempotent requests, `HTTPS_PROXY`/`NO_PROXY` from the
 //! environment (reqwest's system proxy support), connection reuse, compressed index responses.
+//!
+//! Every page fetch is bounded twice: each attempt (connection, headers and whole body) by
+//! `attempt_timeout`, and all attempts together by `deadline`, so an upstream that stalls or
+//! drips its page costs a client at most the deadline, and with a cached copy nothing (the index
+//! cache answers from it and refreshes in the background). A page body is read up to
+//! `max_page_bytes` and must be as long as its `Content-Length`. A [`Breakers`] per upstream
+//! fails requests at once while an upstream is known down.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,26 +16,54 @@ use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, ETAG, HeaderMap, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED};
 use tracing::{debug, warn};
 
-use crate::metrics::{Metrics, UpstreamOutcome};
+use super::breaker::{Admission, BreakerSettings, Breakers};
+use crate::metrics::{Metrics, UpstreamOutcome, upstream_label};
 
-/// Timeouts and retries of the upstream client.
+/// Timeouts, retries and limits of the upstream client.
 #[derive(Debug, Clone)]
 pub struct ClientSettings {
     pub connect_timeout: Duration,
     /// Longest wait between two reads of a response body.
     pub read_timeout: Duration,
+    /// Longest one page request may take, body included; for a file, until its headers.
+    pub attempt_timeout: Duration,
+    /// Longest a page fetch may take over all its attempts.
+    pub deadline: Duration,
     /// Retries of an idempotent request after a connection error or a 5xx answer.
     pub retries: u32,
+    /// Largest page body accepted.
+    pub max_page_bytes: u64,
+    pub breaker: BreakerSettings,
     pub user_agent: String,
 }
 
 impl Default for ClientSettings {
     fn default() -> Self {
         ClientSettings {
-            connect_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(5),
             read_timeout: Duration::from_secs(30),
+            attempt_timeout: Duration::from_secs(10),
+            deadline: Duration::from_secs(14),
             retries: 2,
+            max_page_bytes: crate::config::limits::DEFAULT_MAX_PAGE_BYTES,
+            breaker: BreakerSettings::default(),
             user_agent: format!("wheelgate/{}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+}
+
+impl ClientSettings {
+    /// The settings `[limits]` asks for.
+    pub fn from_limits(limits: &crate::config::LimitsConfig) -> ClientSettings {
+        ClientSettings {
+            attempt_timeout: limits.upstream_attempt(),
+            deadline: limits.upstream_deadline(),
+            max_page_bytes: limits.max_page_bytes,
+            breaker: BreakerSettings {
+                failures_to_open: limits.breaker_failures,
+                open_for: limits.breaker_open(),
+            },
+            ..ClientSettings::default()
         }
     }
 }
@@ -46,6 +81,57 @@ pub enum UpstreamError {
     },
     #[error("`{url}` answered {status}")]
     Status { url: String, status: StatusCode },
+    #[error("`{url}` did not answer within {secs:.1} s")]
+    Timeout { url: String, secs: f64 },
+    #[error(
+        "the upstream `{upstream}` failed its last requests; not asking it again for {retry_in_secs} s"
+    )]
+    CircuitOpen {
+        upstream: String,
+        retry_in_secs: u64,
+    },
+    #[error(
+        "the page `{url}` is larger than the limit of {limit} bytes; raise `[limits] max_page_bytes` if it is real"
+    )]
+    PageTooLarge { url: String, limit: u64 },
+    #[error(
+        "the page `{url}` ended after {received} of the {expected} bytes its Content-Length announced"
+    )]
+    Truncated {
+        url: String,
+        expected: u64,
+        received: u64,
+    },
+}
+
+impl UpstreamError {
+    /// Whether this failure says the upstream is unavailable (as opposed to answering with
+    /// something unwanted): these count towards its circuit breaker.
+    fn is_unavailability(&self) -> bool {
+        match self {
+            UpstreamError::Request { .. }
+            | UpstreamError::Timeout { .. }
+            | UpstreamError::Truncated { .. } => true,
+            UpstreamError::Status { status, .. } => status.is_server_error(),
+            UpstreamError::Build(_)
+            | UpstreamError::CircuitOpen { .. }
+            | UpstreamError::PageTooLarge { .. } => false,
+        }
+    }
+
+    /// The upstream (`host:port`) this error is about, for messages to clients that must not
+    /// see upstream URLs.
+    pub fn upstream(&self) -> Option<String> {
+        match self {
+            UpstreamError::Request { url, .. }
+            | UpstreamError::Status { url, .. }
+            | UpstreamError::Timeout { url, .. }
+            | UpstreamError::PageTooLarge { url, .. }
+            | UpstreamError::Truncated { url, .. } => Some(upstream_label(url)),
+            UpstreamError::CircuitOpen { upstream, .. } => Some(upstream.clone()),
+            UpstreamError::Build(_) => None,
+        }
+    }
 }
 
 /// Validators of a cached page, sent for conditional revalidation.
@@ -75,6 +161,10 @@ pub enum PageResponse {
 pub struct UpstreamClient {
     http: reqwest::Client,
     retries: u32,
+    attempt_timeout: Duration,
+    deadline: Duration,
+    max_page_bytes: u64,
+    breakers: Arc<Breakers>,
     metrics: Arc<Metrics>,
 }
 
@@ -90,6 +180,10 @@ impl UpstreamClient {
         Ok(UpstreamClient {
             http,
             retries: settings.retries,
+            attempt_timeout: settings.attempt_timeout,
+            deadline: settings.deadline,
+            max_page_bytes: settings.max_page_bytes,
+            breakers: Arc::new(Breakers::new(settings.breaker)),
             metrics: Arc::default(),
         })
     }
@@ -106,22 +200,66 @@ impl UpstreamClient {
         &self.metrics
     }
 
+    /// The circuit breakers of the upstreams (for `/metrics` and the status page).
+    pub fn breakers(&self) -> &Breakers {
+        &self.breakers
+    }
+
     /// The underlying client, for streaming file downloads.
     pub fn http(&self) -> &reqwest::Client {
         &self.http
     }
 
-    /// Fetches an index page, conditionally when `validators` are given.
+    /// Fetches an index page, conditionally when `validators` are given, within the deadline.
     pub async fn get_page(
         &self,
         url: &str,
         accept: &str,
         validators: Option<&Validators>,
     ) -> Result<PageResponse, UpstreamError> {
-        let result = self.fetch_page(url, accept, validators).await;
+        let retries = self.admit(url)?;
+        let result = match tokio::time::timeout(
+            self.deadline,
+            self.fetch_page(url, accept, validators, retries),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => Err(UpstreamError::Timeout {
+                url: redact(url),
+                secs: self.deadline.as_secs_f64(),
+            }),
+        };
+        self.settle(url, result.as_ref().err());
         let error = result.as_ref().err().map(ToString::to_string);
         self.metrics.page_fetch(url, error);
         result
+    }
+
+    /// Asks the breaker; the retries this request may make (none for a probe).
+    fn admit(&self, url: &str) -> Result<u32, UpstreamError> {
+        match self.breakers.admit(url) {
+            Admission::Allowed => Ok(self.retries),
+            Admission::Probe => {
+                debug!(upstream = %upstream_label(url), "probing an upstream whose breaker is open");
+                Ok(0)
+            }
+            Admission::Refused { retry_in } => Err(UpstreamError::CircuitOpen {
+                upstream: upstream_label(url),
+                retry_in_secs: retry_in.as_secs().max(1),
+            }),
+        }
+    }
+
+    /// Tells the breaker how a request ended.
+    fn settle(&self, url: &str, error: Option<&UpstreamError>) {
+        let answered = error.is_none_or(|err| !err.is_unavailability());
+        if matches!(error, Some(UpstreamError::CircuitOpen { .. })) {
+            return;
+        }
+        if self.breakers.record(url, answered) {
+            warn!(upstream = %upstream_label(url), "upstream breaker opened: requests to it fail at once for a while; cached pages are served");
+        }
     }
 
     async fn fetch_page(
@@ -129,6 +267,7 @@ impl UpstreamClient {
         url: &str,
         accept: &str,
         validators: Option<&Validators>,
+        retries: u32,
     ) -> Result<PageResponse, UpstreamError> {
         let mut headers = HeaderMap::new();
         if let Ok(value) = accept.parse() {
@@ -146,7 +285,57 @@ impl UpstreamClient {
                 headers.insert(IF_MODIFIED_SINCE, date);
             }
         }
-        let response = self.send_with_retries(url, headers).await?;
+        let mut attempt = 0;
+        loop {
+            let started = Instant::now();
+            let result =
+                match tokio::time::timeout(self.attempt_timeout, self.page_attempt(url, &headers))
+                    .await
+                {
+                    Ok(result) => result,
+                    Err(_) => Err(UpstreamError::Timeout {
+                        url: redact(url),
+                        secs: self.attempt_timeout.as_secs_f64(),
+                    }),
+                };
+            let outcome = match &result {
+                Err(UpstreamError::Status { status, .. }) if status.is_server_error() => {
+                    UpstreamOutcome::ServerError
+                }
+                Err(err) if err.is_unavailability() => UpstreamOutcome::Failed,
+                // An answer, even one that is refused later (too large, not a page).
+                Ok(_) | Err(_) => UpstreamOutcome::Answered,
+            };
+            self.metrics
+                .upstream_attempt(url, started.elapsed(), outcome);
+            match result {
+                Err(err) if err.is_unavailability() && attempt < retries => {
+                    attempt += 1;
+                    warn!(url = %redact(url), error = %err, attempt, "upstream page request failed, retrying");
+                    tokio::time::sleep(backoff(attempt)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One page request: status, headers, and the whole body within the size limit.
+    async fn page_attempt(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+    ) -> Result<PageResponse, UpstreamError> {
+        let request_error = |source| UpstreamError::Request {
+            url: redact(url),
+            source,
+        };
+        let mut response = self
+            .http
+            .get(url)
+            .headers(headers.clone())
+            .send()
+            .await
+            .map_err(request_error)?;
         let status = response.status();
         if status == StatusCode::NOT_MODIFIED {
             return Ok(PageResponse::NotModified);
@@ -176,13 +365,39 @@ impl UpstreamClient {
         };
         let content_type =
             header(reqwest::header::CONTENT_TYPE).unwrap_or_else(|| "text/html".to_string());
-        let body = response
-            .text()
-            .await
-            .map_err(|source| UpstreamError::Request {
+        let too_large = || UpstreamError::PageTooLarge {
+            url: redact(url),
+            limit: self.max_page_bytes,
+        };
+        // Known when the body is not compressed: a page announced too large is not read at all.
+        let announced = response.content_length();
+        if announced.is_some_and(|len| len > self.max_page_bytes) {
+            return Err(too_large());
+        }
+        let mut body = Vec::with_capacity(
+            usize::try_from(announced.unwrap_or(0).min(self.max_page_bytes)).unwrap_or(0),
+        );
+        while let Some(chunk) = response.chunk().await.map_err(request_error)? {
+            if u64::try_from(body.len() + chunk.len()).unwrap_or(u64::MAX) > self.max_page_bytes {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let received = u64::try_from(body.len()).unwrap_or(u64::MAX);
+        if let Some(expected) = announced
+            && expected != received
+        {
+            return Err(UpstreamError::Truncated {
                 url: redact(url),
-                source,
-            })?;
+                expected,
+                received,
+            });
+        }
+        let body = match String::from_utf8(body) {
+            Ok(text) => text,
+            // Parsed as it is: a page of garbage then fails to parse, or lists nothing.
+            Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),
+        };
         Ok(PageResponse::Fresh {
             body,
             content_type,
@@ -196,26 +411,44 @@ impl UpstreamClient {
         url: &str,
         headers: HeaderMap,
     ) -> Result<reqwest::Response, UpstreamError> {
-        let response = self.send_with_retries(url, headers).await?;
-        if response.status().is_success() {
-            Ok(response)
-        } else {
-            Err(UpstreamError::Status {
+        let retries = self.admit(url)?;
+        let result = match self.send_with_retries(url, headers, retries).await {
+            Ok(response) if response.status().is_success() => Ok(response),
+            Ok(response) => Err(UpstreamError::Status {
                 url: redact(url),
                 status: response.status(),
-            })
-        }
+            }),
+            Err(err) => Err(err),
+        };
+        self.settle(url, result.as_ref().err());
+        result
     }
 
     async fn send_with_retries(
         &self,
         url: &str,
         headers: HeaderMap,
+        retries: u32,
     ) -> Result<reqwest::Response, UpstreamError> {
         let mut attempt = 0;
         loop {
             let started = Instant::now();
-            let result = self.http.get(url).headers(headers.clone()).send().await;
+            let result = match tokio::time::timeout(
+                self.attempt_timeout,
+                self.http.get(url).headers(headers.clone()).send(),
+            )
+            .await
+            {
+                Ok(Ok(response)) => Ok(response),
+                Ok(Err(source)) => Err(UpstreamError::Request {
+                    url: redact(url),
+                    source,
+                }),
+                Err(_) => Err(UpstreamError::Timeout {
+                    url: redact(url),
+                    secs: self.attempt_timeout.as_secs_f64(),
+                }),
+            };
             let outcome = match &result {
                 Ok(response) if response.status().is_server_error() => UpstreamOutcome::ServerError,
                 Ok(_) => UpstreamOutcome::Answered,
@@ -225,16 +458,12 @@ impl UpstreamClient {
                 .upstream_attempt(url, started.elapsed(), outcome);
             let retryable = match &result {
                 Ok(response) => response.status().is_server_error(),
-                Err(err) => err.is_connect() || err.is_timeout() || err.is_request(),
+                Err(_) => true,
             };
-            if !retryable || attempt >= self.retries {
-                return result.map_err(|source| UpstreamError::Request {
-                    url: redact(url),
-                    source,
-                });
+            if !retryable || attempt >= retries {
+                return result;
             }
             attempt += 1;
-            let backoff = Duration::from_millis(200 * 2u64.pow(attempt - 1));
             match &result {
                 Ok(response) => {
                     warn!(url = %redact(url), status = %response.status(), attempt, "upstream error, retrying");
@@ -243,10 +472,13 @@ impl UpstreamClient {
                     warn!(url = %redact(url), error = %err, attempt, "upstream request failed, retrying");
                 }
             }
-            tokio::time::sleep(backoff).await;
-            debug!(url = %redact(url), attempt, "retrying upstream request");
+            tokio::time::sleep(backoff(attempt)).await;
         }
     }
+}
+
+fn backoff(attempt: u32) -> Duration {
+    Duration::from_millis(200 * 2u64.pow(attempt.saturating_sub(1).min(6)))
 }
 
 /// A URL with any `user:password@` removed, for logs and errors.

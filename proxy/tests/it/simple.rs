@@ -344,8 +344,11 @@ async fn stale_page_when_the_upstream_fails_and_offline_serves_the_cache() {
     let (status, _, body) = get_with(&format!("http://{proxy}/simple/filelock/"), &[]).await;
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
 
-    // A second server on the same cache directory, offline: the page comes from disk.
-    let offline = start_proxy(upstream, cache.path(), |c| c.offline = true).await;
+    // An offline server on a copy of the cache directory (one server per directory: the first
+    // holds its lock): the page comes from disk.
+    let copy = tempfile::tempdir().unwrap();
+    copy_tree(cache.path(), copy.path());
+    let offline = start_proxy(upstream, copy.path(), |c| c.offline = true).await;
     let before = fake.hits.lock().unwrap().values().sum::<usize>();
     let (status, _, body) = get_with(
         &format!("http://{offline}/simple/torch/"),
@@ -365,6 +368,20 @@ async fn stale_page_when_the_upstream_fails_and_offline_serves_the_cache() {
         before,
         "offline never contacts an upstream"
     );
+}
+
+/// Copies the files of a cache directory (its lock file too, unlocked in the copy).
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }
 
 #[tokio::test]
@@ -442,7 +459,11 @@ async fn a_malformed_upstream_page_is_a_502_and_the_next_request_after_healing_s
     fake.garbage.store(true, Ordering::SeqCst);
     let (status, _, body) = get_with(&url, &[("accept", PIP_ACCEPT)]).await;
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
-    assert!(body.contains("could not be parsed"), "{body}");
+    assert!(body.contains("cannot be parsed"), "{body}");
+    assert!(
+        body.contains(&format!("`{upstream}`")) && !body.contains("http://"),
+        "the client is told which upstream, never its URL: {body}"
+    );
     fake.garbage.store(false, Ordering::SeqCst);
     let (status, _, body) = get_with(&url, &[("accept", PIP_ACCEPT)]).await;
     assert_eq!(status, StatusCode::OK, "{body}");

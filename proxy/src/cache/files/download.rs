@@ -41,6 +41,13 @@ pub(super) enum Progress {
     Failed(Arc<FileCacheError>),
 }
 
+/// Whether a finished download is committed to the cache, or only served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Keep {
+    Yes,
+    No(&'static str),
+}
+
 /// Where a download reads from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Origin {
@@ -98,7 +105,17 @@ impl Download {
         };
         let url = redact(&self.spec.url);
         let result = match self.transfer().await {
-            Ok((size, origin)) => self.commit(size).await.map(|size| (size, origin)),
+            Ok((size, origin, Keep::Yes)) => self.commit(size).await.map(|size| (size, origin)),
+            Ok((size, _, Keep::No(why))) => {
+                // Every reader got (or gets) the whole verified file from its open handle; the
+                // file itself is not kept.
+                drop(registration);
+                remove_quietly(self.part.clone()).await;
+                self.client.metrics().file_uncached();
+                info!(url = %url, key = self.key.as_str(), size, reason = why, "file served without being cached");
+                self.progress.send_replace(Progress::Committed { size });
+                return;
+            }
             Err(err) => Err(err),
         };
         match result {
@@ -181,8 +198,34 @@ impl Download {
         Ok((announced, body, Origin::Upstream))
     }
 
-    /// Streams the body to disk; returns its verified length and where it came from.
-    async fn transfer(&self) -> Result<(u64, Origin), FileCacheError> {
+    /// Whether the file, `total` bytes long when known, can be kept: it must be verifiable (a
+    /// hash, or at least a known length: a body cut short by a closed connection otherwise
+    /// looks complete) and fit the cache's limit next to the other downloads. The room is
+    /// reserved now, evicting least recently used files, so the limit holds while it downloads.
+    async fn keep(&self, total: Option<u64>) -> Keep {
+        if self.spec.sha256.is_none() && total.is_none() {
+            warn!(url = %redact(&self.spec.url), "the page gives no hash and the upstream no length: streaming the file without caching it");
+            return Keep::No("neither a hash nor a length to verify it");
+        }
+        let Some(total) = total else {
+            return Keep::Yes;
+        };
+        let reservation = self.cache.lock().reserve(&self.key, total);
+        if !reservation.victims.is_empty() {
+            let victims = reservation.victims;
+            let _ = tokio::task::spawn_blocking(move || remove_evicted(&victims)).await;
+        }
+        if reservation.fits {
+            Keep::Yes
+        } else {
+            warn!(url = %redact(&self.spec.url), size = total, "the file does not fit the cache limit next to the downloads in flight: streaming it without caching it");
+            Keep::No("it does not fit the cache limit")
+        }
+    }
+
+    /// Streams the body to disk; returns its verified length, where it came from, and whether it
+    /// is to be kept.
+    async fn transfer(&self) -> Result<(u64, Origin, Keep), FileCacheError> {
         let url = || redact(&self.spec.url);
         let (announced, mut body, origin) = self.open().await?;
         if let (Some(expected), Some(actual)) = (self.spec.size, announced)
@@ -195,6 +238,7 @@ impl Download {
             });
         }
         let total = self.spec.size.or(announced);
+        let keep = self.keep(total).await;
         self.progress
             .send_replace(Progress::Streaming { written: 0, total });
 
@@ -263,7 +307,7 @@ impl Download {
                 actual,
             });
         }
-        Ok((written, origin))
+        Ok((written, origin, keep))
     }
 
     /// Writes and hashes `pending` at `offset` off the async threads; leaves `pending` empty.

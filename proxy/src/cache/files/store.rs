@@ -25,11 +25,22 @@ struct Entry {
     generation: u64,
 }
 
-/// A download in flight: its growing `*.part` file and its progress.
+/// A download in flight: its growing `*.part` file, its progress, and the room it holds in the
+/// cache's limit.
 #[derive(Debug)]
 struct InFlight {
     file: Arc<File>,
     progress: watch::Receiver<Progress>,
+    reserved: u64,
+}
+
+/// The answer to [`Store::reserve`].
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Reservation {
+    /// Whether the file will be kept: its size is held in the limit until it commits.
+    pub(super) fits: bool,
+    /// Files evicted to make room, to delete outside the lock.
+    pub(super) victims: Vec<PathBuf>,
 }
 
 /// What the cache holds for a key.
@@ -52,6 +63,8 @@ pub(super) struct Store {
     max_bytes: u64,
     entries: HashMap<CacheKey, Entry>,
     total: u64,
+    /// Bytes held by downloads in flight (their expected sizes), counted against the limit.
+    reserved: u64,
     clock: u64,
     inflight: HashMap<CacheKey, InFlight>,
 }
@@ -102,6 +115,7 @@ impl Store {
             max_bytes,
             entries: HashMap::new(),
             total: 0,
+            reserved: 0,
             clock: 0,
             inflight: HashMap::new(),
         };
@@ -173,20 +187,50 @@ impl Store {
         if self.entries.contains_key(key) || self.inflight.contains_key(key) {
             return false;
         }
-        self.inflight
-            .insert(key.clone(), InFlight { file, progress });
+        self.inflight.insert(
+            key.clone(),
+            InFlight {
+                file,
+                progress,
+                reserved: 0,
+            },
+        );
         true
     }
 
-    /// Forgets a failed download, so the next request starts a fresh one.
+    /// Holds `bytes` of the limit for the download of `key`, evicting least recently used files
+    /// to make room. Nothing is evicted when the file cannot fit anyway (larger than the limit,
+    /// or the room is held by other downloads): then it is served without being kept.
+    pub(super) fn reserve(&mut self, key: &CacheKey, bytes: u64) -> Reservation {
+        let held = self.reserved + bytes;
+        if held > self.max_bytes || !self.inflight.contains_key(key) {
+            return Reservation {
+                fits: false,
+                victims: Vec::new(),
+            };
+        }
+        let victims = self.evict_to(self.max_bytes - held, None);
+        self.reserved += bytes;
+        if let Some(download) = self.inflight.get_mut(key) {
+            download.reserved += bytes;
+        }
+        Reservation {
+            fits: true,
+            victims,
+        }
+    }
+
+    /// Forgets a failed (or not kept) download, so the next request starts a fresh one.
     pub(super) fn abandon(&mut self, key: &CacheKey) {
-        self.inflight.remove(key);
+        if let Some(download) = self.inflight.remove(key) {
+            self.reserved -= download.reserved;
+        }
     }
 
     /// Turns a finished download (already renamed to its key) into an entry and evicts least
     /// recently used files past the limit. Returns the paths to delete.
     pub(super) fn commit(&mut self, key: &CacheKey, size: u64) -> Vec<PathBuf> {
-        self.inflight.remove(key);
+        self.abandon(key);
         self.insert(key.clone(), size);
         self.evict(Some(key))
     }
@@ -204,10 +248,16 @@ impl Store {
         self.total += size;
     }
 
-    /// Removes least recently used entries until the total fits, `keep` last: a file larger
-    /// than the whole limit is served to the clients that asked but not kept.
+    /// Removes least recently used entries until the total and the room held by downloads fit
+    /// the limit, `keep` last: a file larger than the whole limit is served to the clients that
+    /// asked but not kept.
     fn evict(&mut self, keep: Option<&CacheKey>) -> Vec<PathBuf> {
-        if self.total <= self.max_bytes {
+        self.evict_to(self.max_bytes.saturating_sub(self.reserved), keep)
+    }
+
+    /// Removes least recently used entries until the total is at most `room`, `keep` last.
+    fn evict_to(&mut self, room: u64, keep: Option<&CacheKey>) -> Vec<PathBuf> {
+        if self.total <= room {
             return Vec::new();
         }
         let mut order: Vec<(u64, CacheKey)> = self
@@ -220,7 +270,7 @@ impl Store {
         order.extend(keep.cloned().map(|key| (u64::MAX, key)));
         let mut victims = Vec::new();
         for (_, key) in order {
-            if self.total <= self.max_bytes {
+            if self.total <= room {
                 break;
             }
             if let Some(entry) = self.entries.remove(&key) {
@@ -278,6 +328,41 @@ mod tests {
         assert_eq!(victims.last(), Some(&dir.path().join(key('d').as_str())));
         assert_eq!(store.total_bytes(), 0);
         assert_eq!(store.len(), 0);
+    }
+
+    #[test]
+    fn a_download_reserves_its_size_evicting_to_make_room_or_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), 100).unwrap();
+        store.commit(&key('a'), 30);
+        store.commit(&key('b'), 30);
+        let (_tx, rx) = watch::channel(Progress::Connecting);
+        let file = Arc::new(tempfile::tempfile().unwrap());
+        assert!(store.register(&key('c'), Arc::clone(&file), rx.clone()));
+        // 60 cached + 60 expected > 100: the least recently used file makes room first.
+        let reservation = store.reserve(&key('c'), 60);
+        assert!(reservation.fits);
+        assert_eq!(
+            reservation.victims,
+            vec![dir.path().join(key('a').as_str())]
+        );
+        // A second download cannot take the room the first one holds.
+        assert!(store.register(&key('d'), Arc::clone(&file), rx.clone()));
+        let refused = store.reserve(&key('d'), 50);
+        assert!(!refused.fits && refused.victims.is_empty());
+        assert!(
+            store.contains(&key('b')),
+            "nothing evicted for a file that cannot fit"
+        );
+        store.abandon(&key('d'));
+        // Committing releases the reservation and counts the real size.
+        assert!(store.commit(&key('c'), 60).is_empty());
+        assert_eq!(store.total_bytes(), 90);
+        assert_eq!(store.reserved, 0);
+        // Larger than the whole limit: never kept, nothing evicted.
+        assert!(store.register(&key('e'), file, rx));
+        assert!(!store.reserve(&key('e'), 101).fits);
+        assert_eq!(store.len(), 2);
     }
 
     #[test]

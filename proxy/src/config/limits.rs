@@ -1,0 +1,76 @@
+//! `[limits]`: how long the server waits for upstreams and clients, and how much it takes from
+//! either, so that one misbehaving peer can cost a bounded amount of time, memory and sockets.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The real aggregated `download.pytorch.org/whl/torch/` page is about 760 KB; 32 MiB leaves
+/// room for forty times that and still fits a 256 MiB pod.
+pub const DEFAULT_MAX_PAGE_BYTES: u64 = 32 * 1024 * 1024;
+/// Well under the 1,024 descriptors a default shell gives a process: the server also needs
+/// descriptors for cached files and upstream sockets. Lowered at start when the process's own
+/// descriptor limit is smaller.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 2048;
+
+/// `[limits]` of the configuration file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest upstream index page accepted, in bytes; larger pages are refused (a cached copy
+    /// keeps being served).
+    pub max_page_bytes: u64,
+    /// Seconds one upstream page request may take, connection and whole body included.
+    pub upstream_attempt_secs: u64,
+    /// Seconds a page fetch may take over all its attempts (retries included). Below pip's 15 s
+    /// read timeout, so a client waiting on a cold page hears an error before it gives up.
+    pub upstream_deadline_secs: u64,
+    /// Consecutive failed requests to one upstream that open its circuit breaker.
+    pub breaker_failures: u32,
+    /// Seconds an open breaker fails requests to its upstream at once before one request is let
+    /// through to probe it.
+    pub breaker_open_secs: u64,
+    /// Seconds a client may take to send a request's headers.
+    pub header_read_timeout_secs: u64,
+    /// Seconds a client connection may sit idle (no request, nothing sent) before it is closed.
+    pub idle_timeout_secs: u64,
+    /// Client connections open at once; more wait in the kernel's queue until one closes.
+    pub max_connections: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_page_bytes: DEFAULT_MAX_PAGE_BYTES,
+            upstream_attempt_secs: 10,
+            upstream_deadline_secs: 14,
+            breaker_failures: 3,
+            breaker_open_secs: 15,
+            header_read_timeout_secs: 10,
+            idle_timeout_secs: 60,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+}
+
+impl LimitsConfig {
+    pub fn upstream_attempt(&self) -> Duration {
+        Duration::from_secs(self.upstream_attempt_secs.max(1))
+    }
+
+    pub fn upstream_deadline(&self) -> Duration {
+        Duration::from_secs(self.upstream_deadline_secs.max(1))
+    }
+
+    pub fn breaker_open(&self) -> Duration {
+        Duration::from_secs(self.breaker_open_secs)
+    }
+
+    pub fn header_read_timeout(&self) -> Duration {
+        Duration::from_secs(self.header_read_timeout_secs.max(1))
+    }
+
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.idle_timeout_secs.max(1))
+    }
+}

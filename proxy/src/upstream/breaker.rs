@@ -1,0 +1,250 @@
+//! A circuit breaker per upstream (`host:port`): after a run of failed requests the upstream is
+//! known down for a while, and requests to it fail at once instead of each paying connection
+//! timeouts and retries; then one request is let through to probe it, and its answer closes the
+//! breaker again or keeps it open.
+//!
+//! A page request that meets an open breaker is answered from the stale cached copy, so while an
+//! upstream is down every client is served at cache speed.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::metrics::upstream_label;
+
+/// When a breaker opens and how long it stays open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BreakerSettings {
+    /// Consecutive failed requests that open the breaker; 0 disables it.
+    pub failures_to_open: u32,
+    /// How long an open breaker refuses requests before letting one probe through.
+    pub open_for: Duration,
+}
+
+impl Default for BreakerSettings {
+    fn default() -> Self {
+        BreakerSettings {
+            failures_to_open: 3,
+            open_for: Duration::from_secs(15),
+        }
+    }
+}
+
+/// Whether a request may go to its upstream now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// The breaker is closed.
+    Allowed,
+    /// The breaker is open but its time is up: this request probes the upstream.
+    Probe,
+    /// The breaker is open: fail at once.
+    Refused { retry_in: Duration },
+}
+
+/// One upstream's breaker, as shown in `/metrics` and on the status page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreakerView {
+    /// `host:port`.
+    pub upstream: String,
+    pub open: bool,
+    pub consecutive_failures: u32,
+    /// How many times it opened since the server started.
+    pub opened_total: u64,
+    /// Requests failed at once because it was open.
+    pub refused_total: u64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    consecutive_failures: u32,
+    open_until: Option<Instant>,
+    /// When a probe was let through; another is allowed only if this one never reported back
+    /// within `open_for` (its request was dropped).
+    probing_since: Option<Instant>,
+    opened_total: u64,
+    refused_total: u64,
+}
+
+/// The breakers of every upstream this server talks to: one entry per upstream host, a handful
+/// in all (hosts come from the configured upstreams and the pages they serve).
+#[derive(Debug, Default)]
+pub struct Breakers {
+    settings: BreakerSettings,
+    states: Mutex<HashMap<String, State>>,
+}
+
+impl Breakers {
+    pub fn new(settings: BreakerSettings) -> Breakers {
+        Breakers {
+            settings,
+            states: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, State>> {
+        self.states
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether a request to `url` may go out now.
+    pub fn admit(&self, url: &str) -> Admission {
+        if self.settings.failures_to_open == 0 {
+            return Admission::Allowed;
+        }
+        let now = Instant::now();
+        let mut states = self.lock();
+        let Some(state) = states.get_mut(&upstream_label(url)) else {
+            return Admission::Allowed;
+        };
+        let Some(open_until) = state.open_until else {
+            return Admission::Allowed;
+        };
+        if now < open_until {
+            state.refused_total += 1;
+            return Admission::Refused {
+                retry_in: open_until.saturating_duration_since(now),
+            };
+        }
+        match state.probing_since {
+            Some(since) if now.duration_since(since) < self.settings.open_for => {
+                state.refused_total += 1;
+                Admission::Refused {
+                    retry_in: self
+                        .settings
+                        .open_for
+                        .saturating_sub(now.duration_since(since)),
+                }
+            }
+            _ => {
+                state.probing_since = Some(now);
+                Admission::Probe
+            }
+        }
+    }
+
+    /// Records how a request to `url` ended: `true` when the upstream answered (below 500).
+    /// Returns `true` when this failure opened (or reopened) the breaker.
+    pub fn record(&self, url: &str, answered: bool) -> bool {
+        if self.settings.failures_to_open == 0 {
+            return false;
+        }
+        let mut states = self.lock();
+        if answered {
+            if let Some(state) = states.get_mut(&upstream_label(url)) {
+                state.consecutive_failures = 0;
+                state.open_until = None;
+                state.probing_since = None;
+            }
+            return false;
+        }
+        let state = states.entry(upstream_label(url)).or_default();
+        state.consecutive_failures = state.consecutive_failures.saturating_add(1);
+        let was_probing = state.probing_since.take().is_some();
+        if was_probing || state.consecutive_failures >= self.settings.failures_to_open {
+            if state.open_until.is_none() || was_probing {
+                state.opened_total += 1;
+            }
+            state.open_until = Some(Instant::now() + self.settings.open_for);
+            return true;
+        }
+        false
+    }
+
+    /// Every upstream that ever failed, sorted by name.
+    pub fn views(&self) -> Vec<BreakerView> {
+        let now = Instant::now();
+        let mut views: Vec<BreakerView> = self
+            .lock()
+            .iter()
+            .map(|(upstream, state)| BreakerView {
+                upstream: upstream.clone(),
+                open: state.open_until.is_some_and(|until| now < until)
+                    || state.probing_since.is_some(),
+                consecutive_failures: state.consecutive_failures,
+                opened_total: state.opened_total,
+                refused_total: state.refused_total,
+            })
+            .collect();
+        views.sort_by(|a, b| a.upstream.cmp(&b.upstream));
+        views
+    }
+
+    /// Whether the breaker of `url`'s upstream is open now.
+    pub fn is_open(&self, url: &str) -> bool {
+        let label = upstream_label(url);
+        self.views()
+            .into_iter()
+            .any(|view| view.upstream == label && view.open)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const URL: &str = "http://up.example:8080/whl/torch/";
+
+    fn breakers(open_for: Duration) -> Breakers {
+        Breakers::new(BreakerSettings {
+            failures_to_open: 2,
+            open_for,
+        })
+    }
+
+    #[test]
+    fn opens_after_a_run_of_failures_and_refuses_until_its_time_is_up() {
+        let b = breakers(Duration::from_mins(1));
+        assert_eq!(b.admit(URL), Admission::Allowed);
+        assert!(!b.record(URL, false));
+        assert_eq!(b.admit(URL), Admission::Allowed);
+        assert!(b.record(URL, false));
+        assert!(matches!(b.admit(URL), Admission::Refused { .. }));
+        // Another upstream is not affected.
+        assert_eq!(
+            b.admit("http://other.example/simple/x/"),
+            Admission::Allowed
+        );
+        let view = &b.views()[0];
+        assert!(view.open);
+        assert_eq!((view.opened_total, view.refused_total), (1, 1));
+    }
+
+    #[test]
+    fn a_success_in_between_resets_the_run() {
+        let b = breakers(Duration::from_mins(1));
+        b.record(URL, false);
+        b.record(URL, true);
+        assert!(!b.record(URL, false));
+        assert_eq!(b.admit(URL), Admission::Allowed);
+    }
+
+    #[test]
+    fn one_probe_after_the_open_time_closes_or_reopens_it() {
+        let b = breakers(Duration::from_millis(1));
+        b.record(URL, false);
+        b.record(URL, false);
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(b.admit(URL), Admission::Probe);
+        // Only one probe at a time.
+        std::thread::sleep(Duration::from_millis(0));
+        assert!(b.record(URL, false), "a failed probe reopens");
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(b.admit(URL), Admission::Probe);
+        b.record(URL, true);
+        assert_eq!(b.admit(URL), Admission::Allowed);
+        assert!(!b.is_open(URL));
+    }
+
+    #[test]
+    fn a_second_request_while_probing_is_refused() {
+        let b = Breakers::new(BreakerSettings {
+            failures_to_open: 1,
+            open_for: Duration::from_millis(50),
+        });
+        b.record(URL, false);
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(b.admit(URL), Admission::Probe);
+        assert!(matches!(b.admit(URL), Admission::Refused { .. }));
+    }
+}
