@@ -176,19 +176,52 @@ async fn project_token(
     .await
 }
 
-async fn add_slash_default(Path(project): Path<String>) -> Redirect {
-    Redirect::permanent(&format!("/simple/{}/", normalize_name(&project)))
+async fn add_slash_default(Path(project): Path<String>) -> Result<Redirect, ApiError> {
+    Ok(Redirect::permanent(&format!(
+        "/simple/{}/",
+        redirect_segment(&project, true)?
+    )))
 }
 
-async fn add_slash_pinned(Path((backend, project)): Path<(String, String)>) -> Redirect {
-    Redirect::permanent(&format!(
-        "/b/{backend}/simple/{}/",
-        normalize_name(&project)
-    ))
+async fn add_slash_pinned(
+    Path((backend, project)): Path<(String, String)>,
+) -> Result<Redirect, ApiError> {
+    Ok(Redirect::permanent(&format!(
+        "/b/{}/simple/{}/",
+        redirect_segment(&backend, false)?,
+        redirect_segment(&project, true)?
+    )))
 }
 
-async fn add_slash_token(Path((token, project)): Path<(String, String)>) -> Redirect {
-    Redirect::permanent(&format!("/m/{token}/simple/{}/", normalize_name(&project)))
+async fn add_slash_token(
+    Path((token, project)): Path<(String, String)>,
+) -> Result<Redirect, ApiError> {
+    Ok(Redirect::permanent(&format!(
+        "/m/{}/simple/{}/",
+        redirect_segment(&token, false)?,
+        redirect_segment(&project, true)?
+    )))
+}
+
+/// A path segment echoed into a `Location` header: only the characters of project names,
+/// backends and tokens (`[A-Za-z0-9._~-]`, RFC 3986 unreserved), so a `%0D%0A` in the request can never become a
+/// header (and is a 400, not a 500). A project name is normalized (PEP 503).
+fn redirect_segment(segment: &str, project: bool) -> Result<String, ApiError> {
+    let valid = !segment.is_empty()
+        && segment
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'~'));
+    if !valid {
+        return Err(ApiError::BadRequest(format!(
+            "`{}` is not a project name, backend or token",
+            segment.escape_default()
+        )));
+    }
+    Ok(if project {
+        normalize_name(segment)
+    } else {
+        segment.to_string()
+    })
 }
 
 fn parse_backend(text: &str) -> Result<Backend, ApiError> {

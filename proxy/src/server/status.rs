@@ -324,9 +324,15 @@ fn render_upstreams(out: &mut String, state: &AppState) {
                 (Some(_), None) => unreachable!("matched above"),
             }
         };
+        let breaker = if state.client.breakers().is_open(url) {
+            "<br><span class=\"bad\">breaker open</span>: requests to it fail at once for a \
+             while; cached pages are served"
+        } else {
+            ""
+        };
         let _ = write!(
             out,
-            "<tr><td>{}</td><td><code>{}</code></td><td>{status}</td></tr>",
+            "<tr><td>{}</td><td><code>{}</code></td><td>{status}{breaker}</td></tr>",
             escape(name),
             escape(&redact(url))
         );

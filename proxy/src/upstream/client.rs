@@ -377,7 +377,21 @@ impl UpstreamClient {
         let mut body = Vec::with_capacity(
             usize::try_from(announced.unwrap_or(0).min(self.max_page_bytes)).unwrap_or(0),
         );
-        while let Some(chunk) = response.chunk().await.map_err(request_error)? {
+        let truncated = |received: usize| UpstreamError::Truncated {
+            url: redact(url),
+            expected: announced.unwrap_or(0),
+            received: u64::try_from(received).unwrap_or(u64::MAX),
+        };
+        loop {
+            let chunk = match response.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                // The connection closed before the announced length: a page cut short.
+                Err(_) if announced.is_some_and(|n| (body.len() as u64) < n) => {
+                    return Err(truncated(body.len()));
+                }
+                Err(source) => return Err(request_error(source)),
+            };
             if u64::try_from(body.len() + chunk.len()).unwrap_or(u64::MAX) > self.max_page_bytes {
                 return Err(too_large());
             }

@@ -3,8 +3,11 @@
 mod cli;
 mod deploy;
 mod fake_upstream;
+mod faults_index;
 mod files;
 mod object_store;
 mod ops;
+mod proxy_under_test;
+mod rogue_upstream;
 mod simple;
 mod status_page;
