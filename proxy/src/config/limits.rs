@@ -30,10 +30,10 @@ pub struct LimitsConfig {
     /// Seconds an open breaker fails requests to its upstream at once before one request is let
     /// through to probe it.
     pub breaker_open_secs: u64,
-    /// Seconds a client may take to send a request's headers.
+    /// Seconds a client may take to send a request's headers. The clock runs whenever a
+    /// connection waits for a request, so it also closes silent and idle keep-alive
+    /// connections.
     pub header_read_timeout_secs: u64,
-    /// Seconds a client connection may sit idle (no request, nothing sent) before it is closed.
-    pub idle_timeout_secs: u64,
     /// Client connections open at once; more wait in the kernel's queue until one closes.
     pub max_connections: usize,
 }
@@ -47,7 +47,6 @@ impl Default for LimitsConfig {
             breaker_failures: 3,
             breaker_open_secs: 15,
             header_read_timeout_secs: 10,
-            idle_timeout_secs: 60,
             max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
@@ -68,9 +67,5 @@ impl LimitsConfig {
 
     pub fn header_read_timeout(&self) -> Duration {
         Duration::from_secs(self.header_read_timeout_secs.max(1))
-    }
-
-    pub fn idle_timeout(&self) -> Duration {
-        Duration::from_secs(self.idle_timeout_secs.max(1))
     }
 }

@@ -3,7 +3,9 @@
 mod cli;
 mod deploy;
 mod fake_upstream;
+mod faults_files;
 mod faults_index;
+mod faults_server;
 mod files;
 mod object_store;
 mod ops;

@@ -77,7 +77,7 @@ pub fn client() -> reqwest::Client {
     CLIENT
         .get_or_init(|| {
             reqwest::Client::builder()
-                .timeout(Duration::from_secs(60))
+                .timeout(Duration::from_mins(1))
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .unwrap()

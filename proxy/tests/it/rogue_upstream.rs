@@ -4,6 +4,7 @@
 //! answers as told, and every request is counted.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -202,15 +203,14 @@ async fn read_request_path(stream: &mut TcpStream) -> Option<String> {
 
 /// A project page in PEP 503 HTML linking `files` (name, bytes) stored under `/f/`.
 pub fn page(files: &[(&str, &[u8])]) -> String {
-    let links: String = files
-        .iter()
-        .map(|(name, bytes)| {
-            format!(
-                "<a href=\"/f/{name}#sha256={}\">{name}</a><br/>\n",
-                sha256(bytes)
-            )
-        })
-        .collect();
+    let mut links = String::new();
+    for (name, bytes) in files {
+        let _ = writeln!(
+            links,
+            "<a href=\"/f/{name}#sha256={}\">{name}</a><br/>",
+            sha256(bytes)
+        );
+    }
     format!("<!DOCTYPE html>\n<html><body>\n<h1>Links for demo</h1>\n{links}</body></html>\n")
 }
 
