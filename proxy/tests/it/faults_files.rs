@@ -20,9 +20,9 @@ fn committed(dir: &std::path::Path) -> Vec<String> {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|name| {
-            !std::path::Path::new(name)
+            std::path::Path::new(name)
                 .extension()
-                .is_some_and(|ext| ext == "part")
+                .is_none_or(|ext| ext != "part")
         })
         .collect();
     names.sort();
