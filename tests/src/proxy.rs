@@ -47,14 +47,11 @@ impl Proxy {
             .await
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
-        let app = wheelgate::server::app(state);
+        // The server's own accept loop, with its limits, as `wheelgate serve` runs it.
         let task = tokio::spawn(async move {
-            axum::serve(
-                listener,
-                app.into_make_service_with_connect_info::<SocketAddr>(),
-            )
-            .await
-            .expect("wheelgate serve");
+            wheelgate::serve::serve_until(listener, state, std::future::pending())
+                .await
+                .expect("wheelgate serve");
         });
         Proxy {
             addr,
