@@ -32,6 +32,8 @@ use crate::upstream::{Upstream, route};
 const INDEX_CACHE_CONTROL: &str = "max-age=600, public";
 /// Rendered pages kept for reuse; cleared whole when full (pages are cheap to rebuild).
 const RENDERED_LIMIT: usize = 4096;
+/// And at most this many bytes of them, so large pages rendered for many machines cannot add up.
+const RENDERED_BYTES: usize = 64 * 1024 * 1024;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -61,7 +63,14 @@ enum Target {
 /// Rendered pages by (upstream URL, page generation, format, machine and policy).
 #[derive(Default)]
 pub struct RenderedPages {
-    entries: Mutex<HashMap<RenderKey, Rendered>>,
+    entries: Mutex<RenderedEntries>,
+}
+
+#[derive(Default)]
+struct RenderedEntries {
+    map: HashMap<RenderKey, Rendered>,
+    /// Bytes of the bodies held, against [`RENDERED_BYTES`].
+    bytes: usize,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -80,15 +89,20 @@ struct Rendered {
 
 impl RenderedPages {
     fn get(&self, key: &RenderKey) -> Option<Rendered> {
-        self.entries.lock().ok()?.get(key).cloned()
+        self.entries.lock().ok()?.map.get(key).cloned()
     }
 
     fn put(&self, key: RenderKey, value: Rendered) {
         if let Ok(mut entries) = self.entries.lock() {
-            if entries.len() >= RENDERED_LIMIT {
-                entries.clear();
+            let size = value.body.len();
+            if entries.map.len() >= RENDERED_LIMIT || entries.bytes + size > RENDERED_BYTES {
+                entries.map.clear();
+                entries.bytes = 0;
             }
-            entries.insert(key, value);
+            entries.bytes += size;
+            if let Some(old) = entries.map.insert(key, value) {
+                entries.bytes -= old.body.len();
+            }
         }
     }
 }
