@@ -3,6 +3,7 @@
 //! releases and backends the data does not know yet.
 
 mod data;
+mod infer;
 mod rules;
 
 pub use data::CatalogError;
@@ -62,6 +63,9 @@ pub struct BackendEntry {
     pub ptx: Vec<ComputeCapability>,
     /// Operating systems the build exists for, when restricted.
     pub os: Option<Vec<crate::machine::Os>>,
+    /// Every platform the build exists for, when the catalog says so; otherwise the defaults of
+    /// its kind apply (see [`Catalog::offered_backends`]).
+    pub platforms: Option<Vec<Platform>>,
     /// The build's existence or contents were not confirmed from a primary source.
     pub inferred: bool,
     pub note: Option<String>,
