@@ -51,8 +51,9 @@ pub enum Requirement {
     },
     /// AMD GPUs whose gfx target the build was compiled for.
     Rocm { gfx: Vec<GfxTarget> },
-    /// An Intel GPU the XPU build supports.
-    Xpu,
+    /// An Intel GPU the XPU build supports: one the probes found usable whose device IP, where
+    /// known, is among these.
+    Xpu { device_ips: Vec<String> },
 }
 
 impl Catalog {
@@ -135,7 +136,9 @@ impl Catalog {
         let note = entry.and_then(|e| e.note.clone());
         let requirement = match backend {
             Backend::Cpu => Requirement::Nothing,
-            Backend::Xpu => Requirement::Xpu,
+            Backend::Xpu => Requirement::Xpu {
+                device_ips: self.xpu_device_ips.clone(),
+            },
             Backend::Rocm(version) => {
                 let gfx = if let Some((_, targets)) =
                     self.rocm_gfx.iter().find(|(v, _)| v == version)

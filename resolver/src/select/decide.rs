@@ -97,7 +97,7 @@ pub fn decide(
                 .iter()
                 .map(|i| format!("{}: {i}", offer.backend)),
         );
-        match check(machine, catalog, &rules) {
+        match check(machine, &rules) {
             Ok(check_notes) => {
                 usable.push(offer.backend.clone());
                 notes.extend(
