@@ -61,9 +61,9 @@ fn select_json_names_backend_version_and_reasons() {
             .contains("compute capability 7.0"),
         "{cu128}"
     );
-    // torchvision 0.24 is torch 2.9's train: cu128 still has Volta code there.
+    // torchvision 0.24 is torch 2.9's train: cu129 (newest of CUDA 12) still has Volta code.
     assert_eq!(answers[1]["version"], "0.24.0");
-    assert_eq!(answers[1]["backend"], "cu128");
+    assert_eq!(answers[1]["backend"], "cu129");
     // Unpinned: the newest confirmed release line.
     assert_eq!(answers[2]["project"], "torchaudio");
     assert!(answers[2]["version"].as_str().unwrap().starts_with("2."));
