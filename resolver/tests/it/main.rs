@@ -1,5 +1,6 @@
 //! Integration tests of wheelgate-resolver, one module per area.
 
+mod bad_input;
 mod garbage;
 mod page;
 mod scenarios;
