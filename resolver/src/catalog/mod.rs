@@ -122,6 +122,21 @@ impl Catalog {
         self.cuda_families.get(&family)
     }
 
+    /// A named set of compiled compute capabilities (`cu128_211`).
+    pub fn sm_set(&self, name: &str) -> Option<&[ComputeCapability]> {
+        self.sm_sets.get(name).map(Vec::as_slice)
+    }
+
+    /// Every named set of compiled compute capabilities.
+    pub fn sm_sets(&self) -> impl Iterator<Item = (&str, &[ComputeCapability])> {
+        self.sm_sets.iter().map(|(k, v)| (k.as_str(), v.as_slice()))
+    }
+
+    /// The gfx targets of each known ROCm version, newest first.
+    pub fn rocm_gfx(&self) -> &[(DottedVersion, Vec<GfxTarget>)] {
+        &self.rocm_gfx
+    }
+
     /// The device IP versions PyTorch's XPU builds list.
     pub fn xpu_device_ips(&self) -> &[String] {
         &self.xpu_device_ips

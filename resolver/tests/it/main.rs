@@ -2,5 +2,6 @@
 
 mod bad_input;
 mod garbage;
+mod invariant;
 mod page;
 mod scenarios;
