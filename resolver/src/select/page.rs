@@ -13,7 +13,7 @@ use crate::platform_tags::platform_matches;
 
 use super::decide::{Decision, Offer, Policy, decide};
 use super::reason::Rejection;
-use super::signals::{Verdict, judge, read_signals};
+use super::signals::{ParsedNames, Verdict, judge, read_signals};
 
 /// One file of a project page, as selection needs it.
 #[derive(Debug, Clone, Copy)]
@@ -218,7 +218,7 @@ fn group_by_version<'a>(
     // A page repeats each version and local label once per Python and platform: parse each
     // distinct text once.
     let mut parsed_versions: HashMap<&str, Option<Version>> = HashMap::new();
-    let mut parsed_labels = HashMap::new();
+    let mut parsed_names = ParsedNames::default();
     for (index, file) in files.iter().enumerate() {
         if file.filename.ends_with("-variants.json") {
             dropped.push((index, Dropped::Variant));
@@ -261,7 +261,7 @@ fn group_by_version<'a>(
             dropped.push((index, Dropped::Variant));
             continue;
         }
-        let signals = match read_signals(wheel.local_label(), file.url, &mut parsed_labels) {
+        let signals = match read_signals(wheel.local_label(), file.url, &mut parsed_names) {
             Ok(signals) => signals,
             Err(error) => {
                 dropped.push((index, Dropped::UnknownBackend(error)));

@@ -25,17 +25,26 @@ pub(super) struct Signals {
     pub directory_disagrees: Option<Backend>,
 }
 
+/// What a page's labels and directories parse to: a page repeats each of them once per Python
+/// and platform, so each distinct text is parsed once.
+#[derive(Debug, Default)]
+pub(super) struct ParsedNames<'a> {
+    labels: HashMap<&'a str, Result<Backend, BackendParseError>>,
+    directories: HashMap<&'a str, Option<Backend>>,
+}
+
 /// Reads a wheel's signals. A label shaped like a backend (`cu…`, `rocm…`, `xpu…`, `cpu…`)
 /// that does not parse (`cu`, `rocm`, `xpu2`, `cu12.8`, `cpu.cxx11.abi`) is an error: such a
 /// file is of an unknown build, never the release's default one. Other labels (`+git1234`)
 /// say nothing about a backend.
 pub(super) fn read_signals<'a>(
     label: Option<&'a str>,
-    url: &str,
-    parsed_labels: &mut HashMap<&'a str, Result<Backend, BackendParseError>>,
+    url: &'a str,
+    parsed: &mut ParsedNames<'a>,
 ) -> Result<Signals, BackendParseError> {
     let label_backend = match label {
-        Some(label) => match parsed_labels
+        Some(label) => match parsed
+            .labels
             .entry(label)
             .or_insert_with(|| label.parse())
             .clone()
@@ -46,7 +55,13 @@ pub(super) fn read_signals<'a>(
         },
         None => None,
     };
-    let directory = backend_from_url(url);
+    let directory = directory_of(url).and_then(|segment| {
+        parsed
+            .directories
+            .entry(segment)
+            .or_insert_with(|| segment.parse().ok())
+            .clone()
+    });
     Ok(match (label_backend, directory) {
         (Some(label), Some(directory)) if label != directory => Signals {
             backend: Some(label),
@@ -71,13 +86,13 @@ fn is_backend_shaped(label: &str) -> bool {
         .any(|prefix| lower.starts_with(prefix))
 }
 
-/// The backend named by the directory of a link (`/whl/cu124/torch-2.5.0-...whl`), which
-/// download.pytorch.org uses for the few wheels that carry no local label.
-fn backend_from_url(url: &str) -> Option<Backend> {
+/// The directory of a link (`cu124` in `/whl/cu124/torch-2.5.0-...whl`), which names the
+/// backend on download.pytorch.org, and is all the few wheels without a local label carry.
+fn directory_of(url: &str) -> Option<&str> {
     let path = url.split(['#', '?']).next().unwrap_or_default();
     let mut segments = path.rsplit('/');
     segments.next()?;
-    segments.next()?.parse().ok()
+    segments.next()
 }
 
 /// The verdict on the files of one (label, directory) disagreement.
@@ -137,8 +152,8 @@ mod tests {
 
     #[test]
     fn reads_labels_directories_and_their_disagreement() {
-        let mut cache = HashMap::new();
-        let read = |label, url, cache: &mut HashMap<_, _>| read_signals(label, url, cache);
+        let mut cache = ParsedNames::default();
+        let read = |label, url, cache: &mut ParsedNames<'static>| read_signals(label, url, cache);
         let agree = read(Some("cu128"), "/whl/cu128/torch.whl", &mut cache).unwrap();
         assert_eq!(agree.backend, Some("cu128".parse().unwrap()));
         assert_eq!(agree.directory_disagrees, None);
