@@ -187,8 +187,10 @@ pub struct IntelGpu {
     /// Level Zero device IP version (`20.1.0` for Battlemage), where known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_ip: Option<String>,
-    /// Whether PyTorch's XPU builds support this device (Arc A/B, Data Center Max, Core Ultra
-    /// iGPUs); older UHD / Iris Xe iGPUs are not.
+    /// Whether the probes found an XPU-class device the runtime can reach (Arc A/B, Data Center
+    /// Max, Core Ultra iGPUs by the PCI table or Level Zero, with a render node); older UHD /
+    /// Iris Xe iGPUs are not. Selection also needs the catalog to list `device_ip` when it is
+    /// known: a stated device IP is judged by the catalog, never taken on trust.
     #[serde(default)]
     pub xpu_capable: bool,
     #[serde(default, skip_serializing_if = "is_false")]

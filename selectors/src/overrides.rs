@@ -34,8 +34,10 @@ pub const CUDA_ARCH: &str = "WHEELGATE_CUDA_ARCH";
 pub const AMD_GFX: &str = "WHEELGATE_AMD_GFX";
 /// Installed ROCm user space (`6.4.1`); `none` for no installed ROCm.
 pub const ROCM_VERSION: &str = "WHEELGATE_ROCM_VERSION";
-/// XPU-capable Intel GPUs by Level Zero device IP version (`20.1.0` for Battlemage), one entry
-/// per GPU; `none` for no XPU device.
+/// Intel GPUs, one entry per GPU, each described by a fact: its Level Zero device IP version
+/// (`20.1.0` for Battlemage) or its PCI device id (`8086:e20b`, `0xe20b`); `none` for no Intel
+/// GPU. The facts are judged like probed ones: an IP by the catalog's device IPs, a PCI id by
+/// the Intel device table, so `12.0.0` (an Iris Xe iGPU) never makes `xpu` the choice.
 pub const XPU_DEVICE: &str = "WHEELGATE_XPU_DEVICE";
 /// x86-64 microarchitecture level, `1` to `4` (`v3` also accepted).
 pub const X86_64_LEVEL: &str = "WHEELGATE_X86_64_LEVEL";
@@ -71,7 +73,7 @@ pub const ALL: &[(&str, &str)] = &[
     (ROCM_VERSION, "installed ROCm version, e.g. 6.4.1, or none"),
     (
         XPU_DEVICE,
-        "Intel XPU devices' IP versions, e.g. 20.1.0, or none",
+        "Intel GPUs' device IPs or PCI ids, e.g. 20.1.0 or 8086:e20b, or none",
     ),
     (X86_64_LEVEL, "x86-64 level, 1 to 4"),
     (AARCH64_VERSION, "aarch64 architecture version, e.g. 8.2a"),
@@ -249,13 +251,39 @@ fn optional_version(
     }
 }
 
-/// [`XPU_DEVICE`]: Level Zero device IP versions (`20.1.0`).
-pub fn xpu_devices(env: &Env) -> Result<Option<Vec<String>>, OverrideError> {
-    list(env, XPU_DEVICE, |item| {
-        item.parse::<DottedVersion>()
-            .map(|_| item.to_string())
-            .map_err(|_| "expected a device IP version such as `20.1.0`".to_string())
-    })
+/// One Intel GPU as [`XPU_DEVICE`] describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IntelDeviceFact {
+    /// A Level Zero device IP version (`20.1.0`), `arch.release.revision`.
+    DeviceIp(String),
+    /// A PCI device id of vendor 0x8086 (`0xe20b`).
+    PciDevice(u16),
+}
+
+/// [`XPU_DEVICE`]: device IP versions (`20.1.0`) or PCI device ids (`8086:e20b`, `0xe20b`).
+pub fn xpu_devices(env: &Env) -> Result<Option<Vec<IntelDeviceFact>>, OverrideError> {
+    list(env, XPU_DEVICE, parse_intel_device)
+}
+
+fn parse_intel_device(item: &str) -> Result<IntelDeviceFact, String> {
+    let lower = item.to_ascii_lowercase();
+    let pci = lower
+        .strip_prefix("8086:")
+        .or_else(|| lower.strip_prefix("0x"));
+    if let Some(hex) = pci {
+        return match u16::from_str_radix(hex, 16) {
+            Ok(id) if !hex.is_empty() && hex.len() <= 4 => Ok(IntelDeviceFact::PciDevice(id)),
+            _ => Err(format!(
+                "`{item}` is not a PCI device id (expected four hex digits such as `8086:e20b`)"
+            )),
+        };
+    }
+    match item.parse::<DottedVersion>() {
+        Ok(ip) if ip.parts().len() == 3 => Ok(IntelDeviceFact::DeviceIp(item.to_string())),
+        _ => Err(format!(
+            "`{item}` is neither a device IP version (`20.1.0`) nor a PCI device id (`8086:e20b`)"
+        )),
+    }
 }
 
 /// [`X86_64_LEVEL`]: `1` to `4`, or `v1` to `v4`.
@@ -331,6 +359,24 @@ mod tests {
                 .contains("WHEELGATE_CUDA_DRIVER=five-eighty")
         );
         assert!(x86_64_level(&env).is_err());
+    }
+
+    #[test]
+    fn intel_devices_are_ips_or_pci_ids() {
+        let env = Env::from_pairs([(XPU_DEVICE, "12.0.0, 8086:E20B,0x9a49")]);
+        assert_eq!(
+            xpu_devices(&env).unwrap().unwrap(),
+            [
+                IntelDeviceFact::DeviceIp("12.0.0".into()),
+                IntelDeviceFact::PciDevice(0xe20b),
+                IntelDeviceFact::PciDevice(0x9a49),
+            ]
+        );
+        for bad in ["20.1", "8086:", "0x12345", "arc", "yes", "8086:zzzz"] {
+            let env = Env::from_pairs([(XPU_DEVICE, bad)]);
+            let error = xpu_devices(&env).unwrap_err();
+            assert!(error.to_string().contains(bad), "{error}");
+        }
     }
 
     #[test]

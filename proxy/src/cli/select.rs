@@ -1,5 +1,10 @@
 //! `wheelgate select <requirement>...`: which build each requirement resolves to on this machine
-//! and why every other build was rejected, from the catalog alone (no network).
+//! (or another: `--machine TOKEN|FILE`) and why every other build was rejected. From the
+//! catalog alone (no network), or with `--index URL|FILE` from a real project page, through the
+//! selection the proxy rewrites pages with.
+
+mod machine;
+mod page;
 
 use std::io::{self, Write};
 use std::str::FromStr;
@@ -7,11 +12,12 @@ use std::str::FromStr;
 use pep440_rs::Version;
 use pep508_rs::{Requirement, VersionOrUrl};
 use serde::Serialize;
+use wheelgate::server::rewrite::select_files;
 use wheelgate_resolver::catalog::ReleaseLine;
 use wheelgate_resolver::filename::normalize_name;
-use wheelgate_resolver::select::{ReleaseSelection, select_release};
-use wheelgate_resolver::{Backend, Catalog, Os, Policy};
-use wheelgate_selectors::overrides::{Env, OverrideError};
+use wheelgate_resolver::select::{Decision, ReleaseSelection, select_release};
+use wheelgate_resolver::{Backend, Catalog, Machine, Os, Policy};
+use wheelgate_selectors::overrides::{Env, OverrideError, backend_override};
 use wheelgate_selectors::{DetectError, ProbeContext, detect};
 
 /// Where `wheelgate select` points users for a backend.
@@ -26,6 +32,15 @@ pub struct SelectArgs {
     /// Print a JSON array, one object per requirement.
     #[arg(long)]
     pub json: bool,
+    /// Choose from a real project page instead of the catalog: an index URL
+    /// (`https://download.pytorch.org/whl/`, the project's page under it is fetched) or a saved
+    /// page, HTML or JSON.
+    #[arg(long, value_name = "URL|FILE")]
+    pub index: Option<String>,
+    /// Choose for another machine: the token `wheelgate detect --token` printed there, or a
+    /// file with `wheelgate detect --json` output. This machine is then not probed.
+    #[arg(long, value_name = "TOKEN|FILE")]
+    pub machine: Option<String>,
 }
 
 /// Why `wheelgate select` failed.
@@ -43,6 +58,12 @@ pub enum SelectCommandError {
     NotPytorch(String),
     #[error("no torch release in the catalog satisfies `{0}`")]
     NoRelease(String),
+    #[error("no version on `{origin}` satisfies `{requirement}`")]
+    NotOnPage { requirement: String, origin: String },
+    #[error(transparent)]
+    Machine(#[from] machine::MachineArgError),
+    #[error(transparent)]
+    Index(#[from] page::IndexArgError),
     #[error("could not write the output")]
     Output(#[from] io::Error),
     #[error("could not encode the answer as JSON")]
@@ -60,6 +81,12 @@ pub struct Answer {
     pub index_url: Option<String>,
     pub reasons: Vec<Reason>,
     pub notes: Vec<String>,
+    /// With `--index`: the page chosen from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<String>,
+    /// With `--index`: the files of the version the proxy would serve this machine.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
 }
 
 /// Why one backend was not chosen.
@@ -71,16 +98,27 @@ pub struct Reason {
 
 /// Runs `wheelgate select`.
 pub fn run(args: &SelectArgs) -> Result<(), SelectCommandError> {
-    let ctx = ProbeContext::from_env(Env::from_process()).map_err(SelectCommandError::Override)?;
-    let detection = detect(&ctx)?;
+    let env = Env::from_process();
+    let (machine, pinned) = if let Some(arg) = &args.machine {
+        let pinned = backend_override(&env).map_err(SelectCommandError::Override)?;
+        (machine::read_machine(arg)?, pinned)
+    } else {
+        let ctx = ProbeContext::from_env(env).map_err(SelectCommandError::Override)?;
+        let detection = detect(&ctx)?;
+        (detection.machine, detection.backend_pin)
+    };
     let policy = Policy {
-        pinned: detection.backend_pin.clone(),
+        pinned,
         prefer: Vec::new(),
     };
     let catalog = Catalog::embedded();
+    let index = args.index.as_deref().map(page::IndexSource::parse);
     let mut answers = Vec::new();
     for text in &args.requirements {
-        answers.push(answer(catalog, &detection.machine, &policy, text)?);
+        answers.push(match &index {
+            Some(source) => answer_from_page(catalog, &machine, &policy, source, text)?,
+            None => answer(catalog, &machine, &policy, text)?,
+        });
     }
     let mut out = io::stdout().lock();
     if args.json {
@@ -107,16 +145,27 @@ pub fn run(args: &SelectArgs) -> Result<(), SelectCommandError> {
         for note in &answer.notes {
             writeln!(out, "  note: {note}")?;
         }
+        if let Some(page) = &answer.page {
+            writeln!(
+                out,
+                "  from {page}; the files the proxy serves this machine:"
+            )?;
+            for file in &answer.files {
+                writeln!(out, "    {file}")?;
+            }
+            if answer.files.is_empty() {
+                writeln!(out, "    (none)")?;
+            }
+        }
     }
     Ok(())
 }
 
-fn answer(
+/// A requirement, with its project normalized and checked to be one PyTorch builds.
+fn parse_requirement(
     catalog: &Catalog,
-    machine: &wheelgate_resolver::Machine,
-    policy: &Policy,
     text: &str,
-) -> Result<Answer, SelectCommandError> {
+) -> Result<(Requirement<pep508_rs::VerbatimUrl>, String), SelectCommandError> {
     let requirement = Requirement::<pep508_rs::VerbatimUrl>::from_str(text).map_err(|err| {
         SelectCommandError::Requirement {
             text: text.to_string(),
@@ -127,6 +176,78 @@ fn answer(
     if !catalog.is_pytorch_built(&project) {
         return Err(SelectCommandError::NotPytorch(project));
     }
+    Ok((requirement, project))
+}
+
+/// The answer from a real page: the newest version on it that the requirement allows (no
+/// pre-release unless pinned), decided exactly as the proxy decides when it rewrites the page.
+fn answer_from_page(
+    catalog: &Catalog,
+    machine: &Machine,
+    policy: &Policy,
+    source: &page::IndexSource,
+    text: &str,
+) -> Result<Answer, SelectCommandError> {
+    let (requirement, project) = parse_requirement(catalog, text)?;
+    let loaded = page::load(source, &project)?;
+    let selection = select_files(catalog, machine, policy, &project, &loaded.page);
+    let specifiers = match &requirement.version_or_url {
+        Some(VersionOrUrl::VersionSpecifier(specifiers)) => Some(specifiers),
+        _ => None,
+    };
+    let pinned = specifiers.is_some_and(|s| {
+        s.iter().any(|s| {
+            matches!(
+                s.operator(),
+                pep440_rs::Operator::Equal | pep440_rs::Operator::ExactEqual
+            )
+        })
+    });
+    let chosen = selection
+        .versions
+        .iter()
+        .filter(|v| pinned || !v.version.any_prerelease())
+        .find(|v| specifiers.is_none_or(|s| s.contains(&v.version)))
+        .ok_or_else(|| SelectCommandError::NotOnPage {
+            requirement: text.to_string(),
+            origin: loaded.origin.clone(),
+        })?;
+    let files = chosen
+        .kept
+        .iter()
+        .map(|&i| loaded.page.files[i].filename.clone())
+        .collect();
+    let mut answer = match &chosen.decision {
+        Some(decision) => decision_answer(
+            project,
+            chosen.version.to_string(),
+            decision,
+            machine.platform.os,
+        ),
+        // A version whose files carry no backend: every file is served as it is.
+        None => Answer {
+            project,
+            version: chosen.version.to_string(),
+            backend: None,
+            index_url: None,
+            reasons: Vec::new(),
+            notes: vec!["the files of this version name no backend; all are served".to_string()],
+            page: None,
+            files: Vec::new(),
+        },
+    };
+    answer.page = Some(loaded.origin);
+    answer.files = files;
+    Ok(answer)
+}
+
+fn answer(
+    catalog: &Catalog,
+    machine: &Machine,
+    policy: &Policy,
+    text: &str,
+) -> Result<Answer, SelectCommandError> {
+    let (requirement, project) = parse_requirement(catalog, text)?;
     let (version, shown) = match &requirement.version_or_url {
         Some(VersionOrUrl::VersionSpecifier(specifiers)) if !specifiers.is_empty() => {
             let exact = specifiers.iter().find(|s| {
@@ -181,7 +302,10 @@ fn line_of(
 }
 
 fn to_answer(project: String, version: String, selection: &ReleaseSelection, os: Os) -> Answer {
-    let decision = &selection.decision;
+    decision_answer(project, version, &selection.decision, os)
+}
+
+fn decision_answer(project: String, version: String, decision: &Decision, os: Os) -> Answer {
     let backend = decision.chosen.as_ref();
     let index_url = backend.map(|b| match (b, os) {
         // macOS wheels are the plain ones on PyPI and under /whl/cpu alike.
@@ -201,5 +325,7 @@ fn to_answer(project: String, version: String, selection: &ReleaseSelection, os:
             })
             .collect(),
         notes: decision.notes.clone(),
+        page: None,
+        files: Vec::new(),
     }
 }

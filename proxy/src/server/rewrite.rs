@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use pep440_rs::Version;
 use wheelgate_resolver::filename::DistFilename;
 use wheelgate_resolver::index::ProjectPage;
-use wheelgate_resolver::select::{FileRef, select_page};
+use wheelgate_resolver::select::{FileRef, PageSelection, select_page};
 use wheelgate_resolver::{Catalog, Machine, Policy};
 
 /// The page a client gets: `upstream` reduced to the machine's builds when `select` is set (the
@@ -21,8 +21,7 @@ pub fn rewrite_page(
     select: bool,
 ) -> ProjectPage {
     let kept: Vec<usize> = if select {
-        let refs: Vec<FileRef<'_>> = upstream.files.iter().map(FileRef::from).collect();
-        let selection = select_page(catalog, machine, policy, project, &refs);
+        let selection = select_files(catalog, machine, policy, project, upstream);
         let mut kept: Vec<usize> = selection
             .versions
             .iter()
@@ -53,6 +52,19 @@ pub fn rewrite_page(
         base: None,
         status: upstream.status.clone(),
     }
+}
+
+/// The selection the proxy rewrites `upstream` by, for one machine: shared with
+/// `wheelgate select --index`, so the command answers exactly what the proxy serves.
+pub fn select_files(
+    catalog: &Catalog,
+    machine: &Machine,
+    policy: &Policy,
+    project: &str,
+    upstream: &ProjectPage,
+) -> PageSelection {
+    let refs: Vec<FileRef<'_>> = upstream.files.iter().map(FileRef::from).collect();
+    select_page(catalog, machine, policy, project, &refs)
 }
 
 /// The proxy's link to a file: root-relative, so it works behind any host name and under every

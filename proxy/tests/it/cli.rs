@@ -61,9 +61,9 @@ fn select_json_names_backend_version_and_reasons() {
             .contains("compute capability 7.0"),
         "{cu128}"
     );
-    // torchvision 0.24 is torch 2.9's train: cu128 still has Volta code there.
+    // torchvision 0.24 is torch 2.9's train: cu129 (newest of CUDA 12) still has Volta code.
     assert_eq!(answers[1]["version"], "0.24.0");
-    assert_eq!(answers[1]["backend"], "cu128");
+    assert_eq!(answers[1]["backend"], "cu129");
     // Unpinned: the newest confirmed release line.
     assert_eq!(answers[2]["project"], "torchaudio");
     assert!(answers[2]["version"].as_str().unwrap().starts_with("2."));
@@ -136,4 +136,241 @@ fn detect_token_round_trips_and_pip_config_uses_it() {
     );
     let output = wheelgate(&["pip-config", "--proxy", "wheelgate.internal"], V100);
     assert_eq!(output.status.code(), Some(1));
+}
+
+/// The captured download.pytorch.org page of torch's cu130 builds (2.9.0 to 2.11.0), read in
+/// place from the shared fixtures.
+fn cu130_page() -> String {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/fixtures/pytorch-index/whl_cu130_torch.html"
+    );
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("fixture `{path}`: {e}"))
+}
+
+/// The fixture with a cu128 twin of every file, as the aggregated `/whl/torch/` page lists
+/// several backends per version.
+fn cu128_and_cu130_page() -> String {
+    let page = cu130_page();
+    let mut twins = String::new();
+    for line in page.lines().filter(|line| line.contains("<a ")) {
+        twins.push_str(&line.replace("cu130", "cu128"));
+        twins.push('\n');
+    }
+    page.replacen(
+        "<h1>Links for torch</h1>",
+        &format!("<h1>Links for torch</h1>\n{twins}"),
+        1,
+    )
+}
+
+fn token_of(env: &[(&str, &str)]) -> String {
+    let output = wheelgate(&["detect", "--token"], env);
+    assert!(output.status.success());
+    String::from_utf8(output.stdout).unwrap().trim().to_string()
+}
+
+fn json_answers(output: &Output) -> Vec<serde_json::Value> {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let answers: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    answers.as_array().unwrap().clone()
+}
+
+const A10_DRIVER_570: &[(&str, &str)] = &[
+    ("WHEELGATE_CUDA_DRIVER", "570.86.10"),
+    ("WHEELGATE_CUDA_ARCH", "8.6"),
+];
+const H100_DRIVER_580: &[(&str, &str)] = &[
+    ("WHEELGATE_CUDA_DRIVER", "580.65.06"),
+    ("WHEELGATE_CUDA_ARCH", "9.0"),
+];
+
+#[test]
+fn select_from_a_saved_page_html_or_json_for_another_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("torch.html");
+    std::fs::write(&html, cu130_page()).unwrap();
+    let html = html.to_str().unwrap();
+    // The H100 described by its token: the newest version on the page, its cu130 files.
+    let h100 = token_of(H100_DRIVER_580);
+    let answers = json_answers(&wheelgate(
+        &[
+            "select",
+            "--json",
+            "--index",
+            html,
+            "--machine",
+            &h100,
+            "torch",
+        ],
+        &[],
+    ));
+    assert_eq!(answers[0]["version"], "2.11.0");
+    assert_eq!(answers[0]["backend"], "cu130");
+    assert_eq!(answers[0]["page"], html);
+    let files: Vec<&str> = answers[0]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(files.contains(&"torch-2.11.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl"));
+    assert!(files.iter().all(|f| f.starts_with("torch-2.11.0+cu130-")));
+
+    // The same page as PEP 691 JSON, a pinned version, a V100 described by `detect --json` in a
+    // file: the page has only cu130, which has no Volta code, so nothing runs; the catalog
+    // alone would have said cu126.
+    let parsed = wheelgate_resolver::index::parse_project_html(&cu130_page()).unwrap();
+    let json = dir.path().join("torch.json");
+    std::fs::write(
+        &json,
+        wheelgate_resolver::index::render_project_json(&parsed),
+    )
+    .unwrap();
+    let machine = dir.path().join("v100.json");
+    std::fs::write(&machine, wheelgate(&["detect", "--json"], V100).stdout).unwrap();
+    let answers = json_answers(&wheelgate(
+        &[
+            "select",
+            "--json",
+            "--index",
+            json.to_str().unwrap(),
+            "--machine",
+            machine.to_str().unwrap(),
+            "torch==2.9.0",
+        ],
+        &[],
+    ));
+    assert_eq!(answers[0]["version"], "2.9.0");
+    assert_eq!(answers[0]["backend"], serde_json::Value::Null);
+    let reasons = answers[0]["reasons"].to_string();
+    assert!(reasons.contains("compute capability 7.0"), "{reasons}");
+    let answers = json_answers(&wheelgate(
+        &[
+            "select",
+            "--json",
+            "--machine",
+            machine.to_str().unwrap(),
+            "torch==2.9.0",
+        ],
+        &[],
+    ));
+    assert_eq!(answers[0]["backend"], "cu129");
+    assert_eq!(answers[0].get("page"), None, "without --index: the catalog");
+
+    // Human output names the page and the files.
+    let output = wheelgate(
+        &[
+            "select",
+            "--index",
+            html,
+            "--machine",
+            &h100,
+            "torch==2.10.0",
+        ],
+        &[],
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.starts_with("torch 2.10.0: cu130"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "from {html}; the files the proxy serves this machine:"
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn select_with_bad_index_or_machine_says_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(Vec<String>, &str); 4] = [
+        (
+            vec!["--machine".into(), "1-lx-n580-s99.9".into()],
+            "is neither a machine file nor a machine token",
+        ),
+        (
+            vec![
+                "--index".into(),
+                dir.path().join("absent.html").display().to_string(),
+            ],
+            "could not read the saved page",
+        ),
+        (
+            vec!["--index".into(), {
+                let other = dir.path().join("numpy.html");
+                std::fs::write(&other, "<h1>Links for numpy</h1>").unwrap();
+                other.display().to_string()
+            }],
+            "lists `numpy`, not `torch`",
+        ),
+        (
+            vec![
+                "--index".into(),
+                {
+                    let page = dir.path().join("torch.html");
+                    std::fs::write(&page, cu130_page()).unwrap();
+                    page.display().to_string()
+                },
+                "--machine".into(),
+                token_of(H100_DRIVER_580),
+            ],
+            "no version on",
+        ),
+    ];
+    for (extra, message) in cases {
+        let mut args: Vec<&str> = vec!["select"];
+        args.extend(extra.iter().map(String::as_str));
+        args.push(if message == "no version on" {
+            "torch==1.0"
+        } else {
+            "torch"
+        });
+        let output = wheelgate(&args, &[]);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn select_from_an_index_url_served_by_a_fake_upstream() {
+    let upstream = crate::fake_upstream::Fake::start().await;
+    upstream.add_page("/whl/torch/", cu128_and_cu130_page());
+    let root = upstream.url("/whl/");
+    let a10 = token_of(A10_DRIVER_570);
+    let h100 = token_of(H100_DRIVER_580);
+    let run = |machine: String, requirement: &'static str| {
+        let root = root.clone();
+        tokio::task::spawn_blocking(move || {
+            json_answers(&wheelgate(
+                &[
+                    "select",
+                    "--json",
+                    "--index",
+                    &root,
+                    "--machine",
+                    &machine,
+                    requirement,
+                ],
+                &[],
+            ))
+        })
+    };
+    // Driver 570 runs CUDA 12 only: cu128, with cu130 rejected for the driver.
+    let answers = run(a10, "torch>=2.9,<2.11").await.unwrap();
+    assert_eq!(answers[0]["version"], "2.10.0");
+    assert_eq!(answers[0]["backend"], "cu128");
+    assert_eq!(answers[0]["page"], format!("{root}torch/"));
+    assert!(
+        answers[0]["reasons"]
+            .to_string()
+            .contains("driver 570.86.10 is below 580")
+    );
+    let answers = run(h100, "torch").await.unwrap();
+    assert_eq!(answers[0]["backend"], "cu130");
+    assert_eq!(upstream.hits("/whl/torch/"), 2);
 }

@@ -80,6 +80,7 @@ struct RawBackend {
     #[serde(default)]
     ptx: Vec<ComputeCapability>,
     os: Option<Vec<Os>>,
+    platforms: Option<Vec<Platform>>,
     #[serde(default)]
     inferred: bool,
     note: Option<String>,
@@ -190,6 +191,7 @@ fn convert_release(
                 sm_aarch64: entry.sm_aarch64,
                 ptx: entry.ptx,
                 os: entry.os,
+                platforms: entry.platforms,
                 inferred: entry.inferred,
                 note: entry.note,
             },

@@ -3,6 +3,7 @@
 //! releases and backends the data does not know yet.
 
 mod data;
+mod infer;
 mod rules;
 
 pub use data::CatalogError;
@@ -62,6 +63,9 @@ pub struct BackendEntry {
     pub ptx: Vec<ComputeCapability>,
     /// Operating systems the build exists for, when restricted.
     pub os: Option<Vec<crate::machine::Os>>,
+    /// Every platform the build exists for, when the catalog says so; otherwise the defaults of
+    /// its kind apply (see [`Catalog::offered_backends`]).
+    pub platforms: Option<Vec<Platform>>,
     /// The build's existence or contents were not confirmed from a primary source.
     pub inferred: bool,
     pub note: Option<String>,
@@ -116,6 +120,21 @@ impl Catalog {
     /// The driver floor of a CUDA major family, if known.
     pub fn driver_floor(&self, family: u16) -> Option<&DriverFloor> {
         self.cuda_families.get(&family)
+    }
+
+    /// A named set of compiled compute capabilities (`cu128_211`).
+    pub fn sm_set(&self, name: &str) -> Option<&[ComputeCapability]> {
+        self.sm_sets.get(name).map(Vec::as_slice)
+    }
+
+    /// Every named set of compiled compute capabilities.
+    pub fn sm_sets(&self) -> impl Iterator<Item = (&str, &[ComputeCapability])> {
+        self.sm_sets.iter().map(|(k, v)| (k.as_str(), v.as_slice()))
+    }
+
+    /// The gfx targets of each known ROCm version, newest first.
+    pub fn rocm_gfx(&self) -> &[(DottedVersion, Vec<GfxTarget>)] {
+        &self.rocm_gfx
     }
 
     /// The device IP versions PyTorch's XPU builds list.

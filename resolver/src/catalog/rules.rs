@@ -51,8 +51,9 @@ pub enum Requirement {
     },
     /// AMD GPUs whose gfx target the build was compiled for.
     Rocm { gfx: Vec<GfxTarget> },
-    /// An Intel GPU the XPU build supports.
-    Xpu,
+    /// An Intel GPU the XPU build supports: one the probes found usable whose device IP, where
+    /// known, is among these.
+    Xpu { device_ips: Vec<String> },
 }
 
 impl Catalog {
@@ -135,27 +136,26 @@ impl Catalog {
         let note = entry.and_then(|e| e.note.clone());
         let requirement = match backend {
             Backend::Cpu => Requirement::Nothing,
-            Backend::Xpu => Requirement::Xpu,
+            Backend::Xpu => Requirement::Xpu {
+                device_ips: self.xpu_device_ips.clone(),
+            },
             Backend::Rocm(version) => {
                 let gfx = if let Some((_, targets)) =
                     self.rocm_gfx.iter().find(|(v, _)| v == version)
                 {
                     targets.clone()
-                } else {
-                    // The newest known ROCm not newer than this one, else the oldest known.
-                    let (known, targets) = self
-                        .rocm_gfx
-                        .iter()
-                        .find(|(v, _)| v < version)
-                        .or_else(|| self.rocm_gfx.last())
-                        .map_or_else(
-                            || (version.clone(), Vec::new()),
-                            |(v, t)| (v.clone(), t.clone()),
-                        );
+                } else if let Some(agreed) = self.infer_gfx(release, version) {
                     inferred.push(Inferred(format!(
-                        "{backend} is not in the catalog; the gfx targets of rocm{known} were assumed"
+                        "{backend} is not in the catalog; assumed {}: {}",
+                        assumed_from(&agreed.sources, "gfx targets"),
+                        shown(&agreed.list)
                     )));
-                    targets
+                    agreed.list
+                } else {
+                    inferred.push(Inferred(format!(
+                        "{backend} is not in the catalog and no ROCm build is; its gfx targets are unknown"
+                    )));
+                    Vec::new()
                 };
                 Requirement::Rocm { gfx }
             }
@@ -196,31 +196,14 @@ impl Catalog {
         let Backend::Cuda(cuda) = backend else {
             return Vec::new();
         };
-        // The same backend in the nearest other release, newer releases first.
-        let same_backend = self.releases.iter().find_map(|r| {
-            r.backends
-                .get(backend)
-                .and_then(|e| sm_set_name(e, platform))
-                .map(|set| (r.torch, backend.clone(), set))
-        });
-        // Else the newest CUDA of the same family in the newest release that has one.
-        let same_family = || {
-            self.releases.iter().find_map(|r| {
-                r.backends
-                    .iter()
-                    .rev()
-                    .filter(|(b, _)| matches!(b, Backend::Cuda(v) if v.major == cuda.major))
-                    .find_map(|(b, e)| {
-                        sm_set_name(e, platform).map(|set| (r.torch, b.clone(), set))
-                    })
-            })
-        };
-        if let Some((torch, source, set)) = same_backend.or_else(same_family) {
+        if let Some(agreed) = self.infer_sm(release, backend, *cuda, platform) {
             inferred.push(Inferred(format!(
-                "{backend} for torch {} on {platform} is not in the catalog; the compute capabilities of {source} for torch {torch} were assumed",
-                release.torch
+                "the compiled compute capabilities of {backend} for torch {} on {platform} are not in the catalog; assumed {}: {}",
+                release.torch,
+                assumed_from(&agreed.sources, "compute capabilities"),
+                shown(&agreed.list)
             )));
-            return self.sm_sets[set].clone();
+            return agreed.list;
         }
         inferred.push(Inferred(format!(
             "no CUDA {} build on {platform} is in the catalog; the compiled compute capabilities are unknown",
@@ -242,17 +225,11 @@ impl Catalog {
                     .as_ref()
                     .is_none_or(|list| list.contains(&platform.os))
             })
-            .filter(|(backend, entry)| match backend {
-                Backend::Cpu => true,
-                Backend::Cuda(_) => match (platform.os, platform.arch) {
-                    (Os::Linux | Os::Windows, Arch::X86_64) => true,
-                    (Os::Linux, Arch::Aarch64) => entry.sm_aarch64.is_some(),
-                    _ => false,
-                },
-                Backend::Rocm(_) => platform.os == Os::Linux && platform.arch == Arch::X86_64,
-                Backend::Xpu => {
-                    platform.arch == Arch::X86_64 && matches!(platform.os, Os::Linux | Os::Windows)
-                }
+            .filter(|(backend, entry)| {
+                entry.platforms.as_ref().map_or_else(
+                    || default_platform(backend, entry, platform),
+                    |list| list.contains(&platform),
+                )
             })
             .map(|(backend, _)| backend.clone())
             .collect()
@@ -267,7 +244,48 @@ impl Catalog {
     }
 }
 
-fn sm_set_name(entry: &super::BackendEntry, platform: Platform) -> Option<&String> {
+/// Where a build of this kind exists when the catalog gives no `platforms`: CPU builds on every
+/// platform but Windows on Arm (published for a few releases only, listed there), CUDA on Linux
+/// and Windows `x86_64` and on Linux aarch64 where an aarch64 sm set is given, ROCm on Linux
+/// `x86_64`, XPU on Linux and Windows `x86_64`.
+fn default_platform(backend: &Backend, entry: &super::BackendEntry, platform: Platform) -> bool {
+    match backend {
+        Backend::Cpu => !(platform.os == Os::Windows && platform.arch == Arch::Aarch64),
+        Backend::Cuda(_) => match (platform.os, platform.arch) {
+            (Os::Linux | Os::Windows, Arch::X86_64) => true,
+            (Os::Linux, Arch::Aarch64) => entry.sm_aarch64.is_some(),
+            _ => false,
+        },
+        Backend::Rocm(_) => platform.os == Os::Linux && platform.arch == Arch::X86_64,
+        Backend::Xpu => {
+            platform.arch == Arch::X86_64 && matches!(platform.os, Os::Linux | Os::Windows)
+        }
+    }
+}
+
+/// Where an inferred list came from: `the compute capabilities of cu128 for torch 2.11`, or with
+/// several sources `only the gfx targets that rocm7.2 and rocm7.14 all have`.
+fn assumed_from(sources: &[String], what: &str) -> String {
+    match sources {
+        [one] => format!("the {what} of {one}"),
+        [init @ .., last] => format!(
+            "only the {what} that {} and {last} all have",
+            init.join(", ")
+        ),
+        [] => format!("no {what}"),
+    }
+}
+
+/// A list for explanations: `7.5, 8.0, 8.6`.
+fn shown<T: std::fmt::Display>(list: &[T]) -> String {
+    list.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The name of a build's sm set on a platform: Windows falls back to the Linux `x86_64` set.
+pub(super) fn sm_set_name(entry: &super::BackendEntry, platform: Platform) -> Option<&String> {
     match (platform.os, platform.arch) {
         (Os::Linux, Arch::Aarch64) => entry.sm_aarch64.as_ref(),
         (Os::Windows, _) => entry.sm_windows.as_ref().or(entry.sm.as_ref()),
@@ -350,6 +368,57 @@ mod tests {
     }
 
     #[test]
+    fn inferred_cuda_sets_never_admit_what_a_known_neighbour_rejects() {
+        let catalog = Catalog::embedded();
+        let release = catalog.train_release("torch", &version("2.11.0")).release;
+        let rules = |platform: &str| {
+            let rules = catalog.backend_rules(
+                release,
+                &"cu129".parse().unwrap(),
+                platform.parse().unwrap(),
+            );
+            let Requirement::Cuda { sm, .. } = &rules.requirement else {
+                panic!("not CUDA")
+            };
+            (shown(sm), rules.inferred[0].0.clone())
+        };
+        // 2.11's cu128 dropped Volta; 2.10's cu129 has it: the inferred 2.11 cu129 must not.
+        let (sm, why) = rules("linux-x86_64");
+        assert_eq!(sm, "7.5, 8.0, 8.6, 9.0, 10.0, 12.0");
+        assert!(
+            why.contains("cu128 for torch 2.11 and cu129 for torch 2.10"),
+            "{why}"
+        );
+        // aarch64: 2.11 cu128 has no 11.0 (Jetson Thor), so neither has the inferred cu129;
+        // 12.1 stays, as 12.0 code runs on it either way.
+        let (sm, _) = rules("linux-aarch64");
+        assert_eq!(sm, "8.0, 9.0, 10.0, 12.0, 12.1");
+    }
+
+    #[test]
+    fn unknown_rocm_between_known_lists_takes_their_intersection() {
+        let catalog = Catalog::embedded();
+        let release = catalog.newest_release();
+        let rules = catalog.backend_rules(
+            release,
+            &"rocm7.3".parse().unwrap(),
+            "linux-x86_64".parse().unwrap(),
+        );
+        let Requirement::Rocm { gfx } = &rules.requirement else {
+            panic!("not ROCm")
+        };
+        let has = |t: &str| gfx.iter().any(|g| g.as_str() == t);
+        // gfx906 is dropped by rocm7.14, gfx1103 added only there: neither is assumed.
+        assert!(!has("gfx906") && !has("gfx1103"));
+        assert!(has("gfx942") && has("gfx1151"));
+        assert!(
+            rules.inferred[0].0.contains("rocm7.2 and rocm7.14"),
+            "{:?}",
+            rules.inferred
+        );
+    }
+
+    #[test]
     fn unknown_rocm_backend_uses_newest_older_list() {
         let catalog = Catalog::embedded();
         let release = catalog.newest_release();
@@ -379,10 +448,39 @@ mod tests {
         };
         assert_eq!(
             shown("linux-x86_64"),
-            "cpu cu126 cu128 cu130 rocm6.3 rocm6.4 xpu"
+            "cpu cu126 cu128 cu129 cu130 rocm6.3 rocm6.4 xpu"
         );
         assert_eq!(shown("macos-arm64"), "cpu");
-        assert_eq!(shown("linux-aarch64"), "cpu cu126 cu128 cu130");
-        assert_eq!(shown("windows-x86_64"), "cpu cu126 cu128 cu130 xpu");
+        assert_eq!(shown("linux-aarch64"), "cpu cu126 cu128 cu129 cu130");
+        assert_eq!(shown("windows-x86_64"), "cpu cu126 cu128 cu129 cu130 xpu");
+        assert_eq!(shown("windows-arm64"), "cpu");
+    }
+
+    #[test]
+    fn catalog_offers_follow_the_listing() {
+        let catalog = Catalog::embedded();
+        let shown = |torch: &str, p: &str| {
+            let release = catalog.train_release("torch", &version(torch)).release;
+            catalog
+                .offered_backends(release, p.parse().unwrap())
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        // 2.8.0's aarch64 CUDA build is cu129 only; 2.11's cu129 is Linux only.
+        assert_eq!(shown("2.8.0", "linux-aarch64"), "cpu cu129");
+        assert_eq!(
+            shown("2.11.0", "linux-aarch64"),
+            "cpu cu126 cu128 cu129 cu130"
+        );
+        assert_eq!(
+            shown("2.11.0", "windows-x86_64"),
+            "cpu cu126 cu128 cu130 xpu"
+        );
+        // CPU builds for Windows on Arm exist for 2.7 to 2.10 only.
+        assert_eq!(shown("2.7.0", "windows-arm64"), "cpu");
+        assert_eq!(shown("2.6.0", "windows-arm64"), "");
+        assert_eq!(shown("2.11.0", "windows-arm64"), "");
     }
 }

@@ -1,6 +1,6 @@
 //! Whether one build's requirement is met by a machine: the selection rules of DESIGN.md.
 
-use crate::catalog::{BackendRules, Catalog, Requirement};
+use crate::catalog::{BackendRules, Requirement};
 use crate::machine::{Machine, Os};
 use crate::version::ComputeCapability;
 
@@ -8,11 +8,7 @@ use super::reason::Rejection;
 
 /// Checks the rules of one backend against the machine. `Ok` carries notes worth showing (a GPU
 /// whose compute capability is unknown, so coverage could not be checked).
-pub fn check(
-    machine: &Machine,
-    catalog: &Catalog,
-    rules: &BackendRules,
-) -> Result<Vec<String>, Rejection> {
+pub fn check(machine: &Machine, rules: &BackendRules) -> Result<Vec<String>, Rejection> {
     match &rules.requirement {
         Requirement::Nothing => Ok(Vec::new()),
         Requirement::Cuda {
@@ -39,24 +35,39 @@ pub fn check(
             }
             Ok(Vec::new())
         }
-        Requirement::Xpu => {
-            let intel = machine.intel.as_ref().map_or(&[][..], |i| &i.gpus);
-            let supported = intel.iter().any(|gpu| {
-                gpu.xpu_capable
-                    || gpu
-                        .device_ip
-                        .as_ref()
-                        .is_some_and(|ip| catalog.xpu_device_ips().contains(ip))
-            });
-            if supported {
-                Ok(Vec::new())
-            } else {
-                Err(Rejection::NoXpuDevice {
-                    intel_gpus: intel.len(),
-                })
-            }
-        }
+        Requirement::Xpu { device_ips } => check_xpu(machine, device_ips),
     }
+}
+
+/// An Intel GPU is an XPU target when the probes found it usable (an Arc, Data Center Max or
+/// Core Ultra GPU the runtime can reach) and, where its device IP is known, PyTorch lists that
+/// IP: a stated IP is a fact the catalog judges, whoever stated it (a probe or an override).
+fn check_xpu(machine: &Machine, device_ips: &[String]) -> Result<Vec<String>, Rejection> {
+    let intel = machine.intel.as_ref().map_or(&[][..], |i| &i.gpus);
+    let listed = |ip: &String| device_ips.contains(ip);
+    if intel
+        .iter()
+        .any(|gpu| gpu.xpu_capable && gpu.device_ip.as_ref().is_none_or(listed))
+    {
+        return Ok(Vec::new());
+    }
+    if let Some((gpu, ip)) = intel.iter().find_map(|gpu| {
+        gpu.device_ip
+            .as_ref()
+            .filter(|ip| !listed(ip))
+            .map(|ip| (gpu, ip))
+    }) {
+        return Err(Rejection::XpuDeviceNotListed {
+            gpu: gpu
+                .name
+                .clone()
+                .unwrap_or_else(|| "the Intel GPU".to_string()),
+            device_ip: ip.clone(),
+        });
+    }
+    Err(Rejection::NoXpuDevice {
+        intel_gpus: intel.len(),
+    })
 }
 
 fn check_cuda(

@@ -89,19 +89,21 @@ pub fn decide(
             continue;
         }
         let rules = catalog.backend_rules(release, &offer.backend, platform);
-        match check(machine, catalog, &rules) {
+        // What was assumed is said whether the build was kept or rejected: a rejection on an
+        // inferred list is only as good as the assumption.
+        notes.extend(
+            rules
+                .inferred
+                .iter()
+                .map(|i| format!("{}: {i}", offer.backend)),
+        );
+        match check(machine, &rules) {
             Ok(check_notes) => {
                 usable.push(offer.backend.clone());
                 notes.extend(
                     check_notes
                         .into_iter()
                         .map(|n| format!("{}: {n}", offer.backend)),
-                );
-                notes.extend(
-                    rules
-                        .inferred
-                        .iter()
-                        .map(|i| format!("{}: {i}", offer.backend)),
                 );
             }
             Err(rejection) => rejected.push(Considered {

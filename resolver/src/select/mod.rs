@@ -6,6 +6,7 @@ mod decide;
 mod page;
 mod reason;
 mod release;
+mod signals;
 
 pub use decide::{Considered, Decision, Offer, Policy, catalog_offers, class_order, decide};
 pub use page::{Dropped, FileRef, PageSelection, VersionSelection, select_page};

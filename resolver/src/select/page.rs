@@ -5,13 +5,15 @@ use std::collections::{BTreeMap, HashMap};
 
 use pep440_rs::Version;
 
-use crate::backend::Backend;
-use crate::catalog::Catalog;
+use crate::backend::{Backend, BackendParseError};
+use crate::catalog::{Catalog, Release};
 use crate::filename::{FilenameError, SdistFilename, WheelParts, normalize_name};
 use crate::machine::{Arch, Machine, Os, Platform};
 use crate::platform_tags::platform_matches;
 
 use super::decide::{Decision, Offer, Policy, decide};
+use super::reason::Rejection;
+use super::signals::{ParsedNames, Verdict, judge, read_signals};
 
 /// One file of a project page, as selection needs it.
 #[derive(Debug, Clone, Copy)]
@@ -39,6 +41,38 @@ pub enum Dropped {
     Variant,
     /// The filename is not a valid wheel or sdist name.
     Unparseable(FilenameError),
+    /// Its local label is shaped like a backend but names none (`+cu12.8`, `+xpu2`).
+    UnknownBackend(BackendParseError),
+    /// Its label and its directory name different backends, and the machine does not run the
+    /// directory's reading (the stricter reading: both must run).
+    SignalsDisagree {
+        label: Backend,
+        directory: Backend,
+        rejection: Rejection,
+    },
+}
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dropped::NotChosen { backend } => write!(f, "{backend} was not chosen"),
+            Dropped::Variant => {
+                f.write_str("a wheel-variant file, which plain installers cannot read")
+            }
+            Dropped::Unparseable(error) => write!(f, "{error}"),
+            Dropped::UnknownBackend(error) => {
+                write!(f, "{error}; a file of an unknown build is never served")
+            }
+            Dropped::SignalsDisagree {
+                label,
+                directory,
+                rejection,
+            } => write!(
+                f,
+                "labelled {label} but in the {directory} directory; by the stricter reading it must run as both, and {directory}: {rejection}"
+            ),
+        }
+    }
 }
 
 /// The choice for one version of a project.
@@ -69,10 +103,14 @@ impl PageSelection {
     }
 }
 
+/// One wheel of a version: its index on the page, its name's parts, and the backend its
+/// directory names where that disagrees with its label.
+type Wheel<'a> = (usize, WheelParts<'a>, Option<Backend>);
+
 #[derive(Default)]
 struct VersionFiles<'a> {
     /// Backend-specific wheels; `None` keys plain wheels of projects without a release train.
-    by_backend: BTreeMap<Option<Backend>, Vec<(usize, WheelParts<'a>)>>,
+    by_backend: BTreeMap<Option<Backend>, Vec<Wheel<'a>>>,
     /// Sdists and other backend-neutral files, always kept.
     neutral: Vec<usize>,
 }
@@ -93,7 +131,7 @@ pub fn select_page(
         let labelled = files.by_backend.keys().any(Option::is_some);
         if !labelled {
             let mut kept = files.neutral;
-            kept.extend(files.by_backend.into_values().flatten().map(|(i, _)| i));
+            kept.extend(files.by_backend.into_values().flatten().map(|(i, ..)| i));
             kept.sort_unstable();
             selections.push(VersionSelection {
                 version,
@@ -103,6 +141,15 @@ pub fn select_page(
             continue;
         }
         let train = catalog.train_release(&project, &version);
+        let mut files = files;
+        let signal_notes = judge_disagreements(
+            catalog,
+            machine,
+            policy,
+            train.release,
+            &mut files,
+            &mut dropped,
+        );
         let offers: Vec<Offer> = files
             .by_backend
             .iter()
@@ -111,7 +158,7 @@ pub fn select_page(
                     backend: backend.clone(),
                     has_platform_file: wheels
                         .iter()
-                        .any(|(_, w)| platform_matches(machine, w.platform_tags())),
+                        .any(|(_, w, _)| platform_matches(machine, w.platform_tags())),
                 })
             })
             .collect();
@@ -119,13 +166,14 @@ pub fn select_page(
         if let Some(inferred) = &train.inferred {
             decision.notes.insert(0, inferred.to_string());
         }
+        decision.notes.extend(signal_notes);
         let mut kept = files.neutral;
         for (backend, wheels) in files.by_backend {
             match backend {
                 Some(backend) if Some(&backend) == decision.chosen.as_ref() => {
-                    kept.extend(wheels.iter().map(|(i, _)| *i));
+                    kept.extend(wheels.iter().map(|(i, ..)| *i));
                 }
-                Some(backend) => dropped.extend(wheels.iter().map(|(i, _)| {
+                Some(backend) => dropped.extend(wheels.iter().map(|(i, ..)| {
                     (
                         *i,
                         Dropped::NotChosen {
@@ -136,7 +184,7 @@ pub fn select_page(
                 // Plain wheels beside labelled ones, in a project without a release train: of
                 // unknown build, so they are served only when no labelled build was chosen.
                 None if decision.chosen.is_none() => {
-                    kept.extend(wheels.iter().map(|(i, _)| *i));
+                    kept.extend(wheels.iter().map(|(i, ..)| *i));
                 }
                 None => {}
             }
@@ -170,7 +218,7 @@ fn group_by_version<'a>(
     // A page repeats each version and local label once per Python and platform: parse each
     // distinct text once.
     let mut parsed_versions: HashMap<&str, Option<Version>> = HashMap::new();
-    let mut parsed_labels: HashMap<&str, Option<Backend>> = HashMap::new();
+    let mut parsed_names = ParsedNames::default();
     for (index, file) in files.iter().enumerate() {
         if file.filename.ends_with("-variants.json") {
             dropped.push((index, Dropped::Variant));
@@ -213,28 +261,27 @@ fn group_by_version<'a>(
             dropped.push((index, Dropped::Variant));
             continue;
         }
-        let label_backend = wheel.local_label().and_then(|label| {
-            parsed_labels
-                .entry(label)
-                .or_insert_with(|| label.parse().ok())
-                .clone()
+        let signals = match read_signals(wheel.local_label(), file.url, &mut parsed_names) {
+            Ok(signals) => signals,
+            Err(error) => {
+                dropped.push((index, Dropped::UnknownBackend(error)));
+                continue;
+            }
+        };
+        let backend = signals.backend.or_else(|| {
+            // An unlabelled wheel of a PyTorch release is the release's default build for the
+            // wheel's platform (PyPI's torch on Linux x86_64 is a CUDA build).
+            has_train
+                .then(|| plain_backend(catalog, project, &public, &wheel))
+                .flatten()
         });
-        let backend = label_backend
-            .or_else(|| backend_from_url(file.url))
-            .or_else(|| {
-                // An unlabelled wheel of a PyTorch release is the release's default build for the
-                // wheel's platform (PyPI's torch on Linux x86_64 is a CUDA build).
-                has_train
-                    .then(|| plain_backend(catalog, project, &public, &wheel))
-                    .flatten()
-            });
         versions
             .entry(public)
             .or_default()
             .by_backend
             .entry(backend)
             .or_default()
-            .push((index, wheel));
+            .push((index, wheel, signals.directory_disagrees));
     }
     versions
 }
@@ -245,13 +292,53 @@ fn has_extension(filename: &str, extension: &str) -> bool {
         .is_some_and(|ext| ext.eq_ignore_ascii_case(extension))
 }
 
-/// The backend named by the directory of a link (`/whl/cu124/torch-2.5.0-...whl`), which
-/// download.pytorch.org uses for the few wheels that carry no local label.
-fn backend_from_url(url: &str) -> Option<Backend> {
-    let path = url.split(['#', '?']).next().unwrap_or_default();
-    let mut segments = path.rsplit('/');
-    segments.next()?;
-    segments.next()?.parse().ok()
+/// Judges the files whose label and directory disagree (see [`super::signals`]): those the
+/// machine cannot run by the stricter reading are dropped, and a backend left without files is
+/// no longer offered. Returns the notes that explain it.
+fn judge_disagreements(
+    catalog: &Catalog,
+    machine: &Machine,
+    policy: &Policy,
+    release: &Release,
+    files: &mut VersionFiles<'_>,
+    dropped: &mut Vec<(usize, Dropped)>,
+) -> Vec<String> {
+    let mut pairs: BTreeMap<(Backend, Backend), usize> = BTreeMap::new();
+    for (backend, wheels) in &files.by_backend {
+        for (_, _, directory) in wheels {
+            if let (Some(label), Some(directory)) = (backend, directory) {
+                *pairs.entry((label.clone(), directory.clone())).or_default() += 1;
+            }
+        }
+    }
+    if pairs.is_empty() {
+        return Vec::new();
+    }
+    let (verdicts, notes) = judge(catalog, machine, policy, release, &pairs);
+    for (backend, wheels) in &mut files.by_backend {
+        let Some(label) = backend else { continue };
+        wheels.retain(|(index, _, directory)| {
+            let Some(directory) = directory else {
+                return true;
+            };
+            match &verdicts[&(label.clone(), directory.clone())] {
+                Verdict::Kept => true,
+                Verdict::Dropped(rejection) => {
+                    dropped.push((
+                        *index,
+                        Dropped::SignalsDisagree {
+                            label: label.clone(),
+                            directory: directory.clone(),
+                            rejection: rejection.clone(),
+                        },
+                    ));
+                    false
+                }
+            }
+        });
+    }
+    files.by_backend.retain(|_, wheels| !wheels.is_empty());
+    notes
 }
 
 fn plain_backend(

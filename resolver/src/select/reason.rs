@@ -40,6 +40,8 @@ pub enum Rejection {
     GfxNotCovered { gpu: String, gfx: GfxTarget },
     /// The machine has no Intel GPU that the XPU build supports.
     NoXpuDevice { intel_gpus: usize },
+    /// An Intel GPU's device IP is not among those PyTorch's XPU builds list.
+    XpuDeviceNotListed { gpu: String, device_ip: String },
     /// Usable, but another backend ranks higher.
     Outranked { by: Backend, why: OutrankedBecause },
     /// A backend was pinned and this is not it.
@@ -94,6 +96,10 @@ impl fmt::Display for Rejection {
             Rejection::NoXpuDevice { intel_gpus: 0 } => f.write_str("no Intel GPU on this machine"),
             Rejection::NoXpuDevice { .. } => f.write_str(
                 "the Intel GPU here is not supported by XPU builds (Arc, Data Center Max and Core Ultra GPUs are)",
+            ),
+            Rejection::XpuDeviceNotListed { gpu, device_ip } => write!(
+                f,
+                "{gpu} has device IP {device_ip}, which PyTorch's XPU builds do not support (not among the catalog's device IPs)"
             ),
             Rejection::Outranked { by, why } => match why {
                 OutrankedBecause::DeviceClass => {

@@ -1,5 +1,7 @@
 //! Integration tests of wheelgate-resolver, one module per area.
 
+mod bad_input;
 mod garbage;
+mod invariant;
 mod page;
 mod scenarios;

@@ -9,7 +9,7 @@ use wheelgate_resolver::machine::{Intel, IntelGpu};
 use wheelgate_resolver::Catalog;
 
 use crate::context::ProbeContext;
-use crate::overrides::{self, OverrideError};
+use crate::overrides::{self, IntelDeviceFact, OverrideError};
 use crate::pci::{self, PciDevice};
 use crate::source::{Facts, Source, Trail};
 
@@ -25,17 +25,29 @@ pub fn probe(
     facts: &mut Facts,
 ) -> Result<Option<Intel>, OverrideError> {
     let mut gpus = Vec::new();
-    if let Some(ips) = overrides::xpu_devices(&ctx.env)? {
-        for (index, ip) in ips.into_iter().enumerate() {
-            facts.push(Trail::new(format!("intel.gpu{index}")).found(
-                format!("XPU device IP {ip}"),
-                Source::Override(overrides::XPU_DEVICE),
-            ));
-            gpus.push(IntelGpu {
-                device_ip: Some(ip),
-                xpu_capable: true,
-                ..IntelGpu::default()
-            });
+    if let Some(stated) = overrides::xpu_devices(&ctx.env)? {
+        // An override states what the device is; whether PyTorch supports it is judged as for a
+        // probed device: a PCI id through the device table, a device IP by the catalog at
+        // selection.
+        for (index, fact) in stated.into_iter().enumerate() {
+            let source = Source::Override(overrides::XPU_DEVICE);
+            let trail = Trail::new(format!("intel.gpu{index}"));
+            let gpu = match fact {
+                IntelDeviceFact::DeviceIp(ip) => {
+                    facts.push(trail.found(format!("Intel GPU, device IP {ip}"), source));
+                    IntelGpu {
+                        device_ip: Some(ip),
+                        xpu_capable: true,
+                        ..IntelGpu::default()
+                    }
+                }
+                IntelDeviceFact::PciDevice(id) => {
+                    let gpu = from_table(id, false);
+                    facts.push(trail.found(describe(&gpu, id), source));
+                    gpu
+                }
+            };
+            gpus.push(gpu);
         }
         return Ok((!gpus.is_empty()).then_some(Intel { gpus }));
     }
@@ -77,18 +89,11 @@ pub fn probe(
             key: key.clone(),
             from: format!("/sys/bus/pci/devices/{}/device", device.address),
         };
-        let entry = devices::lookup(device.device);
-        if entry.is_none() {
+        if devices::lookup(device.device).is_none() {
             trail.failed(table_source.clone(), format!("`{key}` is not in the table"));
         }
         let mut source = table_source;
-        let mut gpu = IntelGpu {
-            name: entry.map(|e| e.name.to_string()),
-            pci_device: Some(device.device),
-            device_ip: entry.and_then(|e| e.device_ip).map(str::to_string),
-            xpu_capable: entry.is_some_and(|e| e.device_ip.is_some()),
-            integrated: entry.map_or(device.address == IGPU_ADDRESS, |e| e.integrated),
-        };
+        let mut gpu = from_table(device.device, device.address == IGPU_ADDRESS);
         if let Some(name) =
             apply_level_zero(level_zero.as_ref(), device.device, &mut gpu, &mut trail)
         {
@@ -113,18 +118,35 @@ pub fn probe(
                 }
             }
         }
-        let name = gpu
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("Intel GPU {key}"));
-        let shown = match (&gpu.device_ip, gpu.xpu_capable) {
-            (Some(ip), true) => format!("{name} (XPU, device IP {ip})"),
-            _ => format!("{name} (not an XPU target)"),
-        };
-        facts.push(trail.found(shown, source));
+        facts.push(trail.found(describe(&gpu, device.device), source));
         gpus.push(gpu);
     }
     Ok(Some(Intel { gpus }))
+}
+
+/// A GPU as the device table describes PCI id `device`; one it does not know is no XPU target,
+/// integrated when it sits where Intel CPUs put their iGPU (`at_igpu_address`).
+fn from_table(device: u16, at_igpu_address: bool) -> IntelGpu {
+    let entry = devices::lookup(device);
+    IntelGpu {
+        name: entry.map(|e| e.name.to_string()),
+        pci_device: Some(device),
+        device_ip: entry.and_then(|e| e.device_ip).map(str::to_string),
+        xpu_capable: entry.is_some_and(|e| e.device_ip.is_some()),
+        integrated: entry.map_or(at_igpu_address, |e| e.integrated),
+    }
+}
+
+/// The fact line for a GPU: `Intel Arc B580 (XPU, device IP 20.1.0)`.
+fn describe(gpu: &IntelGpu, device: u16) -> String {
+    let name = gpu
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("Intel GPU 8086:{device:04x}"));
+    match (&gpu.device_ip, gpu.xpu_capable) {
+        (Some(ip), true) => format!("{name} (XPU, device IP {ip})"),
+        _ => format!("{name} (not an XPU target)"),
+    }
 }
 
 /// Level Zero's device IP is the runtime's own word: it wins over the table's, and it makes a

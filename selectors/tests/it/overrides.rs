@@ -1,6 +1,7 @@
 //! Overrides replace probed facts; an empty value is absent; a bad value is a clear error.
 
-use wheelgate_resolver::Backend;
+use wheelgate_resolver::select::select_release;
+use wheelgate_resolver::{Backend, Catalog, Policy};
 use wheelgate_selectors::overrides::{self as vars};
 use wheelgate_selectors::{DetectError, Env, backend_override, detect};
 
@@ -68,6 +69,54 @@ fn gfx_and_xpu_overrides_add_devices() {
     let intel = machine.intel.unwrap();
     assert!(intel.gpus[0].xpu_capable);
     assert_eq!(intel.gpus[0].device_ip.as_deref(), Some("20.1.0"));
+}
+
+/// Issue 8: an override states the device; the catalog and the selection rules judge it, as for
+/// a probed device. `12.0.0` is an Iris Xe iGPU's device IP, which PyTorch's XPU builds lack.
+#[test]
+fn xpu_override_states_a_device_that_selection_judges() {
+    let root = machines_dir().join("no-gpu-cloud-vm/root");
+    let chosen = |stated: &str| {
+        let env = Env::from_pairs([(vars::XPU_DEVICE, stated)]);
+        let machine = detect(&context(&root, env)).unwrap().machine;
+        let version = "2.9.0".parse().unwrap();
+        let selection = select_release(
+            Catalog::embedded(),
+            &machine,
+            &Policy::default(),
+            "torch",
+            Some(&version),
+        );
+        let text: Vec<String> = selection
+            .decision
+            .considered
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        (
+            selection.decision.chosen.unwrap().to_string(),
+            text.join("\n"),
+            machine.intel.unwrap().gpus,
+        )
+    };
+    let (backend, why, gpus) = chosen("12.0.0");
+    assert_eq!(backend, "cpu", "{why}");
+    assert!(
+        why.contains("xpu: the Intel GPU has device IP 12.0.0"),
+        "{why}"
+    );
+    assert_eq!(gpus[0].device_ip.as_deref(), Some("12.0.0"));
+    // A listed IP and a listed PCI id are XPU targets; an Iris Xe PCI id is not.
+    assert_eq!(chosen("20.1.0").0, "xpu");
+    let (backend, _, gpus) = chosen("8086:e20b");
+    assert_eq!(backend, "xpu");
+    assert_eq!(gpus[0].name.as_deref(), Some("Intel Arc B580"));
+    assert_eq!(gpus[0].device_ip.as_deref(), Some("20.1.0"));
+    let (backend, _, gpus) = chosen("0x9a49");
+    assert_eq!(backend, "cpu");
+    assert!(!gpus[0].xpu_capable);
+    // Several GPUs: one supported device is enough.
+    assert_eq!(chosen("12.0.0,20.4.4").0, "xpu");
 }
 
 #[test]
