@@ -16,4 +16,4 @@ mod digest;
 pub mod page;
 pub mod releases;
 
-pub use page::{PageFile, torch_files, torch_page_html};
+pub use page::{PageFile, page_html, torch_files, torch_page_html};

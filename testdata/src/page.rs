@@ -93,12 +93,17 @@ fn file(filename: &str, directory: &str, metadata: bool) -> PageFile {
     }
 }
 
-/// The generated `/whl/torch/` page, as download.pytorch.org serves it (about 2,800 links).
+/// The generated `/whl/torch/` page, as download.pytorch.org serves it (2,649 links, 711 KB).
 pub fn torch_page_html() -> String {
-    let files = torch_files();
+    page_html(&torch_files())
+}
+
+/// A torch page of `files` in download.pytorch.org's format (a backend's own page,
+/// `/whl/cu128/torch/`, is the aggregated page's files under `/whl/cu128/`).
+pub fn page_html(files: &[PageFile]) -> String {
     let mut html = String::with_capacity(files.len() * 300 + 256);
     html.push_str("<!DOCTYPE html>\n<html>\n  <body>\n    <h1>Links for torch</h1>\n");
-    for file in &files {
+    for file in files {
         let _ = write!(html, "    <a href=\"{}\"", file.href());
         if let Some(metadata) = &file.metadata_sha256 {
             let _ = write!(

@@ -2,6 +2,7 @@
 
 mod cli;
 mod deploy;
+mod explain;
 mod fake_upstream;
 mod files;
 mod object_store;
