@@ -7,5 +7,6 @@ mod fake_upstream;
 mod files;
 mod object_store;
 mod ops;
+mod serve_start;
 mod simple;
 mod status_page;
