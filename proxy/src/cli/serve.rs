@@ -4,8 +4,15 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use std::io::Write as _;
+
 use wheelgate::config::{ConfigError, ServeConfig, pip_configured_index};
 use wheelgate::serve::StartError;
+use wheelgate::server::AppState;
+use wheelgate::server::explain::describe_machine;
+use wheelgate::units::human_bytes;
+use wheelgate::upstream::redact;
+use wheelgate_resolver::select_release;
 
 /// Arguments of `wheelgate serve`; every flag also has a config-file key of the same name.
 // clap prints these doc comments as `--help` text, where Markdown backticks would show literally.
@@ -100,13 +107,110 @@ pub fn effective_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
     Ok(config)
 }
 
-/// Runs `wheelgate serve` until a signal.
+/// Runs `wheelgate serve` until a signal: builds the state, binds, says what it is doing on
+/// standard output (logs stay on standard error, so a JSON log stream stays JSON), serves.
+// The steps of `wheelgate::serve::run_until`, spelled out so that the lines can be printed once
+// the listener is bound (the real port of `--listen 127.0.0.1:0`) and the state is built.
 pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
     let config = effective_config(args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(ServeCommandError::Runtime)?;
-    runtime.block_on(wheelgate::serve::run(config))?;
+    runtime.block_on(async {
+        let addr = config.listen;
+        let state = wheelgate::serve::build_state(config).await?;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| StartError::Listen { addr, source })?;
+        let local = listener.local_addr().unwrap_or(addr);
+        print_start_lines(&state, local);
+        tracing::info!(listen = %local, "wheelgate serving");
+        wheelgate::serve::serve_until(listener, state, wheelgate::serve::shutdown_signal()).await
+    })?;
     Ok(())
+}
+
+/// The lines `wheelgate serve` starts with, on standard output, flushed at once.
+fn print_start_lines(state: &AppState, local: SocketAddr) {
+    let lines = start_lines(state, local);
+    let mut out = std::io::stdout().lock();
+    for line in &lines {
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = out.flush();
+}
+
+/// One line each: the address, the machine `/simple/` resolves for, its build for the newest
+/// torch in the catalog, the upstreams, the cache, and the pip command to copy.
+pub fn start_lines(state: &AppState, local: SocketAddr) -> Vec<String> {
+    // A wildcard address is reachable on loopback from this host; other hosts use its name.
+    let (host, elsewhere) = if local.ip().is_unspecified() {
+        (
+            SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), local.port()),
+            " (from other machines: this host's name or address instead of 127.0.0.1)",
+        )
+    } else {
+        (local, "")
+    };
+    let config = &state.config;
+    let machine = &state.default_machine;
+    let source = if config.machine.is_some() {
+        "from the configuration"
+    } else {
+        "probed"
+    };
+    let pinned = config
+        .policy
+        .pinned
+        .as_ref()
+        .map(|b| format!("; backend pinned to {b}"))
+        .unwrap_or_default();
+    let newest = select_release(state.catalog, machine, &config.policy, "torch", None);
+    let build = match &newest.decision.chosen {
+        Some(backend) => {
+            format!("{backend} (torch, torchvision and torchaudio of that line alike)")
+        }
+        None => format!(
+            "none usable{}",
+            newest
+                .decision
+                .notes
+                .first()
+                .map(|n| format!(": {n}"))
+                .unwrap_or_default()
+        ),
+    };
+    let offline = if config.offline {
+        " (offline: never contacted)"
+    } else {
+        ""
+    };
+    vec![
+        format!(
+            "wheelgate {}: listening on http://{local}/ (status page there)",
+            env!("CARGO_PKG_VERSION")
+        ),
+        format!(
+            "machine for /simple/ ({source}): {}{pinned}",
+            describe_machine(machine)
+        ),
+        format!(
+            "its build for the newest torch in the catalog ({}): {build}",
+            newest.torch
+        ),
+        format!(
+            "upstreams: PyTorch {}, general {}{offline}",
+            redact(&config.pytorch_url),
+            redact(&config.pypi_url)
+        ),
+        format!(
+            "cache: {} ({} files, {} of {} limit)",
+            config.cache_dir.display(),
+            state.files.len(),
+            human_bytes(state.files.total_bytes()),
+            human_bytes(config.cache_max_bytes)
+        ),
+        format!("pip install torch --index-url http://{host}/simple/{elsewhere}"),
+    ]
 }

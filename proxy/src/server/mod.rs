@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod error;
+pub mod explain;
 pub mod files;
 pub mod limits;
 pub mod listener;
@@ -23,6 +24,7 @@ use axum::Router;
 pub fn app(state: AppState) -> Router {
     Router::new()
         .merge(simple::routes())
+        .merge(explain::routes())
         .merge(files::routes())
         .merge(ops::routes())
         .merge(observe::routes())

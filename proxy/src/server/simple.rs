@@ -1,6 +1,7 @@
 //! The simple-index routes: `/simple/...` for the server's machine, `/b/<backend>/simple/...`
 //! with a backend pinned, `/m/<token>/simple/...` for the client's machine.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -21,6 +22,7 @@ use wheelgate_resolver::index::{
 use wheelgate_resolver::{Backend, Machine, Policy};
 
 use super::error::ApiError;
+use super::explain::{explain_url, page_comment, with_leading_comment};
 use super::lookup::project_page;
 use super::negotiate::{Format, negotiate};
 use super::rewrite::rewrite_page;
@@ -54,7 +56,7 @@ pub struct FormatQuery {
 }
 
 /// Which machine and policy a route resolves for.
-enum Target {
+pub(super) enum Target {
     Default,
     Pinned(Backend),
     Token(Box<Machine>),
@@ -78,6 +80,7 @@ struct RenderKey {
     url: String,
     generation: u64,
     json: bool,
+    prefix: String,
     target: String,
 }
 
@@ -238,14 +241,14 @@ fn redirect_segment(segment: &str, project: bool) -> Result<String, ApiError> {
     })
 }
 
-fn parse_backend(text: &str) -> Result<Backend, ApiError> {
+pub(super) fn parse_backend(text: &str) -> Result<Backend, ApiError> {
     text.parse()
         .map_err(|err: wheelgate_resolver::backend::BackendParseError| {
             ApiError::NotFound(err.to_string())
         })
 }
 
-fn parse_token(token: &str) -> Result<Machine, ApiError> {
+pub(super) fn parse_token(token: &str) -> Result<Machine, ApiError> {
     wheelgate_resolver::token::decode(token).map_err(|err| {
         ApiError::BadRequest(format!("invalid machine token in the URL: {err}; print a valid one with `wheelgate detect --token`"))
     })
@@ -280,6 +283,49 @@ fn root(state: &AppState, headers: &HeaderMap, query: &FormatQuery) -> Result<Re
     Ok(page_response(headers, format, Bytes::from(body), &etag))
 }
 
+/// Refuses what cannot be a normalized project name (PEP 503): a clear 404, never an upstream
+/// request.
+pub(super) fn check_project_name(project: &str, raw: &str) -> Result<(), ApiError> {
+    if project.is_empty()
+        || !project
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        return Err(ApiError::NotFound(format!(
+            "`{raw}` is not a valid project name"
+        )));
+    }
+    Ok(())
+}
+
+/// The machine and policy a route resolves for: the server's machine, with a pinned backend, or
+/// the token's machine; moved to the client's platform when its User-Agent says it runs
+/// elsewhere (a Mac client never gets Linux builds).
+pub(super) fn machine_and_policy<'a>(
+    state: &'a AppState,
+    target: &'a Target,
+    headers: &HeaderMap,
+) -> (Cow<'a, Machine>, Policy) {
+    let mut policy: Policy = state.config.policy.clone();
+    let base: &Machine = match target {
+        Target::Default => &state.default_machine,
+        Target::Pinned(backend) => {
+            policy.pinned = Some(backend.clone());
+            &state.default_machine
+        }
+        Target::Token(machine) => machine,
+    };
+    let client = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_user_agent);
+    let machine = match refine(base, client.as_ref()) {
+        Some(refined) => Cow::Owned(refined),
+        None => Cow::Borrowed(base),
+    };
+    (machine, policy)
+}
+
 async fn project_response(
     state: &AppState,
     target: Target,
@@ -292,31 +338,10 @@ async fn project_response(
     if project != raw {
         return Ok(Redirect::permanent(&format!("{prefix}/{project}/")).into_response());
     }
-    if project.is_empty()
-        || !project
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
-        return Err(ApiError::NotFound(format!(
-            "`{raw}` is not a valid project name"
-        )));
-    }
+    check_project_name(&project, raw)?;
     let format = format_of(headers, query)?;
-    let mut policy: Policy = state.config.policy.clone();
-    let base: &Machine = match &target {
-        Target::Default => &state.default_machine,
-        Target::Pinned(backend) => {
-            policy.pinned = Some(backend.clone());
-            &state.default_machine
-        }
-        Target::Token(machine) => machine,
-    };
-    let client = headers
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .and_then(parse_user_agent);
-    let refined = refine(base, client.as_ref());
-    let machine = refined.as_ref().unwrap_or(base);
+    let (machine, policy) = machine_and_policy(state, &target, headers);
+    let machine = machine.as_ref();
     let pinned = policy.pinned.clone();
     let cached = project_page(state, &project, pinned.as_ref())
         .await
@@ -327,6 +352,12 @@ async fn project_response(
         url: cached.url.clone(),
         generation: cached.generation,
         json: format == Format::Json,
+        // The HTML page names its explain URL, which differs per route prefix.
+        prefix: if select && format != Format::Json {
+            prefix.to_string()
+        } else {
+            String::new()
+        },
         target: if select {
             serde_json::to_string(&(machine, &policy)).unwrap_or_default()
         } else {
@@ -346,6 +377,13 @@ async fn project_response(
         );
         let body = match format {
             Format::Json => render_project_json(&page),
+            Format::Html | Format::LegacyHtml if select => {
+                let explain = explain_url(prefix, &project);
+                with_leading_comment(
+                    &render_project_html(&page),
+                    &page_comment(machine, &policy, &explain),
+                )
+            }
             Format::Html | Format::LegacyHtml => render_project_html(&page),
         };
         let rendered = Rendered {

@@ -280,7 +280,13 @@ fn render_choices(out: &mut String, state: &AppState) {
             escape(&selection.project)
         );
     }
-    out.push_str("</table>\n");
+    out.push_str(
+        "</table>\n<p>Every version on the live index, the build kept and why each other was \
+         dropped: <a href=\"/explain/torch/\"><code>/explain/torch/</code></a> (JSON with \
+         <code>Accept: application/json</code>; for another machine \
+         <code>/m/TOKEN/explain/torch/</code>, for a pinned backend \
+         <code>/b/cu128/explain/torch/</code>).</p>\n",
+    );
 }
 
 fn ago(time: SystemTime) -> String {

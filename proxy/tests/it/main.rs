@@ -2,6 +2,7 @@
 
 mod cli;
 mod deploy;
+mod explain;
 mod fake_upstream;
 mod faults_files;
 mod faults_index;
@@ -11,5 +12,6 @@ mod object_store;
 mod ops;
 mod proxy_under_test;
 mod rogue_upstream;
+mod serve_start;
 mod simple;
 mod status_page;

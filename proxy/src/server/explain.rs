@@ -1,0 +1,562 @@
+//! `GET /explain/<project>/` under every route prefix (`/explain/torch/`,
+//! `/b/cu128/explain/torch/`, `/m/<token>/explain/torch/`): for each version on the project's
+//! page, the build the matching `/simple/` page keeps and the reason every other build was
+//! dropped. HTML for people; JSON (`Accept: application/json` or `?format=json`) for tools.
+//!
+//! The explanation runs exactly the selection the rewritten page runs (same machine, policy,
+//! User-Agent refinement and cached upstream page), so it cannot disagree with what pip got.
+//! Also here: the one-line description of a machine, and the comment at the top of every
+//! rewritten HTML page that names the machine and this URL.
+
+use std::fmt::Write as _;
+
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use serde::{Deserialize, Serialize};
+use wheelgate_resolver::filename::normalize_name;
+use wheelgate_resolver::select::{Dropped, FileRef, select_page};
+use wheelgate_resolver::{Machine, Policy};
+
+use super::error::ApiError;
+use super::lookup::project_page;
+use super::simple::{Target, check_project_name, machine_and_policy, parse_backend, parse_token};
+use super::state::AppState;
+use super::status::escape;
+use crate::upstream::{Upstream, redact, route};
+
+/// The explain routes, one per route prefix of the simple index.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/explain/{project}/", get(explain_default))
+        .route("/b/{backend}/explain/{project}/", get(explain_pinned))
+        .route("/m/{token}/explain/{project}/", get(explain_token))
+}
+
+#[derive(Deserialize, Default)]
+pub struct ExplainQuery {
+    format: Option<String>,
+}
+
+/// What `/explain/<project>/` answers, in its JSON form.
+#[derive(Debug, Serialize)]
+pub struct Explanation {
+    pub project: String,
+    /// The machine in one line ([`describe_machine`]).
+    pub machine: String,
+    /// The machine in the JSON model's shape (what `wheelgate detect --json` prints).
+    pub machine_detail: Machine,
+    pub policy: Policy,
+    /// The project page this explains (root-relative).
+    pub simple_url: String,
+    /// The upstream page it was rewritten from (credentials redacted).
+    pub upstream_url: String,
+    /// `false` for projects of the general upstream: their pages are passed through whole.
+    pub selected: bool,
+    /// Newest version first.
+    pub versions: Vec<VersionExplanation>,
+    /// Files left off for a reason other than their backend (wheel-variant files, names that do
+    /// not parse).
+    pub dropped: Vec<DroppedFile>,
+}
+
+/// One version: the build kept and why every other was not.
+#[derive(Debug, Serialize)]
+pub struct VersionExplanation {
+    pub version: String,
+    /// The backend kept; `None` when no build is usable, or when the files carry no backend.
+    pub chosen: Option<String>,
+    /// The files the page keeps for this version.
+    pub kept: Vec<String>,
+    /// Every backend offered, the chosen one first.
+    pub builds: Vec<BuildVerdict>,
+    /// What the user should know: inferred rules, a GPU no build can use, a pin.
+    pub notes: Vec<String>,
+}
+
+/// What happened to one backend of a version.
+#[derive(Debug, Serialize)]
+pub struct BuildVerdict {
+    pub backend: String,
+    /// `chosen`, `usable` (runs here, lost on preference) or `rejected` (would not run here, or
+    /// has no file for this platform).
+    pub verdict: &'static str,
+    /// Why it was not chosen; `None` for the chosen build.
+    pub reason: Option<String>,
+}
+
+/// A file dropped for a reason other than its backend.
+#[derive(Debug, Serialize)]
+pub struct DroppedFile {
+    pub filename: String,
+    pub reason: String,
+}
+
+async fn explain_default(
+    State(state): State<AppState>,
+    Path(project): Path<String>,
+    headers: HeaderMap,
+    Query(query): Query<ExplainQuery>,
+) -> Result<Response, ApiError> {
+    explain_response(&state, &Target::Default, "", &project, &headers, &query).await
+}
+
+async fn explain_pinned(
+    State(state): State<AppState>,
+    Path((backend, project)): Path<(String, String)>,
+    headers: HeaderMap,
+    Query(query): Query<ExplainQuery>,
+) -> Result<Response, ApiError> {
+    let pinned = parse_backend(&backend)?;
+    let base = format!("/b/{backend}");
+    explain_response(
+        &state,
+        &Target::Pinned(pinned),
+        &base,
+        &project,
+        &headers,
+        &query,
+    )
+    .await
+}
+
+async fn explain_token(
+    State(state): State<AppState>,
+    Path((token, project)): Path<(String, String)>,
+    headers: HeaderMap,
+    Query(query): Query<ExplainQuery>,
+) -> Result<Response, ApiError> {
+    let machine = parse_token(&token)?;
+    let base = format!("/m/{token}");
+    explain_response(
+        &state,
+        &Target::Token(Box::new(machine)),
+        &base,
+        &project,
+        &headers,
+        &query,
+    )
+    .await
+}
+
+/// JSON when the client asks for it (`Accept: application/json`, or `?format=json`), else HTML.
+fn wants_json(headers: &HeaderMap, query: &ExplainQuery) -> Result<bool, ApiError> {
+    if let Some(format) = query.format.as_deref() {
+        return match format {
+            "json" => Ok(true),
+            "html" => Ok(false),
+            other => Err(ApiError::BadRequest(format!(
+                "unknown format `{other}`; use `json` or `html`"
+            ))),
+        };
+    }
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    Ok(accept.split(',').any(|part| {
+        let media = part.split(';').next().unwrap_or_default().trim();
+        media.eq_ignore_ascii_case("application/json") || media.ends_with("+json")
+    }))
+}
+
+async fn explain_response(
+    state: &AppState,
+    target: &Target,
+    base: &str,
+    raw: &str,
+    headers: &HeaderMap,
+    query: &ExplainQuery,
+) -> Result<Response, ApiError> {
+    let project = normalize_name(raw);
+    if project != raw {
+        return Ok(Redirect::permanent(&format!("{base}/explain/{project}/")).into_response());
+    }
+    check_project_name(&project, raw)?;
+    let json = wants_json(headers, query)?;
+    let (machine, policy) = machine_and_policy(state, target, headers);
+    let cached = project_page(state, &project, policy.pinned.as_ref())
+        .await
+        .map_err(ApiError::Upstream)?
+        .ok_or_else(|| ApiError::NotFound(format!("no project named `{project}` upstream")))?;
+    let selected = route(state.catalog, &project) == Upstream::Pytorch;
+    let mut explanation = Explanation {
+        project: project.clone(),
+        machine: describe_machine(&machine),
+        machine_detail: machine.clone().into_owned(),
+        policy: policy.clone(),
+        simple_url: format!("{base}/simple/{project}/"),
+        upstream_url: redact(&cached.url),
+        selected,
+        versions: Vec::new(),
+        dropped: Vec::new(),
+    };
+    if selected {
+        let files = &cached.page.files;
+        let refs: Vec<FileRef<'_>> = files.iter().map(FileRef::from).collect();
+        let selection = select_page(state.catalog, &machine, &policy, &project, &refs);
+        explanation.versions = selection
+            .versions
+            .iter()
+            .map(|version| explain_version(version, files))
+            .collect();
+        explanation.dropped = selection
+            .dropped
+            .iter()
+            .filter_map(|(index, dropped)| {
+                let reason = match dropped {
+                    Dropped::NotChosen { .. } => return None,
+                    Dropped::Variant => {
+                        "a wheel-variant file (PEP 825): plain pip and uv cannot parse its name"
+                            .to_string()
+                    }
+                    Dropped::Unparseable(err) => format!("not a valid wheel or sdist name: {err}"),
+                };
+                Some(DroppedFile {
+                    filename: files[*index].filename.clone(),
+                    reason,
+                })
+            })
+            .collect();
+    }
+    let mut response = if json {
+        let body = serde_json::to_string_pretty(&explanation)
+            .map_err(|err| ApiError::BadRequest(format!("cannot encode the explanation: {err}")))?;
+        ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+    } else {
+        (
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            render_html(&explanation),
+        )
+            .into_response()
+    };
+    let out = response.headers_mut();
+    out.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    out.insert(header::VARY, HeaderValue::from_static("Accept, User-Agent"));
+    Ok(response)
+}
+
+fn explain_version(
+    version: &wheelgate_resolver::select::VersionSelection,
+    files: &[wheelgate_resolver::index::IndexFile],
+) -> VersionExplanation {
+    let kept = version
+        .kept
+        .iter()
+        .map(|&i| files[i].filename.clone())
+        .collect();
+    let Some(decision) = &version.decision else {
+        return VersionExplanation {
+            version: version.version.to_string(),
+            chosen: None,
+            kept,
+            builds: Vec::new(),
+            notes: vec!["its files name no backend: every file is served".to_string()],
+        };
+    };
+    let builds = decision
+        .considered
+        .iter()
+        .map(|considered| BuildVerdict {
+            backend: considered.backend.to_string(),
+            verdict: match &considered.rejection {
+                None => "chosen",
+                Some(rejection) if rejection.is_usable() => "usable",
+                Some(_) => "rejected",
+            },
+            reason: considered.rejection.as_ref().map(ToString::to_string),
+        })
+        .collect();
+    VersionExplanation {
+        version: version.version.to_string(),
+        chosen: decision.chosen.as_ref().map(ToString::to_string),
+        kept,
+        builds,
+        notes: decision.notes.clone(),
+    }
+}
+
+const STYLE: &str = "
+body{font:15px/1.5 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
+main{max-width:1100px;margin:0 auto;padding:24px 28px 48px}
+h1{font-size:24px;margin:0 0 6px}h2{font-size:17px;margin:22px 0 6px}
+table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #dde1e8}
+th,td{text-align:left;padding:4px 10px;border-bottom:1px solid #eef0f4;vertical-align:top}
+th{width:130px;color:#4a5263;font-weight:600}
+code{font:13px ui-monospace,SFMono-Regular,Menlo,monospace}
+.chosen{color:#17803d;font-weight:700}.usable{color:#4a5263}.rejected{color:#b42318}
+.muted{color:#6b7385}ul{margin:4px 0;padding-left:20px}
+";
+
+/// The explanation as one self-contained HTML document; every value escaped.
+pub fn render_html(explanation: &Explanation) -> String {
+    let mut out = String::with_capacity(16 * 1024 + explanation.versions.len() * 1024);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>Why these builds of {project}</title><style>{STYLE}</style></head><body><main>\n\
+         <h1>Why these builds of <code>{project}</code></h1>\n\
+         <p>The page <a href=\"{simple}\"><code>{simple}</code></a> is rewritten for \
+         <strong>{machine}</strong>{pinned}, from <code>{upstream}</code>.</p>\n",
+        project = escape(&explanation.project),
+        simple = escape(&explanation.simple_url),
+        machine = escape(&explanation.machine),
+        pinned = explanation
+            .policy
+            .pinned
+            .as_ref()
+            .map(|b| format!(
+                ", backend pinned to <code>{}</code>",
+                escape(&b.to_string())
+            ))
+            .unwrap_or_default(),
+        upstream = escape(&explanation.upstream_url),
+    );
+    if !explanation.selected {
+        out.push_str(
+            "<p>This project comes from the general upstream: its page is passed through whole, \
+             with links pointing at this server. No build is selected.</p>\n",
+        );
+    }
+    for version in &explanation.versions {
+        let chosen = match (&version.chosen, version.builds.is_empty()) {
+            (Some(backend), _) => format!("<span class=\"chosen\">{}</span>", escape(backend)),
+            (None, true) => "every file".to_string(),
+            (None, false) => "<span class=\"rejected\">no usable build</span>".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "<h2 id=\"v{id}\">{project} {version}: {chosen} <span class=\"muted\">({files} files kept)</span></h2>",
+            id = escape(&version.version),
+            project = escape(&explanation.project),
+            version = escape(&version.version),
+            files = version.kept.len(),
+        );
+        if !version.notes.is_empty() {
+            out.push_str("<ul>");
+            for note in &version.notes {
+                let _ = write!(out, "<li>{}</li>", escape(note));
+            }
+            out.push_str("</ul>\n");
+        }
+        if !version.builds.is_empty() {
+            out.push_str("<table>");
+            for build in &version.builds {
+                let _ = write!(
+                    out,
+                    "<tr><th><code>{}</code></th><td class=\"{}\">{}</td></tr>",
+                    escape(&build.backend),
+                    build.verdict,
+                    escape(build.reason.as_deref().unwrap_or("chosen")),
+                );
+            }
+            out.push_str("</table>\n");
+        }
+    }
+    if !explanation.dropped.is_empty() {
+        out.push_str("<h2>Other files left off</h2><table>");
+        for file in &explanation.dropped {
+            let _ = write!(
+                out,
+                "<tr><td><code>{}</code></td><td>{}</td></tr>",
+                escape(&file.filename),
+                escape(&file.reason)
+            );
+        }
+        out.push_str("</table>\n");
+    }
+    out.push_str("</main></body></html>\n");
+    out
+}
+
+/// A machine in one line, for people: platform, then each vendor's driver and GPUs
+/// (`linux-x86_64, glibc 2.36; NVIDIA driver 580.65.06: GPU 0 NVIDIA H100 (compute capability 9.0)`).
+pub fn describe_machine(machine: &Machine) -> String {
+    let mut out = machine.platform.to_string();
+    if let Some(glibc) = &machine.glibc {
+        let _ = write!(out, ", glibc {glibc}");
+    }
+    let mut any_gpu = false;
+    if let Some(nvidia) = &machine.nvidia {
+        let driver = nvidia
+            .driver_version
+            .as_ref()
+            .map_or_else(|| "unknown".to_string(), ToString::to_string);
+        let _ = write!(out, "; NVIDIA driver {driver}");
+        if let Some(cuda) = &nvidia.cuda_version {
+            let _ = write!(out, " (CUDA {cuda})");
+        }
+        if nvidia.gpus.is_empty() {
+            out.push_str(", no GPU visible");
+        }
+        for (i, gpu) in nvidia.gpus.iter().enumerate() {
+            let _ = write!(out, "{} GPU {i}", if i == 0 { ":" } else { "," });
+            if let Some(name) = &gpu.name {
+                let _ = write!(out, " {name}");
+            }
+            match &gpu.compute_capability {
+                Some(cc) => {
+                    let _ = write!(out, " (compute capability {cc})");
+                }
+                None => out.push_str(" (compute capability unknown)"),
+            }
+            any_gpu = true;
+        }
+    }
+    if let Some(amd) = machine.amd.as_ref().filter(|a| !a.gpus.is_empty()) {
+        out.push_str("; AMD");
+        for (i, gpu) in amd.gpus.iter().enumerate() {
+            let _ = write!(out, "{} GPU {i}", if i == 0 { ":" } else { "," });
+            if let Some(name) = &gpu.name {
+                let _ = write!(out, " {name}");
+            }
+            let _ = write!(out, " ({})", gpu.gfx);
+            any_gpu = true;
+        }
+    }
+    if let Some(intel) = machine.intel.as_ref().filter(|i| !i.gpus.is_empty()) {
+        out.push_str("; Intel");
+        for (i, gpu) in intel.gpus.iter().enumerate() {
+            let _ = write!(
+                out,
+                "{} GPU {i} {}",
+                if i == 0 { ":" } else { "," },
+                gpu.name.as_deref().unwrap_or("(unnamed)")
+            );
+            any_gpu = true;
+        }
+    }
+    if !any_gpu && machine.nvidia.is_none() {
+        out.push_str("; no GPU");
+    }
+    out
+}
+
+/// The explain URL of a simple-index route prefix (`/simple`, `/b/cu128/simple`,
+/// `/m/<token>/simple`): `/explain/torch/`, `/b/cu128/explain/torch/`, ...
+pub fn explain_url(simple_prefix: &str, project: &str) -> String {
+    let base = simple_prefix
+        .strip_suffix("/simple")
+        .unwrap_or(simple_prefix);
+    format!("{base}/explain/{project}/")
+}
+
+/// The comment at the top of a rewritten HTML page: for whom it was rewritten and where to read
+/// why, so that a user who saves or inspects the page finds out.
+pub fn page_comment(machine: &Machine, policy: &Policy, explain: &str) -> String {
+    let pinned = policy
+        .pinned
+        .as_ref()
+        .map(|b| format!(", backend pinned to {b}"))
+        .unwrap_or_default();
+    let text = format!(
+        "wheelgate: this page keeps one build of each version, rewritten for {}{pinned}. \
+         Why each build was kept or dropped: {explain}",
+        describe_machine(machine)
+    );
+    format!("<!-- {} -->", comment_safe(&text))
+}
+
+/// Text that cannot end or nest an HTML comment (names in a token come from outside):
+/// no `--`, `<` or `>`.
+fn comment_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push('('),
+            '>' => out.push(')'),
+            '-' if out.ends_with('-') => out.push_str(" -"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `html` with `comment` as its first line after the doctype (pip, uv and browsers read a
+/// comment there like any other).
+pub fn with_leading_comment(html: &str, comment: &str) -> String {
+    const DOCTYPE: &str = "<!DOCTYPE html>\n";
+    let (head, rest) = html
+        .strip_prefix(DOCTYPE)
+        .map_or(("", html), |rest| (DOCTYPE, rest));
+    let mut out = String::with_capacity(html.len() + comment.len() + 1);
+    out.push_str(head);
+    out.push_str(comment);
+    out.push('\n');
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn machine(json: &str) -> Machine {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn describes_gpus_drivers_and_their_absence() {
+        let h100 = machine(
+            r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"580.65.06","gpus":[{"name":"NVIDIA H100","compute_capability":"9.0"},{"compute_capability":"7.0"}]}}"#,
+        );
+        assert_eq!(
+            describe_machine(&h100),
+            "linux-x86_64, glibc 2.36; NVIDIA driver 580.65.06: GPU 0 NVIDIA H100 (compute capability 9.0), GPU 1 (compute capability 7.0)"
+        );
+        assert_eq!(
+            describe_machine(&machine(r#"{"platform":"macos-aarch64"}"#)),
+            "macos-arm64; no GPU"
+        );
+        let amd = machine(
+            r#"{"platform":"linux-x86_64","amd":{"gpus":[{"name":"MI300X","gfx":"gfx942"}]}}"#,
+        );
+        assert_eq!(
+            describe_machine(&amd),
+            "linux-x86_64; AMD: GPU 0 MI300X (gfx942)"
+        );
+    }
+
+    #[test]
+    fn explain_url_follows_the_route_prefix() {
+        assert_eq!(explain_url("/simple", "torch"), "/explain/torch/");
+        assert_eq!(
+            explain_url("/b/cu128/simple", "torch"),
+            "/b/cu128/explain/torch/"
+        );
+        assert_eq!(
+            explain_url("/m/abc/simple", "torchvision"),
+            "/m/abc/explain/torchvision/"
+        );
+    }
+
+    #[test]
+    fn a_hostile_gpu_name_cannot_close_the_comment() {
+        let hostile = machine(
+            r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"580.65.06","gpus":[{"name":"x --> <script>alert(1)</script> <!--","compute_capability":"9.0"}]}}"#,
+        );
+        let comment = page_comment(&hostile, &Policy::default(), "/explain/torch/");
+        let inner = comment
+            .strip_prefix("<!-- ")
+            .and_then(|c| c.strip_suffix(" -->"))
+            .unwrap();
+        assert!(!inner.contains("--"), "{inner}");
+        assert!(!inner.contains('<') && !inner.contains('>'), "{inner}");
+        assert!(inner.ends_with("Why each build was kept or dropped: /explain/torch/"));
+    }
+
+    #[test]
+    fn the_comment_goes_right_after_the_doctype() {
+        let html = "<!DOCTYPE html>\n<html>\n</html>\n".to_string();
+        assert_eq!(
+            with_leading_comment(&html, "<!-- c -->"),
+            "<!DOCTYPE html>\n<!-- c -->\n<html>\n</html>\n"
+        );
+        assert_eq!(
+            with_leading_comment("<html></html>", "<!-- c -->"),
+            "<!-- c -->\n<html></html>"
+        );
+    }
+}

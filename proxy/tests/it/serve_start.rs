@@ -1,0 +1,157 @@
+//! `wheelgate serve` as a user starts it: the lines it prints before the first request, read
+//! from the running binary, then checked against the server itself. The machine is described
+//! through a fake system root and the documented overrides (never the host).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Kills the server when the test ends, passed or not.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `wheelgate serve` with `args` and returns it with its first six stdout lines.
+fn start(args: &[&str], env: &[(&str, &str)], root: &std::path::Path) -> (Server, Vec<String>) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_wheelgate"));
+    command
+        .arg("serve")
+        .args(args)
+        .env("WHEELGATE_SYSROOT", root)
+        .env("WHEELGATE_PLATFORM", "linux-x86_64")
+        .env("WHEELGATE_PROBE_LIBRARIES", "0")
+        .env("WHEELGATE_PROBE_COMMANDS", "0")
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let server = Server(child);
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let lines = (0..6)
+        .map(|_| {
+            receiver
+                .recv_timeout(Duration::from_secs(20))
+                .expect("wheelgate serve prints its start lines within 20 s")
+        })
+        .collect();
+    (server, lines)
+}
+
+#[tokio::test]
+async fn serve_says_where_for_what_machine_what_build_and_how_to_use_it() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().to_str().unwrap();
+    let (_server, lines) = start(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--pytorch-url",
+            "http://user:secret@127.0.0.1:9/whl",
+            "--pypi-url",
+            "http://127.0.0.1:9/simple",
+            "--cache-dir",
+            cache_dir,
+        ],
+        &[
+            ("WHEELGATE_CUDA_DRIVER", "580.65.06"),
+            ("WHEELGATE_CUDA_ARCH", "9.0"),
+        ],
+        root.path(),
+    );
+    // 1. The address, with the real port of `127.0.0.1:0`.
+    let address = lines[0]
+        .split("listening on http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {:?}", lines[0]))
+        .to_string();
+    assert!(address.starts_with("127.0.0.1:"), "{lines:?}");
+    assert_ne!(address, "127.0.0.1:0", "{lines:?}");
+    // 2. The machine, from the overrides: driver and GPU.
+    assert_eq!(
+        lines[1],
+        "machine for /simple/ (probed): linux-x86_64; NVIDIA driver 580.65.06: GPU 0 (compute capability 9.0)"
+    );
+    // 3. Its build for the newest torch of the catalog.
+    assert!(
+        lines[2].starts_with("its build for the newest torch in the catalog (2.")
+            && lines[2].contains("): cu13"),
+        "{lines:?}"
+    );
+    // 4. Upstreams, passwords hidden.
+    assert_eq!(
+        lines[3],
+        "upstreams: PyTorch http://***@127.0.0.1:9/whl, general http://127.0.0.1:9/simple"
+    );
+    // 5. The cache directory and its size.
+    assert_eq!(
+        lines[4],
+        format!("cache: {cache_dir} (0 files, 0 B of 50.0 GiB limit)")
+    );
+    // 6. The exact pip line, which works: the server answers on it.
+    assert_eq!(
+        lines[5],
+        format!("pip install torch --index-url http://{address}/simple/")
+    );
+    let health = reqwest::get(format!("http://{address}/healthz"))
+        .await
+        .unwrap();
+    assert!(health.status().is_success());
+}
+
+#[tokio::test]
+async fn serve_names_a_configured_machine_and_a_wildcard_listener() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let config = cache.path().join("wheelgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "cache_dir = {:?}\npytorch_url = \"http://127.0.0.1:9/whl\"\npypi_url = \"http://127.0.0.1:9/simple\"\n\
+             [machine]\nplatform = \"linux-x86_64\"\n[machine.amd]\n[[machine.amd.gpus]]\nname = \"MI300X\"\ngfx = \"gfx942\"\n",
+            cache.path().join("c").to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let (_server, lines) = start(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--listen",
+            "0.0.0.0:0",
+        ],
+        &[],
+        root.path(),
+    );
+    assert_eq!(
+        lines[1],
+        "machine for /simple/ (from the configuration): linux-x86_64; AMD: GPU 0 MI300X (gfx942)"
+    );
+    assert!(lines[2].contains("): rocm"), "{lines:?}");
+    // A wildcard listener: the pip line uses loopback and says what other hosts use.
+    assert!(
+        lines[5].starts_with("pip install torch --index-url http://127.0.0.1:")
+            && lines[5].ends_with(
+                "/simple/ (from other machines: this host's name or address instead of 127.0.0.1)"
+            ),
+        "{lines:?}"
+    );
+}
