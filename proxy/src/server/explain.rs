@@ -213,6 +213,8 @@ async fn explain_response(
                             .to_string()
                     }
                     Dropped::Unparseable(err) => format!("not a valid wheel or sdist name: {err}"),
+                    // The resolver's own words (unknown builds, disagreeing signals).
+                    other => other.to_string(),
                 };
                 Some(DroppedFile {
                     filename: files[*index].filename.clone(),
