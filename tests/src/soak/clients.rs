@@ -99,11 +99,13 @@ pub async fn run(workload: Arc<Workload>, seed: u64, until: Instant) {
     while Instant::now() < until {
         let roll = next(100);
         let file = &workload.warm[next(workload.warm.len())];
+        // Cold files 1 % of the time, so the supply lasts the run and cold downloads meet
+        // every fault phase.
         let kind = match roll {
-            0..35 => Kind::Page,
-            35..50 => Kind::Metadata,
-            50..80 => Kind::CachedFile,
-            80..90 => Kind::Range,
+            0..36 => Kind::Page,
+            36..52 => Kind::Metadata,
+            52..84 => Kind::CachedFile,
+            84..99 => Kind::Range,
             _ => Kind::ColdFile,
         };
         let started = Instant::now();

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use sha2::{Digest, Sha256};
 
 pub const PROJECTS: usize = 8;
-pub const FILES_PER_PROJECT: usize = 120;
+pub const FILES_PER_PROJECT: usize = 400;
 
 /// One wheel of the corpus.
 #[derive(Debug, Clone)]
@@ -41,14 +41,16 @@ pub fn bytes(seed: u64, len: usize) -> Vec<u8> {
     out
 }
 
-/// The whole corpus: sizes from 16 KiB to about 2 MiB.
+/// The whole corpus: sizes from 16 KiB to about 2 MiB for the first files of each project (the
+/// cached set), to 512 KiB for the rest (cold files, downloaded through the run).
 pub fn corpus() -> Vec<SoakFile> {
     let mut files = Vec::new();
     for p in 0..PROJECTS {
         let project = format!("soak{p}");
         for f in 0..FILES_PER_PROJECT {
             let seed = (p * 1000 + f) as u64 + 1;
-            let len = 16 * 1024 + (f * 7919 + p * 104_729) % (2 * 1024 * 1024);
+            let spread = if f < 20 { 2 * 1024 * 1024 } else { 512 * 1024 };
+            let len = 16 * 1024 + (f * 7919 + p * 104_729) % spread;
             let filename = format!("{project}-1.{f}-py3-none-any.whl");
             let content = bytes(seed, len);
             let metadata = format!(
