@@ -386,6 +386,8 @@ fn wheel_platform(wheel: &WheelParts<'_>) -> Option<Platform> {
         (Os::Linux, Arch::X86_64)
     } else if tag.ends_with("_aarch64") {
         (Os::Linux, Arch::Aarch64)
+    } else if tag.ends_with("_s390x") {
+        (Os::Linux, Arch::S390x)
     } else {
         return None;
     };
