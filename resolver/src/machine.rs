@@ -25,10 +25,13 @@ pub enum Os {
 pub enum Arch {
     X86_64,
     Aarch64,
+    /// IBM Z, Linux only; PyTorch publishes CPU wheels for it (`linux_s390x`).
+    S390x,
 }
 
 /// An operating system and CPU architecture, written `linux-x86_64`, `linux-aarch64`,
-/// `windows-x86_64`, `macos-arm64` (also accepted: `macos-aarch64`, `windows-amd64`).
+/// `linux-s390x`, `windows-x86_64`, `windows-arm64`, `macos-arm64` (also accepted:
+/// `macos-aarch64`, `windows-amd64`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Platform {
     pub os: Os,
@@ -38,7 +41,7 @@ pub struct Platform {
 /// A platform string that names no platform.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "`{0}` is not a platform (expected one of `linux-x86_64`, `linux-aarch64`, `windows-x86_64`, `windows-arm64`, `macos-arm64`, `macos-x86_64`)"
+    "`{0}` is not a platform (expected one of `linux-x86_64`, `linux-aarch64`, `linux-s390x`, `windows-x86_64`, `windows-arm64`, `macos-arm64`, `macos-x86_64`)"
 )]
 pub struct PlatformParseError(pub String);
 
@@ -57,6 +60,8 @@ impl FromStr for Platform {
         let arch = match arch.to_ascii_lowercase().as_str() {
             "x86_64" | "amd64" | "x64" => Arch::X86_64,
             "aarch64" | "arm64" => Arch::Aarch64,
+            // IBM Z runs Linux only.
+            "s390x" if os == Os::Linux => Arch::S390x,
             _ => return Err(error()),
         };
         Ok(Platform { os, arch })
@@ -74,6 +79,7 @@ impl fmt::Display for Platform {
             (Os::Macos | Os::Windows, Arch::Aarch64) => "arm64",
             (_, Arch::Aarch64) => "aarch64",
             (_, Arch::X86_64) => "x86_64",
+            (_, Arch::S390x) => "s390x",
         };
         write!(f, "{os}-{arch}")
     }
@@ -345,12 +351,14 @@ mod tests {
         for text in [
             "linux-x86_64",
             "linux-aarch64",
+            "linux-s390x",
             "windows-x86_64",
             "macos-arm64",
         ] {
             assert_eq!(text.parse::<Platform>().unwrap().to_string(), text);
         }
         assert!("beos-x86".parse::<Platform>().is_err());
+        assert!("windows-s390x".parse::<Platform>().is_err());
     }
 
     #[test]

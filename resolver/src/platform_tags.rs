@@ -38,6 +38,7 @@ fn tag_matches(machine: &Machine, tag: &str) -> bool {
                     arch,
                     "x86_64" | "universal2" | "intel" | "universal" | "fat64" | "fat3"
                 ),
+                Arch::S390x => false,
             }
         }
     }
@@ -47,6 +48,7 @@ fn linux_tag_matches(arch: Arch, glibc: Option<&DottedVersion>, tag: &str) -> bo
     let arch_suffix = match arch {
         Arch::X86_64 => "_x86_64",
         Arch::Aarch64 => "_aarch64",
+        Arch::S390x => "_s390x",
     };
     let Some(head) = tag.strip_suffix(arch_suffix) else {
         return false;

@@ -5,7 +5,8 @@
 //! # Format (version 1)
 //!
 //! Fields separated by `-`; the first is the format version `1`, the second the platform
-//! (`lx` linux-x86_64, `la` linux-aarch64, `wx`, `wa` Windows, `mx`, `ma` macOS). Every other
+//! (`lx` linux-x86_64, `la` linux-aarch64, `ls` linux-s390x, `wx`, `wa` Windows, `mx`, `ma`
+//! macOS). Every other
 //! field is one lowercase key letter and a value:
 //!
 //! | field | meaning |
@@ -53,7 +54,7 @@ pub enum TokenError {
     TooLong(usize),
     #[error("unsupported machine token version `{0}` (this wheelgate reads version {VERSION})")]
     Version(String),
-    #[error("`{0}` is not a platform code (expected `lx`, `la`, `wx`, `wa`, `mx` or `ma`)")]
+    #[error("`{0}` is not a platform code (expected `lx`, `la`, `ls`, `wx`, `wa`, `mx` or `ma`)")]
     Platform(String),
     #[error("field `{field}` of the machine token is invalid: {reason}")]
     Field { field: String, reason: &'static str },
@@ -142,6 +143,8 @@ fn platform_code(platform: Platform) -> &'static str {
         (Os::Windows, Arch::Aarch64) => "wa",
         (Os::Macos, Arch::X86_64) => "mx",
         (Os::Macos, Arch::Aarch64) => "ma",
+        // `Platform` admits s390x on Linux only.
+        (_, Arch::S390x) => "ls",
     }
 }
 
@@ -322,6 +325,7 @@ fn parse_platform(code: &str) -> Option<Platform> {
         "wa" => (Os::Windows, Arch::Aarch64),
         "mx" => (Os::Macos, Arch::X86_64),
         "ma" => (Os::Macos, Arch::Aarch64),
+        "ls" => (Os::Linux, Arch::S390x),
         _ => return None,
     };
     Some(Platform { os, arch })
@@ -657,7 +661,7 @@ mod tests {
             );
         let intel = prop::collection::vec(intel_gpu, 0..3).prop_map(|gpus| Intel { gpus });
         (
-            prop::sample::select(vec!["lx", "la", "wx", "wa", "mx", "ma"]),
+            prop::sample::select(vec!["lx", "la", "ls", "wx", "wa", "mx", "ma"]),
             prop::option::of(1u8..5),
             prop::option::of(".{0,6}"),
             prop::option::of(arb_version()),

@@ -204,6 +204,8 @@ pub fn probe(
                 }
             }
         }
+        // No wheel tag or variant property distinguishes IBM Z generations.
+        Arch::S390x => {}
     }
     Ok(())
 }

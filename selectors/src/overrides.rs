@@ -20,8 +20,8 @@ pub const SYSROOT: &str = "WHEELGATE_SYSROOT";
 /// Pins the backend for selection (`cu128`, `rocm6.4`, `xpu`, `cpu`). Not a machine fact: the
 /// machine is still described, and selection uses this backend whatever it says.
 pub const BACKEND: &str = "WHEELGATE_BACKEND";
-/// Operating system and CPU architecture: `linux-x86_64`, `linux-aarch64`, `windows-x86_64`,
-/// `macos-arm64`.
+/// Operating system and CPU architecture: `linux-x86_64`, `linux-aarch64`, `linux-s390x`,
+/// `windows-x86_64`, `windows-arm64`, `macos-arm64`.
 pub const PLATFORM: &str = "WHEELGATE_PLATFORM";
 /// NVIDIA driver version (`580.65.06`). Creates an NVIDIA section when none was probed.
 pub const CUDA_DRIVER: &str = "WHEELGATE_CUDA_DRIVER";

@@ -18,12 +18,13 @@ pub fn parse_arch(content: &str) -> Option<Arch> {
     match content.trim() {
         "x86_64" | "amd64" => Some(Arch::X86_64),
         "aarch64" | "arm64" => Some(Arch::Aarch64),
+        "s390x" => Some(Arch::S390x),
         _ => None,
     }
 }
 
 /// The architecture `/proc/cpuinfo` is written for: x86 lists `flags`, arm64 `Features` and
-/// `CPU implementer`.
+/// `CPU implementer`, IBM Z a `vendor_id` of `IBM/S390`.
 /// ```text
 /// processor    : 0
 /// vendor_id    : GenuineIntel
@@ -31,8 +32,9 @@ pub fn parse_arch(content: &str) -> Option<Arch> {
 /// ```
 pub fn arch_from_cpuinfo(content: &str) -> Option<Arch> {
     content.lines().find_map(|line| {
-        let key = line.split(':').next()?.trim();
-        match key {
+        let (key, value) = line.split_once(':').unwrap_or((line, ""));
+        match key.trim() {
+            "vendor_id" if value.trim().starts_with("IBM/S390") => Some(Arch::S390x),
             "flags" | "vendor_id" => Some(Arch::X86_64),
             "Features" | "CPU implementer" => Some(Arch::Aarch64),
             _ => None,
@@ -106,6 +108,11 @@ mod tests {
     fn reads_architectures() {
         assert_eq!(parse_arch("x86_64\n"), Some(Arch::X86_64));
         assert_eq!(parse_arch("aarch64"), Some(Arch::Aarch64));
+        assert_eq!(parse_arch("s390x"), Some(Arch::S390x));
+        assert_eq!(
+            arch_from_cpuinfo("vendor_id       : IBM/S390\n# processors    : 4\n"),
+            Some(Arch::S390x)
+        );
         assert_eq!(parse_arch("riscv64"), None);
         assert_eq!(
             arch_from_cpuinfo("processor\t: 0\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd\n"),

@@ -245,7 +245,8 @@ impl Catalog {
 }
 
 /// Where a build of this kind exists when the catalog gives no `platforms`: CPU builds on every
-/// platform but Windows on Arm (published for a few releases only, listed there), CUDA on Linux
+/// platform (`linux-s390x` included) but Windows on Arm (published for a few releases only,
+/// listed there), CUDA on Linux
 /// and Windows `x86_64` and on Linux aarch64 where an aarch64 sm set is given, ROCm on Linux
 /// `x86_64`, XPU on Linux and Windows `x86_64`.
 fn default_platform(backend: &Backend, entry: &super::BackendEntry, platform: Platform) -> bool {
@@ -478,6 +479,7 @@ mod tests {
             shown("2.11.0", "windows-x86_64"),
             "cpu cu126 cu128 cu130 xpu"
         );
+        assert_eq!(shown("2.11.0", "linux-s390x"), "cpu");
         // CPU builds for Windows on Arm exist for 2.7 to 2.10 only.
         assert_eq!(shown("2.7.0", "windows-arm64"), "cpu");
         assert_eq!(shown("2.6.0", "windows-arm64"), "");

@@ -9,6 +9,6 @@ mod release;
 mod signals;
 
 pub use decide::{Considered, Decision, Offer, Policy, catalog_offers, class_order, decide};
-pub use page::{Dropped, FileRef, PageSelection, VersionSelection, select_page};
+pub use page::{Disagreement, Dropped, FileRef, PageSelection, VersionSelection, select_page};
 pub use reason::{OutrankedBecause, Rejection};
 pub use release::{ReleaseSelection, select_release};

@@ -44,12 +44,18 @@ pub enum Dropped {
     /// Its local label is shaped like a backend but names none (`+cu12.8`, `+xpu2`).
     UnknownBackend(BackendParseError),
     /// Its label and its directory name different backends, and the machine does not run the
-    /// directory's reading (the stricter reading: both must run).
-    SignalsDisagree {
-        label: Backend,
-        directory: Backend,
-        rejection: Rejection,
-    },
+    /// directory's reading (the stricter reading: both must run). Boxed: rare, and large
+    /// beside the other variants in a list the size of a page.
+    SignalsDisagree(Box<Disagreement>),
+}
+
+/// A file's label and directory that name different backends, and why the directory's
+/// reading does not run here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Disagreement {
+    pub label: Backend,
+    pub directory: Backend,
+    pub rejection: Rejection,
 }
 
 impl std::fmt::Display for Dropped {
@@ -63,14 +69,17 @@ impl std::fmt::Display for Dropped {
             Dropped::UnknownBackend(error) => {
                 write!(f, "{error}; a file of an unknown build is never served")
             }
-            Dropped::SignalsDisagree {
-                label,
-                directory,
-                rejection,
-            } => write!(
-                f,
-                "labelled {label} but in the {directory} directory; by the stricter reading it must run as both, and {directory}: {rejection}"
-            ),
+            Dropped::SignalsDisagree(disagreement) => {
+                let Disagreement {
+                    label,
+                    directory,
+                    rejection,
+                } = &**disagreement;
+                write!(
+                    f,
+                    "labelled {label} but in the {directory} directory; by the stricter reading it must run as both, and {directory}: {rejection}"
+                )
+            }
         }
     }
 }
@@ -261,7 +270,12 @@ fn group_by_version<'a>(
             dropped.push((index, Dropped::Variant));
             continue;
         }
-        let signals = match read_signals(wheel.local_label(), file.url, &mut parsed_names) {
+        let signals = match read_signals(
+            file.filename,
+            wheel.local_label(),
+            file.url,
+            &mut parsed_names,
+        ) {
             Ok(signals) => signals,
             Err(error) => {
                 dropped.push((index, Dropped::UnknownBackend(error)));
@@ -326,11 +340,11 @@ fn judge_disagreements(
                 Verdict::Dropped(rejection) => {
                     dropped.push((
                         *index,
-                        Dropped::SignalsDisagree {
+                        Dropped::SignalsDisagree(Box::new(Disagreement {
                             label: label.clone(),
                             directory: directory.clone(),
                             rejection: rejection.clone(),
-                        },
+                        })),
                     ));
                     false
                 }
@@ -372,6 +386,8 @@ fn wheel_platform(wheel: &WheelParts<'_>) -> Option<Platform> {
         (Os::Linux, Arch::X86_64)
     } else if tag.ends_with("_aarch64") {
         (Os::Linux, Arch::Aarch64)
+    } else if tag.ends_with("_s390x") {
+        (Os::Linux, Arch::S390x)
     } else {
         return None;
     };

@@ -38,6 +38,7 @@ pub(super) struct ParsedNames<'a> {
 /// file is of an unknown build, never the release's default one. Other labels (`+git1234`)
 /// say nothing about a backend.
 pub(super) fn read_signals<'a>(
+    filename: &str,
     label: Option<&'a str>,
     url: &'a str,
     parsed: &mut ParsedNames<'a>,
@@ -55,6 +56,15 @@ pub(super) fn read_signals<'a>(
         },
         None => None,
     };
+    // The common case, `+cu128` under `/whl/cu128/`: the same text, nothing to parse.
+    if label_backend.is_some()
+        && label.is_some_and(|label| directory_is(url, filename.len(), label))
+    {
+        return Ok(Signals {
+            backend: label_backend,
+            directory_disagrees: None,
+        });
+    }
     let directory = directory_of(url).and_then(|segment| {
         parsed
             .directories
@@ -86,13 +96,42 @@ fn is_backend_shaped(label: &str) -> bool {
         .any(|prefix| lower.starts_with(prefix))
 }
 
+/// Whether the link's directory is `label`, cheaply: this runs for every file of a page of
+/// thousands. A link ends in the filename (percent-encoding only lengthens it) and, on PyTorch's
+/// and PyPI's pages, a `#sha256=` fragment of fixed length, so the `/` before the filename is
+/// found without scanning the link. A miss only means the careful reading runs.
+fn directory_is(url: &str, filename_len: usize, label: &str) -> bool {
+    const FRAGMENT: usize = "#sha256=".len() + 64;
+    let bytes = url.as_bytes();
+    let end = if bytes.len() >= FRAGMENT && bytes[bytes.len() - FRAGMENT] == b'#' {
+        bytes.len() - FRAGMENT
+    } else {
+        bytes.len()
+    };
+    let Some(head) = end.checked_sub(filename_len).map(|n| &bytes[..n]) else {
+        return false;
+    };
+    let Some(slash) = head.iter().rposition(|&b| b == b'/') else {
+        return false;
+    };
+    let start = head[..slash]
+        .iter()
+        .rposition(|&b| b == b'/')
+        .map_or(0, |i| i + 1);
+    &head[start..slash] == label.as_bytes()
+}
+
 /// The directory of a link (`cu124` in `/whl/cu124/torch-2.5.0-...whl`), which names the
 /// backend on download.pytorch.org, and is all the few wheels without a local label carry.
 fn directory_of(url: &str) -> Option<&str> {
-    let path = url.split(['#', '?']).next().unwrap_or_default();
-    let mut segments = path.rsplit('/');
-    segments.next()?;
-    segments.next()
+    let path = url.find('#').map_or(url, |end| &url[..end]);
+    let path = path.find('?').map_or(path, |end| &path[..end]);
+    let (directory, _file) = path.rsplit_once('/')?;
+    Some(
+        directory
+            .rsplit_once('/')
+            .map_or(directory, |(_, last)| last),
+    )
 }
 
 /// The verdict on the files of one (label, directory) disagreement.
@@ -153,7 +192,14 @@ mod tests {
     #[test]
     fn reads_labels_directories_and_their_disagreement() {
         let mut cache = ParsedNames::default();
-        let read = |label, url, cache: &mut ParsedNames<'static>| read_signals(label, url, cache);
+        let read = |label, url, cache: &mut ParsedNames<'static>| {
+            read_signals(
+                "torch-2.9.0+cu128-cp312-cp312-linux_x86_64.whl",
+                label,
+                url,
+                cache,
+            )
+        };
         let agree = read(Some("cu128"), "/whl/cu128/torch.whl", &mut cache).unwrap();
         assert_eq!(agree.backend, Some("cu128".parse().unwrap()));
         assert_eq!(agree.directory_disagrees, None);
@@ -163,6 +209,23 @@ mod tests {
         assert_eq!(unlabelled.backend, Some("cu124".parse().unwrap()));
         let neutral = read(Some("git1234"), "/files/torch.whl", &mut cache).unwrap();
         assert_eq!(neutral.backend, None);
+        // The shortcut for an agreeing directory, with and without a hash fragment, and on
+        // links it cannot read (shorter than the filename, no slash, multibyte text).
+        let name = "torch-2.9.0+cu128-cp312-cp312-linux_x86_64.whl";
+        let link = format!("/whl/cu128/{}", name.replace('+', "%2B"));
+        assert!(directory_is(&link, name.len(), "cu128"));
+        assert!(directory_is(
+            &format!("{link}#sha256={}", "0".repeat(64)),
+            name.len(),
+            "cu128"
+        ));
+        assert!(!directory_is(
+            &format!("/whl/cu130/{name}"),
+            name.len(),
+            "cu128"
+        ));
+        assert!(!directory_is("cu128", name.len(), "cu128"));
+        assert!(!directory_is(&"é".repeat(40), 3, "cu128"));
         for bad in ["cu", "rocm", "xpu2", "cu12.8", "cpu.cxx11.abi"] {
             let error = read(Some(bad), "/whl/torch.whl", &mut cache).unwrap_err();
             assert!(error.to_string().contains(&format!("`{bad}`")), "{error}");

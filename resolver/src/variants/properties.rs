@@ -406,6 +406,10 @@ impl SupportedProperties {
                     ),
                 }
             }
+            Arch::S390x => {
+                self.note_gap(X86_64, None, "the machine's CPU is not x86-64");
+                self.note_gap(AARCH64, None, "the machine's CPU is not aarch64");
+            }
         }
     }
 }

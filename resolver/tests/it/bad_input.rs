@@ -59,7 +59,7 @@ fn a_label_and_directory_that_disagree_are_judged_by_the_stricter_reading() {
     );
     let (index, reason) = &selection.dropped.iter().find(|(i, _)| *i == 2).unwrap();
     assert_eq!(*index, 2);
-    assert!(matches!(reason, Dropped::SignalsDisagree { .. }));
+    assert!(matches!(reason, Dropped::SignalsDisagree(_)));
     assert!(
         reason
             .to_string()

@@ -28,6 +28,7 @@ const SEED: [u8; 32] = *b"wheelgate issue 8 invariant seed";
 const PLATFORMS: &[&str] = &[
     "linux-x86_64",
     "linux-aarch64",
+    "linux-s390x",
     "windows-x86_64",
     "windows-arm64",
     "macos-arm64",
@@ -52,7 +53,8 @@ static BACKENDS: LazyLock<Vec<Backend>> = LazyLock::new(|| {
 
 /// The page: every release's `.0` version with every backend, for Linux x86_64 and aarch64
 /// and Windows x86_64 (`%2B` links in backend directories, `linux_x86_64` and
-/// `manylinux_2_28_*` tags mixed), CPU wheels for Windows on Arm, unlabelled macOS wheels.
+/// `manylinux_2_28_*` tags mixed), CPU wheels for Windows on Arm and IBM Z, unlabelled macOS
+/// wheels.
 static PAGE: LazyLock<Vec<(String, String)>> = LazyLock::new(|| {
     let mut files = Vec::new();
     for release in Catalog::embedded().releases() {
@@ -66,8 +68,10 @@ static PAGE: LazyLock<Vec<(String, String)>> = LazyLock::new(|| {
                 ));
             }
         }
-        let arm = format!("torch-{version}+cpu-cp312-cp312-win_arm64.whl");
-        files.push((arm.clone(), format!("/whl/cpu/{}", arm.replace('+', "%2B"))));
+        for tag in ["win_arm64", "manylinux_2_28_s390x"] {
+            let cpu = format!("torch-{version}+cpu-cp312-cp312-{tag}.whl");
+            files.push((cpu.clone(), format!("/whl/cpu/{}", cpu.replace('+', "%2B"))));
+        }
         let mac = format!("torch-{version}-cp312-none-macosx_11_0_arm64.whl");
         files.push((mac.clone(), format!("/whl/cpu/{mac}")));
     }
@@ -372,10 +376,13 @@ fn runs(
 /// Whether the page has a file of `backend` for the machine's platform.
 fn has_file(platform: Platform, backend: &Backend) -> bool {
     match (platform.os, platform.arch) {
-        (Os::Linux, _) | (Os::Windows, Arch::X86_64) => true,
-        (Os::Windows | Os::Macos, Arch::Aarch64) => *backend == Backend::Cpu,
+        (Os::Linux, Arch::X86_64 | Arch::Aarch64) | (Os::Windows, Arch::X86_64) => true,
+        (Os::Linux, Arch::S390x) | (Os::Windows | Os::Macos, Arch::Aarch64) => {
+            *backend == Backend::Cpu
+        }
         // PyTorch stopped publishing Intel macOS wheels; the page has none.
-        (Os::Macos, Arch::X86_64) => false,
+        // And `Platform` admits IBM Z on Linux only.
+        (Os::Macos, Arch::X86_64) | (Os::Windows | Os::Macos, Arch::S390x) => false,
     }
 }
 
