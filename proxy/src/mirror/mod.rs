@@ -14,11 +14,15 @@
 //! - [`sync`]: downloads, progress hooks, the completeness check and the marker; the dry run.
 
 pub mod config;
+pub mod environment;
+pub mod metadata;
 pub mod plan;
 pub mod select;
+pub mod solver;
 pub mod sync;
 
-pub use config::{MirrorConfig, MirrorConfigError, PackageEntry, PythonVersion};
+pub use config::{Constraint, MirrorConfig, MirrorConfigError, PackageEntry, PythonVersion};
+pub use environment::{Build, Environment, environments};
 pub use plan::{FileKind, Plan, PlanError, PlannedFile, PlannedPage, Unmatched};
 pub use sync::{
     DryRun, FileOutcome, MARKER, NoProgress, SyncError, SyncOptions, SyncProgress, SyncReport,
