@@ -15,6 +15,9 @@ use wheelgate_resolver::{Backend, Catalog, Machine, Platform, Policy};
 use crate::config::{DEFAULT_PYPI_URL, DEFAULT_PYTORCH_URL};
 use crate::upstream::{Upstream, route};
 
+/// The offline server's address in lock files when a configuration names none.
+pub const DEFAULT_SERVER_URL: &str = "http://localhost:3141";
+
 /// The platform mirrored when a configuration names none.
 pub const DEFAULT_PLATFORM: &str = "linux-x86_64";
 
@@ -32,6 +35,9 @@ pub struct MirrorConfig {
     pub constraints: Vec<Constraint>,
     /// The selection policy for machines (the server's `[policy]`).
     pub policy: Policy,
+    /// The offline server as its clients reach it (`http://mirror:3141`): the base of the file
+    /// URLs in the PEP 751 locks.
+    pub server_url: String,
 }
 
 /// One `[[constraint]]` entry: every version of `project` a resolution takes must satisfy
@@ -74,6 +80,23 @@ pub struct PackageEntry {
 }
 
 impl PackageEntry {
+    /// An entry standing for a project a resolution took (for its pages' URLs).
+    pub fn resolved(config: &MirrorConfig, project: &str) -> PackageEntry {
+        PackageEntry {
+            name: project.to_string(),
+            project: project.to_string(),
+            upstream: route(Catalog::embedded(), project),
+            versions: None,
+            backends: Vec::new(),
+            machines: Vec::new(),
+            policy: config.policy.clone(),
+            python: Vec::new(),
+            platforms: Vec::new(),
+            dependencies: true,
+            extras: Vec::new(),
+        }
+    }
+
     /// Whether `version` is asked for: contained in the specifiers, and a pre-release only when
     /// a specifier names one (PEP 440's rule).
     pub fn wants(&self, version: &Version) -> bool {
@@ -208,6 +231,8 @@ struct RawConfig {
     pytorch_url: Option<String>,
     #[serde(default)]
     pypi_url: Option<String>,
+    #[serde(default)]
+    server_url: Option<String>,
     #[serde(default)]
     python: Option<Vec<String>>,
     #[serde(default)]
@@ -367,13 +392,12 @@ impl MirrorConfig {
             .map(|(index, raw)| parse_constraint(index + 1, &raw))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(MirrorConfig {
-            pytorch_url: raw
-                .pytorch_url
-                .unwrap_or_else(|| DEFAULT_PYTORCH_URL.to_string()),
-            pypi_url: raw.pypi_url.unwrap_or_else(|| DEFAULT_PYPI_URL.to_string()),
+            pytorch_url: raw.pytorch_url.unwrap_or(DEFAULT_PYTORCH_URL.into()),
+            pypi_url: raw.pypi_url.unwrap_or(DEFAULT_PYPI_URL.into()),
             packages,
             constraints,
             policy,
+            server_url: raw.server_url.unwrap_or(DEFAULT_SERVER_URL.into()),
         })
     }
 

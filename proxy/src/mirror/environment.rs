@@ -30,7 +30,8 @@ pub enum Build {
 /// One target environment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Environment {
-    /// `py3.12-linux-x86_64-cu130`, `py3.12-linux-x86_64-machine1`: file names of locks.
+    /// `py312-linux-x86_64-cu130`, `py313t-linux-x86_64-machine1`, `py312-linux-x86_64-rocm6_4`:
+    /// without dots, since it names a PEP 751 lock (`pylock.<name>.toml`).
     pub name: String,
     pub python: PythonVersion,
     pub platform: Platform,
@@ -42,12 +43,17 @@ impl Environment {
     /// An environment; its marker values follow from the Python version and platform.
     pub fn new(python: PythonVersion, platform: Platform, build: Build) -> Environment {
         let suffix = match &build {
-            Build::Backend(backend) => format!("-{backend}"),
+            Build::Backend(backend) => format!("-{}", backend.to_string().replace('.', "_")),
             Build::Machine { number, .. } => format!("-machine{number}"),
             Build::None => String::new(),
         };
         Environment {
-            name: format!("py{python}-{platform}{suffix}"),
+            name: format!(
+                "py{}{}{}-{platform}{suffix}",
+                python.major,
+                python.minor,
+                if python.free_threaded { "t" } else { "" }
+            ),
             markers: marker_environment(python, platform),
             python,
             platform,
@@ -246,15 +252,15 @@ mod tests {
         assert_eq!(
             names,
             [
-                "py3.10-linux-x86_64-cu130",
-                "py3.10-linux-x86_64-cpu",
-                "py3.10-linux-aarch64-cu130",
-                "py3.10-linux-aarch64-cpu",
-                "py3.12-linux-x86_64-cu130",
-                "py3.12-linux-x86_64-cpu",
-                "py3.12-linux-aarch64-cu130",
-                "py3.12-linux-aarch64-cpu",
-                "py3.12-linux-x86_64-machine1",
+                "py310-linux-x86_64-cu130",
+                "py310-linux-x86_64-cpu",
+                "py310-linux-aarch64-cu130",
+                "py310-linux-aarch64-cpu",
+                "py312-linux-x86_64-cu130",
+                "py312-linux-x86_64-cpu",
+                "py312-linux-aarch64-cu130",
+                "py312-linux-aarch64-cpu",
+                "py312-linux-x86_64-machine1",
             ]
         );
     }

@@ -15,16 +15,20 @@
 
 pub mod config;
 pub mod environment;
+pub mod lock;
 pub mod metadata;
 pub mod plan;
+pub mod resolve;
 pub mod select;
 pub mod solver;
 pub mod sync;
+pub mod wheel_metadata;
 
 pub use config::{Constraint, MirrorConfig, MirrorConfigError, PackageEntry, PythonVersion};
 pub use environment::{Build, Environment, environments};
 pub use plan::{FileKind, Plan, PlanError, PlannedFile, PlannedPage, Unmatched};
+pub use resolve::{Resolution, ResolveError, ResolvedPackage};
 pub use sync::{
     DryRun, FileOutcome, MARKER, NoProgress, SyncError, SyncOptions, SyncProgress, SyncReport,
-    dry_run, sync,
+    dry_run, lock, sync,
 };

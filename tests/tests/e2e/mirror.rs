@@ -213,7 +213,7 @@ async fn a_dry_run_lists_and_sizes_everything_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
     let config = parse(&config_text(&upstreams));
-    let dry = mirror::dry_run(&config, 4).await.unwrap();
+    let dry = mirror::dry_run(&config, &store, 4).await.unwrap();
     assert_eq!(dry.plan.files.len(), 10);
     let (bytes, unknown) = dry.total();
     // download.pytorch.org's HTML gives no sizes: each comes from a HEAD request.
