@@ -128,8 +128,8 @@ pub fn solve(
                 })
                 .collect(),
         ),
-        Err(PubGrubError::NoSolution(mut tree)) => {
-            tree.collapse_no_versions();
+        Err(PubGrubError::NoSolution(tree)) => {
+            // Not collapsed: "there is no version of torch in ==9.9" is the explanation.
             // The root's version means nothing to a reader.
             let root = Node::Root.to_string();
             let text = DefaultStringReporter::report(&tree)

@@ -71,7 +71,8 @@ async fn an_offline_server_on_a_synced_store_installs_with_pip_and_uv_on_two_mac
         .iter()
         .map(|f| f.filename.as_str())
         .collect();
-    assert_eq!(report.downloaded, 10, "{names:#?}");
+    // The .metadata files were fetched into the store while resolving: the sync finds them.
+    assert_eq!((report.downloaded, report.skipped), (5, 5), "{names:#?}");
     assert!(names.contains(&"torch-2.9.0+cu130-py3-none-manylinux_2_28_x86_64.whl"));
     assert!(names.contains(&"torch-2.9.0+cpu-py3-none-manylinux_2_28_x86_64.whl.metadata"));
     assert!(names.contains(&"torchvision-0.24.0+cu130-py3-none-manylinux_2_28_x86_64.whl"));
@@ -96,7 +97,21 @@ async fn an_offline_server_on_a_synced_store_installs_with_pip_and_uv_on_two_mac
         serde_json::from_slice(&std::fs::read(store.join(mirror::MARKER)).unwrap()).unwrap();
     assert_eq!(marker["files"].as_array().unwrap().len(), 10);
     assert_eq!(marker["pytorch_url"], upstreams.pytorch_url());
-    assert!(report.summary().starts_with("files 10 ("));
+    assert!(report.summary().starts_with("files 5 ("));
+    // Each of the 4 environments (Python 3.11 and 3.12, cu130 and cpu) resolved to torch,
+    // torchvision and filelock, recorded in the marker with its lock.
+    let environments = marker["environments"].as_array().unwrap();
+    assert_eq!(environments.len(), 4);
+    for environment in environments {
+        let packages: Vec<&str> = environment["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(packages, ["filelock", "torch", "torchvision"]);
+        assert!(store.join(environment["lock"].as_str().unwrap()).is_file());
+    }
 
     // A rerun downloads nothing and completes again.
     let again = mirror::sync(&config, &options(&store), &NoProgress)
@@ -166,8 +181,9 @@ async fn a_config_naming_nothing_that_exists_fails_naming_the_entries() {
     let upstreams = Upstreams::start().await;
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
+    // Without resolution, every entry is checked on its own.
     let text = format!(
-        "{}\n[[package]]\nname = \"no-such-project\"\n\n[[package]]\nname = \"torchaudio\"\nversions = \"==2.9.0\"\n",
+        "dependencies = false\n{}\n[[package]]\nname = \"no-such-project\"\n\n[[package]]\nname = \"torchaudio\"\nversions = \"==2.9.0\"\n",
         config_text(&upstreams).replace("versions = \"==2.9.0\"", "versions = \"==9.9\"")
     );
     let config = parse(&text);
