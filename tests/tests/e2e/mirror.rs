@@ -98,20 +98,7 @@ async fn an_offline_server_on_a_synced_store_installs_with_pip_and_uv_on_two_mac
     assert_eq!(marker["files"].as_array().unwrap().len(), 10);
     assert_eq!(marker["pytorch_url"], upstreams.pytorch_url());
     assert!(report.summary().starts_with("files 5 ("));
-    // Each of the 4 environments (Python 3.11 and 3.12, cu130 and cpu) resolved to torch,
-    // torchvision and filelock, recorded in the marker with its lock.
-    let environments = marker["environments"].as_array().unwrap();
-    assert_eq!(environments.len(), 4);
-    for environment in environments {
-        let packages: Vec<&str> = environment["packages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(packages, ["filelock", "torch", "torchvision"]);
-        assert!(store.join(environment["lock"].as_str().unwrap()).is_file());
-    }
+    assert_environments_recorded(&store, &marker);
 
     // A rerun downloads nothing and completes again.
     let again = mirror::sync(&config, &options(&store), &NoProgress)
@@ -174,6 +161,23 @@ async fn an_offline_server_on_a_synced_store_installs_with_pip_and_uv_on_two_mac
     // A pinned backend reads the per-backend page, stored too.
     let (_dir, dists) = install_ok(Installer::Pip, &proxy.backend_url("cu130"), &["torch"]).await;
     assert_eq!(version(&dists, "torch"), "2.9.0+cu130");
+}
+
+/// Each of the 4 environments (Python 3.11 and 3.12, cu130 and cpu) resolved to torch,
+/// torchvision and filelock, recorded in the marker with its lock.
+fn assert_environments_recorded(store: &Path, marker: &serde_json::Value) {
+    let environments = marker["environments"].as_array().unwrap();
+    assert_eq!(environments.len(), 4);
+    for environment in environments {
+        let packages: Vec<&str> = environment["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(packages, ["filelock", "torch", "torchvision"]);
+        assert!(store.join(environment["lock"].as_str().unwrap()).is_file());
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
