@@ -7,6 +7,7 @@ pub mod limits;
 pub mod lookup;
 pub mod negotiate;
 pub mod observe;
+pub mod offline;
 pub mod ops;
 pub mod rewrite;
 pub mod simple;
