@@ -16,5 +16,6 @@ pub mod catalog;
 pub mod installers;
 pub mod machines;
 pub mod proxy;
+pub mod reference;
 pub mod upstream;
 pub mod wheels;

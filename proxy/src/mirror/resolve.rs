@@ -596,6 +596,15 @@ fn conflict(
             _ => {}
         }
     }
+    for constraint in &config.constraints {
+        if derivation.contains(constraint.project.as_str()) {
+            let _ = write!(
+                notes,
+                "\n- the `[[constraint]]` `{}{}` narrows every requirement on `{}` (`∅`: nothing is left)",
+                constraint.name, constraint.versions, constraint.project
+            );
+        }
+    }
     ResolveError::Conflict {
         environment: environment.name.clone(),
         described: format!(

@@ -21,6 +21,7 @@ mod caching;
 mod fixtures;
 mod install;
 mod mirror;
+mod mirror_resolve;
 mod rewriting;
 mod routing;
 mod support;
