@@ -492,13 +492,19 @@ mod tests {
         assert_eq!(torch.project, "torch");
         assert_eq!(torch.upstream, Upstream::Pytorch);
         assert!(!torch.backends.is_empty());
+        assert!(torch.dependencies);
+        // Top-level requirements only: what users install.
         assert!(
             config
                 .packages
                 .iter()
-                .any(|p| p.upstream == Upstream::General)
+                .all(|p| p.upstream == Upstream::Pytorch)
         );
         assert!(config.packages.iter().any(|p| !p.machines.is_empty()));
+        assert_eq!(config.constraints[0].project, "numpy");
+        assert_eq!(config.server_url, "http://mirror:3141");
+        // 3 Pythons x (cu130, cpu) on linux-x86_64, and the RTX 5090 per Python.
+        assert_eq!(crate::mirror::environments(&config).len(), 9);
     }
 
     #[test]
