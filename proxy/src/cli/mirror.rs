@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use wheelgate::mirror::{
-    self, FileOutcome, MirrorConfig, MirrorConfigError, Plan, PlannedFile, SyncError, SyncOptions,
-    SyncProgress,
+    self, FileOutcome, MirrorConfig, MirrorConfigError, Plan, PlannedFile, ResolvedPackage,
+    SyncError, SyncOptions, SyncProgress,
 };
 
 /// Arguments of `wheelgate mirror`.
@@ -255,7 +255,13 @@ fn summary_table(report: &mirror::SyncReport) -> String {
         "environment", "packages", "files"
     );
     for resolution in &report.plan.resolutions {
-        let files: usize = resolution.packages.iter().map(|p| p.files.len()).sum();
+        // Distributions and their .metadata files, as the union row counts them.
+        let files: usize = resolution
+            .packages
+            .iter()
+            .flat_map(ResolvedPackage::index_files)
+            .map(|f| 1 + usize::from(f.core_metadata.is_present()))
+            .sum();
         let _ = writeln!(
             text,
             "{:<width$}  {:>8}  {:>6}",

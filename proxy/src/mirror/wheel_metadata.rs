@@ -297,7 +297,8 @@ mod tests {
         let mut out = Vec::new();
         let mut central = Vec::new();
         let members: [(&str, Vec<u8>); 3] = [
-            ("pkg/__init__.py", b"x = 1\n".to_vec()),
+            // A large first member, as a real wheel's libraries: ranged reads skip it.
+            ("pkg/__init__.py", vec![b'#'; 256 * 1024]),
             ("pkg-1.0.dist-info/METADATA", metadata.to_vec()),
             ("pkg-1.0.dist-info/RECORD", b"".to_vec()),
         ];
@@ -354,6 +355,77 @@ mod tests {
             let bytes = wheel(metadata, deflate);
             assert_eq!(member_from_whole(&bytes, "pkg.whl").unwrap(), metadata);
         }
+    }
+
+    /// Serves `bytes` honouring `Range` (suffix and closed ranges), counting bytes sent.
+    async fn range_server(
+        bytes: Vec<u8>,
+    ) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        use axum::http::{HeaderMap, StatusCode, header};
+        use axum::response::IntoResponse;
+
+        let sent = Arc::new(AtomicUsize::new(0));
+        let counter = sent.clone();
+        let bytes = Arc::new(bytes);
+        let handler = move |headers: HeaderMap| {
+            let bytes = bytes.clone();
+            let counter = counter.clone();
+            async move {
+                let len = bytes.len();
+                let range = headers
+                    .get(header::RANGE)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.strip_prefix("bytes="))
+                    .map(str::to_string);
+                let (start, end) = match range.as_deref().map(|r| r.split_once('-')) {
+                    Some(Some(("", suffix))) => {
+                        (len - suffix.parse::<usize>().unwrap().min(len), len - 1)
+                    }
+                    Some(Some((a, b))) => {
+                        (a.parse().unwrap(), b.parse::<usize>().unwrap().min(len - 1))
+                    }
+                    _ => {
+                        counter.fetch_add(len, Ordering::SeqCst);
+                        return (StatusCode::OK, bytes.to_vec()).into_response();
+                    }
+                };
+                counter.fetch_add(end + 1 - start, Ordering::SeqCst);
+                (
+                    StatusCode::PARTIAL_CONTENT,
+                    [(header::CONTENT_RANGE, format!("bytes {start}-{end}/{len}"))],
+                    bytes[start..=end].to_vec(),
+                )
+                    .into_response()
+            }
+        };
+        let app = axum::Router::new().route("/pkg.whl", axum::routing::get(handler));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/pkg.whl", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (url, sent)
+    }
+
+    #[tokio::test]
+    async fn ranged_reads_fetch_a_few_kilobytes_of_a_large_wheel() {
+        let metadata = b"Metadata-Version: 2.1\nName: pkg\nRequires-Dist: six\n";
+        let bytes = wheel(metadata, true);
+        let size = bytes.len();
+        let (url, sent) = range_server(bytes).await;
+        let client = UpstreamClient::new(&crate::upstream::ClientSettings::default()).unwrap();
+        let read = read_wheel_metadata(&client, &url, "pkg.whl").await.unwrap();
+        assert_eq!(read, metadata);
+        let sent = sent.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(sent < size / 3, "{sent} of {size} bytes read");
+        // A missing wheel is named with its status.
+        let missing = url.replace("pkg.whl", "other.whl");
+        let err = read_wheel_metadata(&client, &missing, "other.whl")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("404"), "{err}");
     }
 
     #[test]

@@ -271,6 +271,19 @@ async fn a_dry_run_lists_and_sizes_everything_and_writes_nothing() {
         "{stdout}"
     );
     assert!(stdout.contains("(dry run: nothing written)"), "{stdout}");
+    // Per environment: the resolved set, its files and size, what the store already has.
+    assert!(
+        stdout.contains(
+            "py311-linux-x86_64-cu130 (Python 3.11, linux-x86_64): 3 packages, 6 files, "
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("  torch 2.9.0  (cu130)\n"), "{stdout}");
+    assert!(stdout.contains("  filelock 3.20.0\n"), "{stdout}");
+    assert!(
+        stdout.contains(", 0 already in the store (dry run"),
+        "{stdout}"
+    );
     assert!(!store.exists(), "the dry run created the store");
 }
 
@@ -301,6 +314,10 @@ async fn a_full_disk_fails_clearly_leaves_no_marker_and_a_rerun_completes() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("failed "), "{stdout}");
     assert!(!store.join(mirror::MARKER).exists());
+    assert!(
+        !store.join("locks").exists(),
+        "a lock naming files not stored"
+    );
     let parts: Vec<PathBuf> = std::fs::read_dir(store.join("files"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -318,6 +335,12 @@ async fn a_full_disk_fails_clearly_leaves_no_marker_and_a_rerun_completes() {
         "{stdout}"
     );
     assert!(store.join(mirror::MARKER).exists());
+    assert!(
+        store
+            .join("locks/pylock.py312-linux-x86_64-cpu.toml")
+            .is_file()
+    );
+    assert!(stdout.contains("all (union)"), "{stdout}");
 }
 
 /// Runs the `wheelgate` binary with `args`, then `<config> --store <store>`; with a file-size
