@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::TryStreamExt;
 use futures_util::future::{join_all, try_join_all};
-use pep440_rs::{Version, VersionSpecifiers};
+use pep440_rs::{Version, VersionSpecifier, VersionSpecifiers};
 use pubgrub::Ranges;
 use tokio::sync::OnceCell;
 use wheelgate_resolver::Catalog;
@@ -496,6 +496,22 @@ fn candidates(
         if let Some(version) = public_version(&page.page.files[index]) {
             versions.insert(version.clone(), Candidate { yanked: false });
             files.entry(version).or_default().push(index);
+        }
+    }
+    // Pre-releases only where a declared requirement names one (PEP 440: `==2.10.0rc1`).
+    let declared = config.packages.iter().filter(|p| p.project == project);
+    for specifiers in declared.filter_map(|p| p.versions.as_ref()) {
+        if !specifiers.iter().any(VersionSpecifier::any_prerelease) {
+            continue;
+        }
+        entry.versions = Some(specifiers.clone());
+        for index in select_files(catalog, &entry, &page.page).files {
+            if let Some(version) = public_version(&page.page.files[index])
+                && version.any_prerelease()
+            {
+                versions.insert(version.clone(), Candidate { yanked: false });
+                files.entry(version).or_default().push(index);
+            }
         }
     }
     // Versions whose only files are yanked: selected only when pinned, as `==` pins select.
