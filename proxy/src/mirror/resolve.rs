@@ -87,7 +87,7 @@ pub enum ResolveError {
         source: MetadataFetchError,
     },
     #[error(
-        "the requirements cannot be resolved for the environment `{environment}` ({described}):\n{derivation}\nNothing was downloaded; change the `[[package]]` versions or `[[constraint]]` entries, or drop this environment's Python, platform or backend"
+        "the requirements cannot be resolved for the environment `{environment}` ({described}):\n{derivation}\nNo package was downloaded (only metadata); change the `[[package]]` versions or `[[constraint]]` entries, or drop this environment's Python, platform or backend"
     )]
     Conflict {
         environment: String,

@@ -285,6 +285,39 @@ async fn a_dry_run_lists_and_sizes_everything_and_writes_nothing() {
         "{stdout}"
     );
     assert!(!store.exists(), "the dry run created the store");
+
+    // `mirror lock` writes one PEP 751 lock per environment, URLs under --server-url.
+    let out = dir.path().join("locks");
+    let output = Command::new(binary())
+        .args(["mirror", "lock", "--config"])
+        .arg(&config_path)
+        .arg("--out")
+        .arg(&out)
+        .args(["--server-url", "http://mirror.example:3141/"])
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", describe(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("4 locks written in "), "{stdout}");
+    let lock = std::fs::read_to_string(out.join("pylock.py312-linux-x86_64-cu130.toml")).unwrap();
+    assert!(lock.contains("lock-version = \"1.0\""), "{lock}");
+    assert!(
+        lock.contains("environments = [\"python_version == '3.12' and sys_platform == 'linux' and platform_machine == 'x86_64'\"]"),
+        "{lock}"
+    );
+    assert!(
+        lock.contains(&format!(
+            "url = \"http://mirror.example:3141/files/torch/{}\"",
+            torch.wheel.filename.replace('+', "%2B")
+        )),
+        "{lock}"
+    );
+    assert!(
+        lock.contains(&format!("sha256 = \"{}\"", torch.wheel.sha256)),
+        "{lock}"
+    );
+    assert!(!store.exists(), "mirror lock created the store");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
