@@ -167,6 +167,7 @@ async fn declared_top_level_only_the_store_installs_offline_with_pip_uv_and_the_
     .await;
     drop(upstreams);
 
+    assert_offers_only_stored(&proxy).await;
     install_offline(&proxy).await;
     resolve_other_targets(&proxy).await;
 
@@ -382,5 +383,46 @@ async fn install_from_locks(store: &Path) {
         let dists = installers::installed(&venv.path().join("venv"));
         assert_eq!(version(&dists, "torch"), torch, "{lock}");
         assert_eq!(version(&dists, "filelock"), "4.2.11", "{lock}");
+    }
+}
+
+/// The offline server lists only what the store holds, in HTML and JSON: never mpmath 1.4.0
+/// (excluded by sympy's pin), never a cu128 build (not declared), no `.metadata` link that
+/// cannot be served.
+async fn assert_offers_only_stored(proxy: &Proxy) {
+    let client = reqwest::Client::new();
+    for accept in ["application/vnd.pypi.simple.v1+json", "text/html"] {
+        let get = |path: String| {
+            client
+                .get(format!("{}{path}", proxy.base()))
+                .header("accept", accept)
+                .send()
+        };
+        let mpmath = get("/simple/mpmath/".into())
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(mpmath.contains("mpmath-1.3.0-py3-none-any.whl"), "{mpmath}");
+        assert!(!mpmath.contains("1.4.0"), "{accept}: {mpmath}");
+        let cu128 = get("/b/cu128/simple/torch/".into())
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(!cu128.contains("torch-2.9.0"), "{accept}: {cu128}");
+        let torch = get("/b/cu130/simple/torch/".into())
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            torch.contains("torch-2.9.0+cu130-py3-none-manylinux_2_28_x86_64.whl"),
+            "{torch}"
+        );
+        assert!(torch.contains("core-metadata"), "{accept}: {torch}");
     }
 }
