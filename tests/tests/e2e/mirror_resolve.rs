@@ -265,6 +265,15 @@ async fn assert_mirror_lock_matches(config: &MirrorConfig, dir: &Path, store: &P
     let elapsed = started.elapsed();
     assert_eq!(plan.resolutions.len(), 6);
     eprintln!("resolved 6 environments in {elapsed:?}");
+
+    // An extra the entry requests brings its requirements.
+    let mut extra = six;
+    extra.packages[0].extras = vec!["opt-einsum".to_string()];
+    let (plan, _) = mirror::lock(&extra, &dir.join("extra")).await.unwrap();
+    for resolution in &plan.resolutions {
+        let set = resolved(&plan.resolutions, &resolution.environment.name);
+        assert_eq!(set.get("opt-einsum"), Some(&"3.4.0"), "{set:?}");
+    }
 }
 
 /// pip and uv install torch and torchvision from the offline store for a CPU machine and an
