@@ -23,7 +23,7 @@ use pubgrub::Ranges;
 use tokio::sync::OnceCell;
 use wheelgate_resolver::Catalog;
 use wheelgate_resolver::filename::{DistFilename, normalize_name};
-use wheelgate_resolver::index::{CoreMetadata, IndexFile};
+use wheelgate_resolver::index::{CoreMetadata, IndexFile, ProjectPage};
 
 use super::config::{MirrorConfig, PackageEntry};
 use super::environment::{Build, Environment, environments};
@@ -369,7 +369,7 @@ async fn load_projects(
             );
             continue;
         };
-        let (versions, files) = candidates(fetcher.config, environment, &project, &page);
+        let (versions, files) = candidates(fetcher.config, environment, &project, &page.page);
         state
             .universe
             .projects
@@ -467,7 +467,7 @@ fn candidates(
     config: &MirrorConfig,
     environment: &Environment,
     project: &str,
-    page: &CachedPage,
+    page: &ProjectPage,
 ) -> (BTreeMap<Version, Candidate>, BTreeMap<Version, Vec<usize>>) {
     let catalog = Catalog::embedded();
     let upstream = route(catalog, project);
@@ -491,9 +491,9 @@ fn candidates(
     }
     let mut versions = BTreeMap::new();
     let mut files: BTreeMap<Version, Vec<usize>> = BTreeMap::new();
-    let selection = select_files(catalog, &entry, &page.page);
+    let selection = select_files(catalog, &entry, page);
     for &index in &selection.files {
-        if let Some(version) = public_version(&page.page.files[index]) {
+        if let Some(version) = public_version(&page.files[index]) {
             versions.insert(version.clone(), Candidate { yanked: false });
             files.entry(version).or_default().push(index);
         }
@@ -505,8 +505,8 @@ fn candidates(
             continue;
         }
         entry.versions = Some(specifiers.clone());
-        for index in select_files(catalog, &entry, &page.page).files {
-            if let Some(version) = public_version(&page.page.files[index])
+        for index in select_files(catalog, &entry, page).files {
+            if let Some(version) = public_version(&page.files[index])
                 && version.any_prerelease()
             {
                 versions.insert(version.clone(), Candidate { yanked: false });
@@ -516,7 +516,6 @@ fn candidates(
     }
     // Versions whose only files are yanked: selected only when pinned, as `==` pins select.
     let yanked: BTreeSet<Version> = page
-        .page
         .files
         .iter()
         .filter(|f| f.is_yanked())
@@ -525,7 +524,7 @@ fn candidates(
         .collect();
     for version in yanked {
         entry.versions = format!("=={version}").parse().ok();
-        let selection = select_files(catalog, &entry, &page.page);
+        let selection = select_files(catalog, &entry, page);
         if !selection.files.is_empty() {
             versions.insert(version.clone(), Candidate { yanked: true });
             files.insert(version, selection.files);
@@ -647,5 +646,81 @@ pub fn page_url(config: &MirrorConfig, project: &str) -> String {
     match route(Catalog::embedded(), project) {
         Upstream::Pytorch => format!("{}/{project}/", config.pytorch_root()),
         Upstream::General => format!("{}/{project}/", config.pypi_root()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use wheelgate_resolver::index::parse_project_html;
+
+    use super::*;
+
+    /// download.pytorch.org's `/whl/cu130/torch/` as captured in `shared/fixtures`, or `None`
+    /// (after saying so) where the shared fixtures are not checked out beside the workspace.
+    fn real_cu130_torch_page() -> Option<ProjectPage> {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../shared/fixtures/pytorch-index/whl_cu130_torch.html"
+        );
+        let Ok(html) = std::fs::read_to_string(path) else {
+            println!("NOT RUN: fixture `{path}` is not readable");
+            return None;
+        };
+        Some(parse_project_html(&html).unwrap())
+    }
+
+    fn files_of(
+        page: &ProjectPage,
+        python: &str,
+        platform: &str,
+        backend: &str,
+        version: &str,
+    ) -> (usize, Vec<String>) {
+        let config = MirrorConfig::parse(
+            "python = [\"3.12\"]\n[[package]]\nname = \"six\"\n",
+            Path::new("mirror.toml"),
+        )
+        .unwrap();
+        let environment = Environment::new(
+            python.parse().unwrap(),
+            platform.parse().unwrap(),
+            Build::Backend(backend.parse().unwrap()),
+        );
+        let (versions, files) = candidates(&config, &environment, "torch", page);
+        let names = files
+            .get(&version.parse::<Version>().unwrap())
+            .map(|indices| {
+                indices
+                    .iter()
+                    .map(|&i| page.files[i].filename.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        (versions.len(), names)
+    }
+
+    #[test]
+    fn each_environment_gets_exactly_its_wheel_of_the_real_page() {
+        let Some(page) = real_cu130_torch_page() else {
+            return;
+        };
+        let (count, files) = files_of(&page, "3.12", "linux-x86_64", "cu130", "2.9.0");
+        assert!(count >= 4, "2.9.0, 2.9.1, 2.10.0, 2.11.0 at least: {count}");
+        assert_eq!(
+            files,
+            ["torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl"]
+        );
+        let (_, files) = files_of(&page, "3.13t", "linux-aarch64", "cu130", "2.9.0");
+        assert_eq!(
+            files,
+            ["torch-2.9.0+cu130-cp313-cp313t-manylinux_2_28_aarch64.whl"]
+        );
+        let (_, files) = files_of(&page, "3.10", "windows-x86_64", "cu130", "2.9.0");
+        assert_eq!(files, ["torch-2.9.0+cu130-cp310-cp310-win_amd64.whl"]);
+        // The CPU build is not on this page: no version at all for a cpu environment.
+        let (count, _) = files_of(&page, "3.12", "linux-x86_64", "cpu", "2.9.0");
+        assert_eq!(count, 0);
     }
 }
