@@ -11,6 +11,7 @@ use wheelgate_resolver::Catalog;
 use wheelgate_resolver::index::CoreMetadata;
 
 use super::config::{MirrorConfig, PackageEntry};
+use super::environment::Build;
 use super::resolve::{Fetcher, Resolution, ResolveError, resolve_all};
 use super::select::select_files;
 use crate::cache::files::{FileCache, FileSpec};
@@ -162,11 +163,19 @@ pub async fn make_plan(
         for resolution in &resolutions {
             for package in &resolution.packages {
                 plan.add_page(&package.project, &package.page.url);
+                // Its build's page (`/b/<backend>/simple/<project>/` offline): the file's local
+                // label, else (pytorch-triton, unlabelled wheels) the environment's backend.
+                let backend = package.backend().map(str::to_string).or_else(|| {
+                    match &resolution.environment.build {
+                        Build::Backend(backend) => Some(backend.to_string()),
+                        Build::Machine { .. } | Build::None => None,
+                    }
+                });
                 if package.upstream == Upstream::Pytorch
-                    && let Some(backend) = package.backend()
+                    && let Some(backend) = backend
                 {
                     let entry = PackageEntry::resolved(config, &package.project);
-                    plan.add_backend_page(&entry, backend)
+                    plan.add_backend_page(&entry, &backend)
                         .await
                         .map_err(|source| PlanError::Page {
                             name: package.project.clone(),
