@@ -14,13 +14,17 @@
 //! - [`select`]: which files of a page an entry (or an environment) takes (pure);
 //! - [`metadata`], [`wheel_metadata`]: core metadata, from a PEP 658 file or a wheel by ranges;
 //! - [`solver`]: `PubGrub` over what is known of one environment (pure);
-//! - [`resolve`]: feeds the solver pages and metadata, every environment concurrently;
+//! - [`fetch`]: pages and metadata, each fetched once for all environments;
+//! - [`candidates`]: the versions and files of a project in one environment (pure);
+//! - [`resolve`]: feeds the solver, every environment concurrently;
 //! - [`plan`]: the pages to fetch and the files to download;
-//! - [`lock`]: PEP 751 locks;
-//! - [`sync`]: downloads, progress hooks, the completeness check and the marker; the dry run.
+//! - [`lock`](mod@lock): PEP 751 locks;
+//! - [`sync`](mod@sync): downloads, progress hooks, the completeness check and the marker; the dry run.
 
+pub mod candidates;
 pub mod config;
 pub mod environment;
+pub mod fetch;
 pub mod lock;
 pub mod metadata;
 pub mod plan;
