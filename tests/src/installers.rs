@@ -369,3 +369,36 @@ pub async fn uv_install_lock(lock: &Path, python: &Path) -> Outcome {
         .arg(lock);
     run(command).await
 }
+
+/// `uv pip install -r <lock>` into a `--target` directory for another Python (`3.10`) and
+/// platform (`aarch64-manylinux_2_28`), without any index.
+pub async fn uv_install_lock_for(
+    lock: &Path,
+    python_version: &str,
+    python_platform: &str,
+    target: &Path,
+) -> Outcome {
+    let tools = Tools::get();
+    let mut command = isolated(&tools.uv);
+    command
+        .args([
+            "pip",
+            "install",
+            "--no-cache",
+            "--no-config",
+            "--no-progress",
+            "--python",
+        ])
+        .arg(&tools.python)
+        .args([
+            "--python-version",
+            python_version,
+            "--python-platform",
+            python_platform,
+        ])
+        .arg("--target")
+        .arg(target)
+        .arg("-r")
+        .arg(lock);
+    run(command).await
+}

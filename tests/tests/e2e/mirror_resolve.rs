@@ -19,6 +19,10 @@ use wheelgate_e2e::upstream::Upstreams;
 
 use crate::support::{assert_routing_safe, install_ok, version};
 
+fn version_of(dists: &BTreeMap<String, String>, name: &str) -> String {
+    version(dists, name).to_string()
+}
+
 fn config(upstreams: &Upstreams, server_url: &str, python: &str, extra: &str) -> MirrorConfig {
     let text = format!(
         r#"
@@ -336,6 +340,22 @@ async fn resolve_other_targets(proxy: &Proxy) {
         report.stdout.contains("\"version\": \"4.2.11\""),
         "{report}"
     );
+    // Linux aarch64, CPU build (pip would ask for the CUDA libraries of a CUDA build, whose
+    // markers it evaluates for this x86_64 host; uv below does the CUDA build right).
+    let report = installers::pip_dry_run(
+        &proxy.simple_url(),
+        &["torch", "torchvision"],
+        "3.11",
+        "manylinux_2_28_aarch64",
+    )
+    .await;
+    report.assert_success();
+    for wheel in [
+        "torch-2.9.0%2Bcpu-py3-none-manylinux_2_28_aarch64.whl",
+        "numpy-2.4.6-py3-none-manylinux_2_28_aarch64.whl",
+    ] {
+        assert!(report.stdout.contains(wheel), "{wheel}: {report}");
+    }
     for (python, platform, url, expect, reject) in [
         (
             "3.10",
@@ -379,8 +399,52 @@ async fn resolve_other_targets(proxy: &Proxy) {
     }
 }
 
-/// uv installs from the locks of this machine's environments (Python 3.11, x86_64).
+/// uv installs from the locks of this machine's Python (3.11) for both platforms into a target
+/// directory (and refuses the other Pythons' locks), and into a venv for its own environments.
 async fn install_from_locks(store: &Path) {
+    for python in ["310", "311", "312"] {
+        for (platform, uv_platform) in [
+            ("linux-x86_64", "x86_64-manylinux_2_28"),
+            ("linux-aarch64", "aarch64-manylinux_2_28"),
+        ] {
+            for backend in ["cu130", "cpu"] {
+                let lock = store
+                    .join("locks")
+                    .join(format!("pylock.py{python}-{platform}-{backend}.toml"));
+                let target = tempfile::tempdir().unwrap();
+                let version = format!("3.{}", &python[1..]);
+                let outcome =
+                    installers::uv_install_lock_for(&lock, &version, uv_platform, target.path())
+                        .await;
+                if python != "311" {
+                    // uv checks a lock's Requires-Python against the interpreter it runs with
+                    // (3.11 here), whatever `--python-version` says.
+                    assert!(!outcome.success, "{outcome}");
+                    assert!(
+                        outcome.stderr.contains(&format!(
+                            "incompatible with the `pylock.toml`'s Python requirement: `=={version}.*`"
+                        )),
+                        "{outcome}"
+                    );
+                    continue;
+                }
+                outcome.assert_success();
+                let dists = installers::installed(target.path());
+                assert_eq!(
+                    version_of(&dists, "torch"),
+                    format!("2.9.0+{backend}"),
+                    "{}",
+                    lock.display()
+                );
+                assert_eq!(
+                    dists.contains_key("setuptools"),
+                    python == "312",
+                    "{}: {dists:?}",
+                    lock.display()
+                );
+            }
+        }
+    }
     for (lock, torch) in [
         ("pylock.py311-linux-x86_64-cu130.toml", "2.9.0+cu130"),
         ("pylock.py311-linux-x86_64-cpu.toml", "2.9.0+cpu"),
