@@ -367,7 +367,9 @@ fn conflict(
     derivation: String,
 ) -> ResolveError {
     let mut notes = String::new();
-    for (project, known) in &state.universe.projects {
+    // By name, so the message is the same from run to run.
+    let known: BTreeMap<&String, &ProjectState> = state.universe.projects.iter().collect();
+    for (project, known) in known {
         match known {
             ProjectState::NoPage { url } if derivation.contains(project.as_str()) => {
                 let _ = write!(notes, "\n- `{project}` has no page at `{url}`");
