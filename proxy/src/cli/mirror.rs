@@ -309,7 +309,7 @@ impl Bars {
             .progress_chars("=> "),
         );
         total.set_prefix("mirror");
-        total.set_message("fetching index pages");
+        total.set_message("resolving dependencies, fetching index pages");
         total.enable_steady_tick(Duration::from_millis(200));
         Bars {
             multi,

@@ -197,7 +197,7 @@ pub async fn sync(
     // server's own start.)
     let files = FileCache::open(store.clone(), u64::MAX).map_err(SyncError::FileCache)?;
     let plan = make_plan(config, &client, &index, &files).await?;
-    info!(pages = plan.pages.len(), files = plan.files.len(), store = %store.display(), "mirror plan made");
+    info!(environments = plan.resolutions.len(), pages = plan.pages.len(), files = plan.files.len(), store = %store.display(), "mirror plan made");
     progress.planned(&plan);
 
     let outcomes: Vec<FileOutcome> = stream::iter(plan.files.iter())
