@@ -284,3 +284,121 @@ pub async fn imported_version(
     outcome.assert_success();
     outcome.stdout.trim().to_string()
 }
+
+/// `uv pip compile` of `requirements` from `index_url` (and nothing else) for another Python
+/// (`3.10`) and platform (`x86_64-manylinux_2_28`), without installing; stdout lists the pins.
+pub async fn uv_compile(
+    index_url: &str,
+    requirements: &[&str],
+    python_version: &str,
+    python_platform: &str,
+) -> Outcome {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let input = dir.path().join("requirements.in");
+    std::fs::write(&input, requirements.join("\n")).expect("writable temporary directory");
+    let mut command = isolated(&Tools::get().uv);
+    command
+        .args([
+            "pip",
+            "compile",
+            "--no-cache",
+            "--no-config",
+            "--no-progress",
+            "--no-header",
+            "--no-annotate",
+            "--only-binary",
+            ":all:",
+            "--python-version",
+            python_version,
+            "--python-platform",
+            python_platform,
+            "--index-url",
+            index_url,
+        ])
+        .arg(&input);
+    run(command).await
+}
+
+/// `pip install --dry-run --report -` of `requirements` from `index_url` for another Python
+/// (`3.10`) and platform tag (`manylinux_2_28_x86_64`); stdout is pip's JSON report.
+pub async fn pip_dry_run(
+    index_url: &str,
+    requirements: &[&str],
+    python_version: &str,
+    platform: &str,
+) -> Outcome {
+    let mut command = isolated(&Tools::get().python);
+    command
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--report",
+            "-",
+            "--no-cache-dir",
+            "--only-binary",
+            ":all:",
+            "--python-version",
+            python_version,
+            "--platform",
+            platform,
+            "--index-url",
+            index_url,
+        ])
+        .args(requirements);
+    run(command).await
+}
+
+/// `uv pip install -r <lock>` of a PEP 751 lock into the venv of `python`, without any index.
+pub async fn uv_install_lock(lock: &Path, python: &Path) -> Outcome {
+    let mut command = isolated(&Tools::get().uv);
+    command
+        .args([
+            "pip",
+            "install",
+            "--no-cache",
+            "--no-config",
+            "--no-progress",
+            "--python",
+        ])
+        .arg(python)
+        .arg("-r")
+        .arg(lock);
+    run(command).await
+}
+
+/// `uv pip install -r <lock>` into a `--target` directory for another Python (`3.10`) and
+/// platform (`aarch64-manylinux_2_28`), without any index.
+pub async fn uv_install_lock_for(
+    lock: &Path,
+    python_version: &str,
+    python_platform: &str,
+    target: &Path,
+) -> Outcome {
+    let tools = Tools::get();
+    let mut command = isolated(&tools.uv);
+    command
+        .args([
+            "pip",
+            "install",
+            "--no-cache",
+            "--no-config",
+            "--no-progress",
+            "--python",
+        ])
+        .arg(&tools.python)
+        .args([
+            "--python-version",
+            python_version,
+            "--python-platform",
+            python_platform,
+        ])
+        .arg("--target")
+        .arg(target)
+        .arg("-r")
+        .arg(lock);
+    run(command).await
+}

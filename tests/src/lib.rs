@@ -5,6 +5,8 @@
 //! - [`wheels`]: small real wheels built in memory (correct `RECORD` hashes);
 //! - [`catalog`]: what the fake upstreams publish (torch 2.9.0 and 2.6.0 per backend,
 //!   torchvision, pytorch-triton, filelock; a planted PyPI `torch` 99.0 and `pytorch-triton`);
+//! - [`reference`](mod@reference): a second catalog with torch's real dependency structure (markers,
+//!   Requires-Python, per-backend `nvidia-*` pins, squatters), for the mirror's resolution;
 //! - [`upstream`]: the fake PyTorch index, its second file host and the fake PyPI, counting
 //!   requests;
 //! - [`machines`]: the machines the tests resolve for and the build each must get;
@@ -16,6 +18,7 @@ pub mod catalog;
 pub mod installers;
 pub mod machines;
 pub mod proxy;
+pub mod reference;
 pub mod soak;
 pub mod upstream;
 pub mod wheels;

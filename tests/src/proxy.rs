@@ -40,12 +40,15 @@ impl Proxy {
             ..ServeConfig::default()
         };
         configure(&mut config);
+        let listen = config.listen;
         let state = wheelgate::serve::build_state(config)
             .await
             .expect("wheelgate state");
-        let listener = TcpListener::bind("127.0.0.1:0")
+        // `127.0.0.1:0` unless `configure` chose a port (a test that must know the address
+        // before the server starts).
+        let listener = TcpListener::bind(listen)
             .await
-            .expect("bind 127.0.0.1:0");
+            .expect("bind the listen address");
         let addr = listener.local_addr().expect("local address");
         // The server's own accept loop, with its limits, as `wheelgate serve` runs it.
         let task = tokio::spawn(async move {

@@ -169,9 +169,13 @@ pub struct Upstreams {
 }
 
 impl Upstreams {
-    /// Starts all three on fresh loopback ports.
+    /// Starts all three on fresh loopback ports, publishing [`Catalog::get`].
     pub async fn start() -> Upstreams {
-        let catalog = Catalog::get();
+        Upstreams::start_with(Catalog::get()).await
+    }
+
+    /// Starts all three on fresh loopback ports, publishing `catalog`.
+    pub async fn start_with(catalog: &'static Catalog) -> Upstreams {
         let (pt_listener, pt_addr) = bind().await;
         let (r2_listener, r2_addr) = bind().await;
         let (pypi_listener, pypi_addr) = bind().await;

@@ -5,12 +5,12 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use wheelgate::mirror::{
-    self, FileOutcome, MirrorConfig, MirrorConfigError, Plan, PlannedFile, SyncError, SyncOptions,
-    SyncProgress,
+    self, FileOutcome, MirrorConfig, MirrorConfigError, Plan, PlannedFile, ResolvedPackage,
+    SyncError, SyncOptions, SyncProgress,
 };
 
 /// Arguments of `wheelgate mirror`.
@@ -23,9 +23,29 @@ pub struct MirrorArgs {
 /// The mirror subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum MirrorCommand {
-    /// Download the packages a mirror configuration declares into a store that
-    /// `wheelgate serve --offline --cache-dir STORE` serves; rerun to resume.
+    /// Resolve the requirements a mirror configuration declares for every target environment
+    /// and download the union into a store that `wheelgate serve --offline --cache-dir STORE`
+    /// serves, with a PEP 751 lock per environment; rerun to resume.
     Sync(SyncArgs),
+    /// Resolve every target environment and write its PEP 751 lock (pylock.<environment>.toml),
+    /// downloading nothing but metadata.
+    Lock(LockArgs),
+}
+
+/// Arguments of `wheelgate mirror lock`.
+#[allow(clippy::doc_markdown)]
+#[derive(Debug, clap::Args)]
+pub struct LockArgs {
+    /// Mirror configuration (see deploy/mirror.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// Directory the locks are written to (created if absent).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The offline server's address as clients reach it, the base of the locks' file URLs
+    /// [default: the configuration's server_url, else http://localhost:3141].
+    #[arg(long, value_name = "URL")]
+    pub server_url: Option<String>,
 }
 
 /// Arguments of `wheelgate mirror sync`.
@@ -45,6 +65,10 @@ pub struct SyncArgs {
     /// Files downloaded at once.
     #[arg(long, value_name = "N", default_value_t = mirror::sync::DEFAULT_JOBS)]
     pub jobs: usize,
+    /// The offline server's address as clients reach it, the base of the locks' file URLs
+    /// [default: the configuration's server_url, else http://localhost:3141].
+    #[arg(long, value_name = "URL")]
+    pub server_url: Option<String>,
 }
 
 /// Why `wheelgate mirror` failed.
@@ -71,17 +95,49 @@ pub enum MirrorCommandError {
 pub fn run(args: &MirrorArgs) -> Result<(), MirrorCommandError> {
     match &args.command {
         MirrorCommand::Sync(args) => run_sync(args),
+        MirrorCommand::Lock(args) => run_lock(args),
     }
 }
 
-fn run_sync(args: &SyncArgs) -> Result<(), MirrorCommandError> {
-    let config = MirrorConfig::from_file(&args.config)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+fn runtime() -> Result<tokio::runtime::Runtime, MirrorCommandError> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(MirrorCommandError::Runtime)?;
+        .map_err(MirrorCommandError::Runtime)
+}
+
+fn run_lock(args: &LockArgs) -> Result<(), MirrorCommandError> {
+    let mut config = MirrorConfig::from_file(&args.config)?;
+    if let Some(url) = &args.server_url {
+        config.server_url.clone_from(url);
+    }
+    let started = Instant::now();
+    let (plan, written) = runtime()?.block_on(mirror::lock(&config, &args.out))?;
+    for (resolution, path) in plan.resolutions.iter().zip(&written) {
+        println!(
+            "{}: {} packages -> {}",
+            resolution.environment.name,
+            resolution.packages.len(),
+            path.display()
+        );
+    }
+    println!(
+        "{} locks written in {:.1} s (file URLs under {})",
+        written.len(),
+        started.elapsed().as_secs_f64(),
+        config.server_url
+    );
+    Ok(())
+}
+
+fn run_sync(args: &SyncArgs) -> Result<(), MirrorCommandError> {
+    let mut config = MirrorConfig::from_file(&args.config)?;
+    if let Some(url) = &args.server_url {
+        config.server_url.clone_from(url);
+    }
+    let runtime = runtime()?;
     if args.dry_run {
-        let dry = runtime.block_on(mirror::dry_run(&config, args.jobs))?;
+        let dry = runtime.block_on(mirror::dry_run(&config, &args.store, args.jobs))?;
         print_dry_run(&dry);
         return Ok(());
     }
@@ -95,6 +151,7 @@ fn run_sync(args: &SyncArgs) -> Result<(), MirrorCommandError> {
     for failure in &report.failures {
         eprintln!("failed: {}: {}", failure.what, failure.message);
     }
+    print!("{}", summary_table(&report));
     println!("{}", report.summary());
     if !report.is_complete() {
         return Err(MirrorCommandError::Incomplete {
@@ -110,13 +167,58 @@ fn run_sync(args: &SyncArgs) -> Result<(), MirrorCommandError> {
         report.plan.pages.len(),
         report.serve_command()
     );
+    if !report.plan.resolutions.is_empty() {
+        println!(
+            "PEP 751 locks, one per environment, in `{}` (install with `uv pip install -r <lock>`)",
+            report.store.join(mirror::lock::LOCKS_DIR).display()
+        );
+    }
     Ok(())
 }
 
 fn print_dry_run(dry: &mirror::DryRun) {
-    for (file, size) in dry.plan.files.iter().zip(&dry.sizes) {
+    let by_url: HashMap<&str, usize> = dry
+        .plan
+        .files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.spec.url.as_str(), i))
+        .collect();
+    for resolution in &dry.plan.resolutions {
+        let env = &resolution.environment;
+        let mut lines = String::new();
+        let (mut files, mut bytes, mut present) = (0usize, 0u64, 0usize);
+        for package in &resolution.packages {
+            let backend = package
+                .backend()
+                .map(|b| format!("  ({b})"))
+                .unwrap_or_default();
+            let _ = writeln!(lines, "  {} {}{backend}", package.project, package.version);
+            for file in package.index_files() {
+                let url = package.page.page.file_url(file, &package.page.url);
+                for url in [url.clone(), format!("{url}.metadata")] {
+                    if let Some(&i) = by_url.get(url.as_str()) {
+                        files += 1;
+                        bytes += dry.sizes[i].unwrap_or(0);
+                        present += usize::from(dry.present[i]);
+                    }
+                }
+            }
+        }
+        println!(
+            "{} (Python {}, {}): {} packages, {files} files, {}, {present} already in the store",
+            env.name,
+            env.python,
+            env.platform,
+            resolution.packages.len(),
+            mirror::sync::human_bytes(bytes)
+        );
+        print!("{lines}");
+    }
+    for ((file, size), present) in dry.plan.files.iter().zip(&dry.sizes).zip(&dry.present) {
         let size = size.map_or_else(|| "size unknown".to_string(), mirror::sync::human_bytes);
-        println!("{}  {}  ({size})", file.project, file.filename);
+        let stored = if *present { ", in the store" } else { "" };
+        println!("{}  {}  ({size}{stored})", file.project, file.filename);
     }
     let (bytes, unknown) = dry.total();
     let mut total = format!(
@@ -128,7 +230,64 @@ fn print_dry_run(dry: &mirror::DryRun) {
     if unknown > 0 {
         let _ = write!(total, " ({unknown} files of unknown size not counted)");
     }
+    let present = dry.present.iter().filter(|p| **p).count();
+    let _ = write!(total, ", {present} already in the store");
     println!("{total} (dry run: nothing written)");
+}
+
+/// One row per environment (packages and files of its resolution), then the totals.
+fn summary_table(report: &mirror::SyncReport) -> String {
+    let mut text = String::new();
+    if report.plan.resolutions.is_empty() {
+        return text;
+    }
+    let width = report
+        .plan
+        .resolutions
+        .iter()
+        .map(|r| r.environment.name.len())
+        .max()
+        .unwrap_or(0)
+        .max("environment".len());
+    let _ = writeln!(
+        text,
+        "{:<width$}  {:>8}  {:>6}",
+        "environment", "packages", "files"
+    );
+    for resolution in &report.plan.resolutions {
+        // Distributions and their .metadata files, as the union row counts them.
+        let files: usize = resolution
+            .packages
+            .iter()
+            .flat_map(ResolvedPackage::index_files)
+            .map(|f| 1 + usize::from(f.core_metadata.is_present()))
+            .sum();
+        let _ = writeln!(
+            text,
+            "{:<width$}  {:>8}  {:>6}",
+            resolution.environment.name,
+            resolution.packages.len(),
+            files
+        );
+    }
+    let _ = writeln!(
+        text,
+        "{:<width$}  {:>8}  {:>6}  downloaded {} ({}), already present {} ({})",
+        "all (union)",
+        report
+            .plan
+            .resolutions
+            .iter()
+            .flat_map(|r| r.packages.iter().map(|p| (&p.project, &p.full_version)))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        report.plan.files.len(),
+        report.downloaded,
+        mirror::sync::human_bytes(report.downloaded_bytes),
+        report.skipped,
+        mirror::sync::human_bytes(report.skipped_bytes),
+    );
+    text
 }
 
 /// indicatif bars: one for the whole sync (bytes), one per file downloading.
@@ -150,7 +309,7 @@ impl Bars {
             .progress_chars("=> "),
         );
         total.set_prefix("mirror");
-        total.set_message("fetching index pages");
+        total.set_message("resolving dependencies, fetching index pages");
         total.enable_steady_tick(Duration::from_millis(200));
         Bars {
             multi,

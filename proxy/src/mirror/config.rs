@@ -15,6 +15,9 @@ use wheelgate_resolver::{Backend, Catalog, Machine, Platform, Policy};
 use crate::config::{DEFAULT_PYPI_URL, DEFAULT_PYTORCH_URL};
 use crate::upstream::{Upstream, route};
 
+/// The offline server's address in lock files when a configuration names none.
+pub const DEFAULT_SERVER_URL: &str = "http://localhost:3141";
+
 /// The platform mirrored when a configuration names none.
 pub const DEFAULT_PLATFORM: &str = "linux-x86_64";
 
@@ -27,6 +30,25 @@ pub struct MirrorConfig {
     pub pypi_url: String,
     /// The projects, in file order.
     pub packages: Vec<PackageEntry>,
+    /// `[[constraint]]` entries: version limits on any project a resolution takes, declared or
+    /// pulled in as a dependency (pip's and uv's constraints files).
+    pub constraints: Vec<Constraint>,
+    /// The selection policy for machines (the server's `[policy]`).
+    pub policy: Policy,
+    /// The offline server as its clients reach it (`http://mirror:3141`): the base of the file
+    /// URLs in the PEP 751 locks.
+    pub server_url: String,
+}
+
+/// One `[[constraint]]` entry: every version of `project` a resolution takes must satisfy
+/// `versions`; it never adds the project by itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Constraint {
+    /// The name as written, for messages.
+    pub name: String,
+    /// The normalized project name (PEP 503).
+    pub project: String,
+    pub versions: VersionSpecifiers,
 }
 
 /// One `[[package]]` entry, with the top-level defaults applied.
@@ -50,9 +72,31 @@ pub struct PackageEntry {
     pub python: Vec<PythonVersion>,
     /// Platforms for `backends` and for the general upstream's wheels (never empty).
     pub platforms: Vec<Platform>,
+    /// Whether the entry's dependencies are resolved and mirrored (the default). `false`: only
+    /// the entry's own files, every version `versions` matches, as before resolution existed.
+    pub dependencies: bool,
+    /// Extras whose dependencies are resolved too (`torch[opt-einsum]`), normalized.
+    pub extras: Vec<String>,
 }
 
 impl PackageEntry {
+    /// An entry standing for a project a resolution took (for its pages' URLs).
+    pub fn resolved(config: &MirrorConfig, project: &str) -> PackageEntry {
+        PackageEntry {
+            name: project.to_string(),
+            project: project.to_string(),
+            upstream: route(Catalog::embedded(), project),
+            versions: None,
+            backends: Vec::new(),
+            machines: Vec::new(),
+            policy: config.policy.clone(),
+            python: Vec::new(),
+            platforms: Vec::new(),
+            dependencies: true,
+            extras: Vec::new(),
+        }
+    }
+
     /// Whether `version` is asked for: contained in the specifiers, and a pre-release only when
     /// a specifier names one (PEP 440's rule).
     pub fn wants(&self, version: &Version) -> bool {
@@ -169,6 +213,14 @@ pub enum MirrorConfigError {
     NoBuilds { name: String },
     #[error("`platforms` is empty: name at least one, e.g. [\"{DEFAULT_PLATFORM}\"]")]
     NoPlatforms,
+    #[error(
+        "`{name}`: dependencies are resolved per Python version, but no `python` is set; set e.g. `python = [\"3.11\", \"3.12\"]` (top level or in the entry), or `dependencies = false`"
+    )]
+    NoPythonToResolve { name: String },
+    #[error("`[[constraint]]` entry {index}: {message}")]
+    InvalidConstraint { index: usize, message: String },
+    #[error("`{name}`: `{extra}` is not a valid extra name")]
+    InvalidExtra { name: String, extra: String },
 }
 
 /// The file as written.
@@ -180,6 +232,8 @@ struct RawConfig {
     #[serde(default)]
     pypi_url: Option<String>,
     #[serde(default)]
+    server_url: Option<String>,
+    #[serde(default)]
     python: Option<Vec<String>>,
     #[serde(default)]
     platforms: Option<Vec<Platform>>,
@@ -190,7 +244,18 @@ struct RawConfig {
     #[serde(default)]
     policy: Option<Policy>,
     #[serde(default)]
+    dependencies: Option<bool>,
+    #[serde(default)]
     package: Vec<RawPackage>,
+    #[serde(default)]
+    constraint: Vec<RawConstraint>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConstraint {
+    name: String,
+    versions: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -207,6 +272,10 @@ struct RawPackage {
     python: Option<Vec<String>>,
     #[serde(default)]
     platforms: Option<Vec<Platform>>,
+    #[serde(default)]
+    dependencies: Option<bool>,
+    #[serde(default)]
+    extras: Vec<String>,
 }
 
 impl MirrorConfig {
@@ -297,6 +366,11 @@ impl MirrorConfig {
             if upstream == Upstream::Pytorch && backends.is_empty() && machines.is_empty() {
                 return Err(MirrorConfigError::NoBuilds { name });
             }
+            let dependencies = package.dependencies.or(raw.dependencies).unwrap_or(true);
+            if dependencies && python.is_empty() {
+                return Err(MirrorConfigError::NoPythonToResolve { name });
+            }
+            let extras = parse_extras(&name, &package.extras)?;
             packages.push(PackageEntry {
                 name,
                 project,
@@ -307,15 +381,29 @@ impl MirrorConfig {
                 policy: policy.clone(),
                 python,
                 platforms,
+                dependencies,
+                extras,
             });
         }
+        let constraints = raw
+            .constraint
+            .into_iter()
+            .enumerate()
+            .map(|(index, raw)| parse_constraint(index + 1, &raw))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(MirrorConfig {
-            pytorch_url: raw
-                .pytorch_url
-                .unwrap_or_else(|| DEFAULT_PYTORCH_URL.to_string()),
-            pypi_url: raw.pypi_url.unwrap_or_else(|| DEFAULT_PYPI_URL.to_string()),
+            pytorch_url: raw.pytorch_url.unwrap_or(DEFAULT_PYTORCH_URL.into()),
+            pypi_url: raw.pypi_url.unwrap_or(DEFAULT_PYPI_URL.into()),
             packages,
+            constraints,
+            policy,
+            server_url: raw.server_url.unwrap_or(DEFAULT_SERVER_URL.into()),
         })
+    }
+
+    /// Whether any entry has its dependencies resolved.
+    pub fn resolves(&self) -> bool {
+        self.packages.iter().any(|p| p.dependencies)
     }
 
     /// The PyTorch upstream without a trailing slash.
@@ -327,6 +415,45 @@ impl MirrorConfig {
     pub fn pypi_root(&self) -> &str {
         self.pypi_url.trim_end_matches('/')
     }
+}
+
+/// Normalized extra names (PEP 685).
+fn parse_extras(name: &str, extras: &[String]) -> Result<Vec<String>, MirrorConfigError> {
+    extras
+        .iter()
+        .map(|extra| {
+            pep508_rs::ExtraName::from_str(extra)
+                .map(|e| e.to_string())
+                .map_err(|_| MirrorConfigError::InvalidExtra {
+                    name: name.to_string(),
+                    extra: extra.clone(),
+                })
+        })
+        .collect()
+}
+
+fn parse_constraint(index: usize, raw: &RawConstraint) -> Result<Constraint, MirrorConfigError> {
+    let name = raw.name.trim().to_string();
+    if name.is_empty() {
+        return Err(MirrorConfigError::InvalidConstraint {
+            index,
+            message: "empty `name`".to_string(),
+        });
+    }
+    let versions = VersionSpecifiers::from_str(&raw.versions).map_err(|err| {
+        MirrorConfigError::InvalidConstraint {
+            index,
+            message: format!(
+                "`versions = \"{}\"` for `{name}` is not a PEP 440 version specifier ({err}); write e.g. \"<2.3\"",
+                raw.versions
+            ),
+        }
+    })?;
+    Ok(Constraint {
+        project: normalize_name(&name),
+        name,
+        versions,
+    })
 }
 
 fn parse_pythons(values: &[String]) -> Result<Vec<PythonVersion>, MirrorConfigError> {
@@ -365,13 +492,19 @@ mod tests {
         assert_eq!(torch.project, "torch");
         assert_eq!(torch.upstream, Upstream::Pytorch);
         assert!(!torch.backends.is_empty());
+        assert!(torch.dependencies);
+        // Top-level requirements only: what users install.
         assert!(
             config
                 .packages
                 .iter()
-                .any(|p| p.upstream == Upstream::General)
+                .all(|p| p.upstream == Upstream::Pytorch)
         );
         assert!(config.packages.iter().any(|p| !p.machines.is_empty()));
+        assert_eq!(config.constraints[0].project, "numpy");
+        assert_eq!(config.server_url, "http://mirror:3141");
+        // 3 Pythons x (cu130, cpu) on linux-x86_64, and the RTX 5090 per Python.
+        assert_eq!(crate::mirror::environments(&config).len(), 9);
     }
 
     #[test]
@@ -426,7 +559,7 @@ mod tests {
     #[test]
     fn yanked_files_only_for_an_exact_pin() {
         let config = parse(
-            "[[package]]\nname = \"filelock\"\nversions = \"==3.20.0\"\n[[package]]\nname = \"six\"\nversions = \">=1\"\n",
+            "dependencies = false\n[[package]]\nname = \"filelock\"\nversions = \"==3.20.0\"\n[[package]]\nname = \"six\"\nversions = \">=1\"\n",
         )
         .unwrap();
         let version = "3.20.0".parse().unwrap();
@@ -469,14 +602,26 @@ mod tests {
         assert!(err.contains("set `backends`"), "{err}");
         let err = parse("python = [\"3\"]\n[[package]]\nname = \"six\"\n").unwrap_err();
         assert!(err.contains("`3` is not a Python version"), "{err}");
-        let err = parse("[[package]]\nname = \"six\"\n[[package]]\nname = \"Six\"\n").unwrap_err();
+        let err = parse(
+            "python = [\"3.12\"]\n[[package]]\nname = \"six\"\n[[package]]\nname = \"Six\"\n",
+        )
+        .unwrap_err();
         assert!(err.contains("listed twice (entries 1 and 2)"), "{err}");
-        let err = parse("[[package]]\nname = \" \"\n").unwrap_err();
+        let err = parse("python = [\"3.12\"]\n[[package]]\nname = \" \"\n").unwrap_err();
         assert!(err.contains("entry 1 has an empty `name`"), "{err}");
         let err = parse("platforms = []\n[[package]]\nname = \"six\"\n").unwrap_err();
         assert!(err.contains("`platforms` is empty"), "{err}");
         let err = parse("platforms = [\"linux\"]\n[[package]]\nname = \"six\"\n").unwrap_err();
         assert!(err.contains("`linux` is not a platform"), "{err}");
+        let err = parse("[[package]]\nname = \"six\"\n").unwrap_err();
+        assert!(err.contains("no `python` is set"), "{err}");
+        assert!(err.contains("`dependencies = false`"), "{err}");
+        let err = parse("dependencies = false\n[[constraint]]\nname = \"numpy\"\nversions = \"<<2\"\n[[package]]\nname = \"six\"\n").unwrap_err();
+        assert!(err.contains("`[[constraint]]` entry 1"), "{err}");
+        assert!(err.contains("`numpy`"), "{err}");
+        let err = parse("python = [\"3.12\"]\n[[package]]\nname = \"six\"\nextras = [\"a b\"]\n")
+            .unwrap_err();
+        assert!(err.contains("`a b` is not a valid extra"), "{err}");
         let err = parse("backends = [\"cuda\"]\n[[package]]\nname = \"torch\"\n").unwrap_err();
         assert!(err.contains("cuda"), "{err}");
     }

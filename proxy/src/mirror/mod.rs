@@ -1,26 +1,44 @@
-//! `wheelgate mirror sync`: copy a declared set of projects, versions, builds, Python versions and
-//! platforms from the upstreams into a store that `wheelgate serve --offline --cache-dir STORE`
-//! serves completely, on a machine with no network.
+//! `wheelgate mirror sync`: resolve what users install for every target environment and copy
+//! the union of the resolutions from the upstreams into a store that
+//! `wheelgate serve --offline --cache-dir STORE` serves completely, on a machine with no
+//! network; `wheelgate mirror lock` writes each environment's PEP 751 lock without downloading.
 //!
 //! The store is a cache directory written by the server's own caches, so there is one format:
 //! index pages under `index/` by the [`IndexCache`](crate::cache::index::IndexCache), files and
 //! `.metadata` files under `files/` by the [`FileCache`](crate::cache::files::FileCache) (sha256
-//! verified, committed atomically). `mirror-complete.json` at its root is written last, only when
-//! everything succeeded.
+//! verified, committed atomically), the locks under `locks/`. `mirror-complete.json` at its root
+//! is written last, only when everything succeeded.
 //!
 //! - [`config`]: the TOML configuration (sample: `deploy/mirror.toml`), checked up front;
-//! - [`select`]: which files of a page an entry takes (pure);
+//! - [`environment`]: the target environments and their PEP 508 marker values;
+//! - [`select`]: which files of a page an entry (or an environment) takes (pure);
+//! - [`metadata`], [`wheel_metadata`]: core metadata, from a PEP 658 file or a wheel by ranges;
+//! - [`solver`]: `PubGrub` over what is known of one environment (pure);
+//! - [`fetch`]: pages and metadata, each fetched once for all environments;
+//! - [`candidates`]: the versions and files of a project in one environment (pure);
+//! - [`resolve`]: feeds the solver, every environment concurrently;
 //! - [`plan`]: the pages to fetch and the files to download;
-//! - [`sync`]: downloads, progress hooks, the completeness check and the marker; the dry run.
+//! - [`lock`](mod@lock): PEP 751 locks;
+//! - [`sync`](mod@sync): downloads, progress hooks, the completeness check and the marker; the dry run.
 
+pub mod candidates;
 pub mod config;
+pub mod environment;
+pub mod fetch;
+pub mod lock;
+pub mod metadata;
 pub mod plan;
+pub mod resolve;
 pub mod select;
+pub mod solver;
 pub mod sync;
+pub mod wheel_metadata;
 
-pub use config::{MirrorConfig, MirrorConfigError, PackageEntry, PythonVersion};
+pub use config::{Constraint, MirrorConfig, MirrorConfigError, PackageEntry, PythonVersion};
+pub use environment::{Build, Environment, environments};
 pub use plan::{FileKind, Plan, PlanError, PlannedFile, PlannedPage, Unmatched};
+pub use resolve::{Resolution, ResolveError, ResolvedPackage};
 pub use sync::{
     DryRun, FileOutcome, MARKER, NoProgress, SyncError, SyncOptions, SyncProgress, SyncReport,
-    dry_run, sync,
+    dry_run, lock, sync,
 };

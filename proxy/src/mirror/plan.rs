@@ -11,9 +11,11 @@ use wheelgate_resolver::Catalog;
 use wheelgate_resolver::index::CoreMetadata;
 
 use super::config::{MirrorConfig, PackageEntry};
+use super::environment::Build;
+use super::resolve::{Fetcher, Resolution, ResolveError, resolve_all};
 use super::select::select_files;
-use crate::cache::files::FileSpec;
-use crate::cache::index::{IndexCache, IndexError};
+use crate::cache::files::{FileCache, FileSpec};
+use crate::cache::index::{CachedPage, IndexCache, IndexError};
 use crate::upstream::{Upstream, UpstreamClient};
 
 /// One index page the store holds.
@@ -51,6 +53,8 @@ pub struct Plan {
     pub pages: Vec<PlannedPage>,
     /// Without duplicates (a file listed by two entries is downloaded once).
     pub files: Vec<PlannedFile>,
+    /// Each environment's resolution (empty when no entry resolves its dependencies).
+    pub resolutions: Vec<Resolution>,
 }
 
 impl Plan {
@@ -76,6 +80,8 @@ pub enum PlanError {
     },
     #[error("{}", unmatched_message(.0))]
     NothingMatched(Vec<Unmatched>),
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
 }
 
 /// An entry that matched nothing, and why.
@@ -97,19 +103,27 @@ fn unmatched_message(entries: &[Unmatched]) -> String {
     text
 }
 
-/// Fetches the pages of every entry through `index` and lists the files to download. Fails
-/// before anything is downloaded when an entry matches nothing.
+/// Fetches the pages of every entry through `index` and lists the files to download: for
+/// entries with `dependencies = false` their own selection, for the others each environment's
+/// resolution (metadata read through `files`). Fails before anything but metadata is downloaded
+/// when an entry matches nothing or an environment does not resolve.
 pub async fn make_plan(
     config: &MirrorConfig,
     client: &UpstreamClient,
     index: &IndexCache,
+    files: &FileCache,
 ) -> Result<Plan, PlanError> {
     let catalog = Catalog::embedded();
-    let mut plan = Plan::default();
-    let mut seen_files = BTreeSet::new();
-    let mut seen_pages = BTreeSet::new();
+    let mut plan = Planner {
+        config,
+        client,
+        index,
+        plan: Plan::default(),
+        seen_files: BTreeSet::new(),
+        seen_pages: BTreeSet::new(),
+    };
     let mut unmatched = Vec::new();
-    for entry in &config.packages {
+    for entry in config.packages.iter().filter(|e| !e.dependencies) {
         let url = page_url(config, entry, None);
         let page_error = |source| PlanError::Page {
             name: entry.name.clone(),
@@ -130,30 +144,92 @@ pub async fn make_plan(
             });
             continue;
         }
-        if seen_pages.insert(url.clone()) {
-            plan.pages.push(PlannedPage {
-                project: entry.project.clone(),
-                url: url.clone(),
-            });
-        }
-        // The per-backend pages `/b/<backend>/simple/<project>/` reads; a backend without a
-        // page for this project is skipped (its files come from the aggregated page anyway).
+        plan.add_page(&entry.project, &url);
         if entry.upstream == Upstream::Pytorch {
             for backend in &selection.backends {
-                let url = page_url(config, entry, Some(&backend.to_string()));
-                if seen_pages.contains(&url) {
-                    continue;
-                }
-                if index.get(client, &url).await.map_err(page_error)?.is_some() {
-                    seen_pages.insert(url.clone());
-                    plan.pages.push(PlannedPage {
-                        project: entry.project.clone(),
-                        url,
-                    });
-                }
+                plan.add_backend_page(entry, &backend.to_string())
+                    .await
+                    .map_err(page_error)?;
             }
         }
-        for &i in &selection.files {
+        plan.add_files(&entry.project, &cached, &selection.files);
+    }
+    if !unmatched.is_empty() {
+        return Err(PlanError::NothingMatched(unmatched));
+    }
+    if config.resolves() {
+        let fetcher = Fetcher::new(config, client, index, files);
+        let resolutions = resolve_all(&fetcher).await?;
+        for resolution in &resolutions {
+            for package in &resolution.packages {
+                plan.add_page(&package.project, &package.page.url);
+                // Its build's page (`/b/<backend>/simple/<project>/` offline): the file's local
+                // label, else (pytorch-triton, unlabelled wheels) the environment's backend.
+                let backend = package.backend().map(str::to_string).or_else(|| {
+                    match &resolution.environment.build {
+                        Build::Backend(backend) => Some(backend.to_string()),
+                        Build::Machine { .. } | Build::None => None,
+                    }
+                });
+                if package.upstream == Upstream::Pytorch
+                    && let Some(backend) = backend
+                {
+                    let entry = PackageEntry::resolved(config, &package.project);
+                    plan.add_backend_page(&entry, &backend)
+                        .await
+                        .map_err(|source| PlanError::Page {
+                            name: package.project.clone(),
+                            source,
+                        })?;
+                }
+                plan.add_files(&package.project, &package.page, &package.files);
+            }
+        }
+        plan.plan.resolutions = resolutions;
+    }
+    Ok(plan.plan)
+}
+
+/// A plan being made: pages and files, each listed once.
+struct Planner<'a> {
+    config: &'a MirrorConfig,
+    client: &'a UpstreamClient,
+    index: &'a IndexCache,
+    plan: Plan,
+    seen_files: BTreeSet<String>,
+    seen_pages: BTreeSet<String>,
+}
+
+impl Planner<'_> {
+    fn add_page(&mut self, project: &str, url: &str) {
+        if self.seen_pages.insert(url.to_string()) {
+            self.plan.pages.push(PlannedPage {
+                project: project.to_string(),
+                url: url.to_string(),
+            });
+        }
+    }
+
+    /// The per-backend page `/b/<backend>/simple/<project>/` reads; a backend without a page
+    /// for this project is skipped (its files come from the aggregated page anyway).
+    async fn add_backend_page(
+        &mut self,
+        entry: &PackageEntry,
+        backend: &str,
+    ) -> Result<(), IndexError> {
+        let url = page_url(self.config, entry, Some(backend));
+        if self.seen_pages.contains(&url) {
+            return Ok(());
+        }
+        if self.index.get(self.client, &url).await?.is_some() {
+            self.add_page(&entry.project, &url);
+        }
+        Ok(())
+    }
+
+    /// Files `indices` of `cached` and their `.metadata` files.
+    fn add_files(&mut self, project: &str, cached: &CachedPage, indices: &[usize]) {
+        for &i in indices {
             // The server finds a file by name, taking the first on the page with that name.
             let name = &cached.page.files[i].filename;
             let Some(file) = cached.page.files.iter().find(|f| &f.filename == name) else {
@@ -166,9 +242,9 @@ pub async fn make_plan(
                 sha256: file.sha256().map(str::to_ascii_lowercase),
                 size: file.size,
             };
-            if seen_files.insert(spec.url.clone()) {
-                plan.files.push(PlannedFile {
-                    project: entry.project.clone(),
+            if self.seen_files.insert(spec.url.clone()) {
+                self.plan.files.push(PlannedFile {
+                    project: project.to_string(),
                     filename: file.filename.clone(),
                     kind: FileKind::Distribution,
                     spec,
@@ -184,20 +260,15 @@ pub async fn make_plan(
                 sha256: metadata_sha256,
                 size: None,
             };
-            if seen_files.insert(spec.url.clone()) {
-                plan.files.push(PlannedFile {
-                    project: entry.project.clone(),
+            if self.seen_files.insert(spec.url.clone()) {
+                self.plan.files.push(PlannedFile {
+                    project: project.to_string(),
                     filename: format!("{}.metadata", file.filename),
                     kind: FileKind::Metadata,
                     spec,
                 });
             }
         }
-    }
-    if unmatched.is_empty() {
-        Ok(plan)
-    } else {
-        Err(PlanError::NothingMatched(unmatched))
     }
 }
 

@@ -235,7 +235,9 @@ mod tests {
     use crate::mirror::config::MirrorConfig;
 
     fn entry(toml: &str) -> PackageEntry {
-        MirrorConfig::parse(toml, Path::new("mirror.toml"))
+        // Selection alone, as without resolution.
+        let toml = format!("dependencies = false\n{toml}");
+        MirrorConfig::parse(&toml, Path::new("mirror.toml"))
             .unwrap()
             .packages
             .remove(0)

@@ -16,6 +16,7 @@ use serde::Serialize;
 use tracing::{debug, info, warn};
 
 use super::config::MirrorConfig;
+use super::lock::{LOCKS_DIR, LockError, write_locks};
 use super::plan::{FileKind, Plan, PlanError, PlannedFile, PlannedPage, make_plan};
 use crate::cache::files::{FileCache, FileCacheError};
 use crate::cache::index::IndexCache;
@@ -26,8 +27,8 @@ use crate::upstream::{ClientSettings, UpstreamClient, UpstreamError, redact};
 pub const MARKER: &str = "mirror-complete.json";
 /// Files downloaded at once.
 pub const DEFAULT_JOBS: usize = 4;
-/// Version of the marker's format.
-const MARKER_FORMAT: u32 = 1;
+/// Version of the marker's format (2: with each environment's resolution).
+const MARKER_FORMAT: u32 = 2;
 
 /// Where and how to sync.
 #[derive(Debug, Clone)]
@@ -129,6 +130,8 @@ pub struct DryRun {
     pub plan: Plan,
     /// The size of each planned file: from its page, else a `HEAD` request's `Content-Length`.
     pub sizes: Vec<Option<u64>>,
+    /// Whether each planned file is already committed in the store.
+    pub present: Vec<bool>,
 }
 
 impl DryRun {
@@ -158,6 +161,8 @@ pub enum SyncError {
     Client(#[from] UpstreamError),
     #[error(transparent)]
     Plan(#[from] PlanError),
+    #[error(transparent)]
+    Lock(#[from] LockError),
 }
 
 /// Syncs the store: see the module documentation.
@@ -180,14 +185,19 @@ pub async fn sync(
         Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(store_error(err)),
         _ => {}
     }
+    // The locks name files too: none may stand until the files they name are verified.
+    match tokio::fs::remove_dir_all(store.join(LOCKS_DIR)).await {
+        Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(store_error(err)),
+        _ => {}
+    }
     let client = UpstreamClient::new(&ClientSettings::default())?;
     // TTL zero: every page is revalidated, so a rerun picks up new uploads.
     let index = IndexCache::new(&store, Duration::ZERO, false).map_err(store_error)?;
     // Never evicts: the store holds what was declared, however large. (Blocking, once, like the
     // server's own start.)
     let files = FileCache::open(store.clone(), u64::MAX).map_err(SyncError::FileCache)?;
-    let plan = make_plan(config, &client, &index).await?;
-    info!(pages = plan.pages.len(), files = plan.files.len(), store = %store.display(), "mirror plan made");
+    let plan = make_plan(config, &client, &index, &files).await?;
+    info!(environments = plan.resolutions.len(), pages = plan.pages.len(), files = plan.files.len(), store = %store.display(), "mirror plan made");
     progress.planned(&plan);
 
     let outcomes: Vec<FileOutcome> = stream::iter(plan.files.iter())
@@ -234,6 +244,18 @@ pub async fn sync(
     report
         .failures
         .extend(check_pages(&store, &plan.pages, &client).await);
+    if report.failures.is_empty()
+        && let Err(err) = write_locks(
+            &store.join(LOCKS_DIR),
+            &plan.resolutions,
+            &config.server_url,
+        )
+    {
+        report.failures.push(Failure {
+            what: LOCKS_DIR.to_string(),
+            message: error_chain(&err),
+        });
+    }
     if report.failures.is_empty() {
         match write_marker(&store, config, &plan, &sizes, report.store_bytes).await {
             Ok(path) => report.marker = Some(path),
@@ -249,7 +271,62 @@ pub async fn sync(
 /// Plans without writing anything to the store (pages go to a temporary directory; the store's
 /// file cache is not even opened, since opening it clears the `*.part` files of a sync that may
 /// be running) and sizes every file.
-pub async fn dry_run(config: &MirrorConfig, jobs: usize) -> Result<DryRun, SyncError> {
+pub async fn dry_run(
+    config: &MirrorConfig,
+    store: &Path,
+    jobs: usize,
+) -> Result<DryRun, SyncError> {
+    let (client, _scratch, plan) = scratch_plan(config).await?;
+    let present = plan
+        .files
+        .iter()
+        .map(|f| in_store(store, &f.spec))
+        .collect();
+    let sizes = stream::iter(plan.files.iter())
+        .map(|file| async {
+            match file.spec.size {
+                Some(size) => Some(size),
+                None => head_length(&client, &file.spec.url).await,
+            }
+        })
+        .buffered(jobs.max(1) * 2)
+        .collect()
+        .await;
+    Ok(DryRun {
+        plan,
+        sizes,
+        present,
+    })
+}
+
+/// Whether `spec`'s file is committed in the store, without opening its file cache: the cache
+/// keeps a committed file at `files/<key>`, its key what its `ETag` quotes (`sha256-` before a
+/// bare hash).
+fn in_store(store: &Path, spec: &crate::cache::files::FileSpec) -> bool {
+    let Ok(etag) = FileCache::etag(spec) else {
+        return false;
+    };
+    let key = etag.trim_matches('"');
+    let key = if key.starts_with("url-") {
+        key.to_string()
+    } else {
+        format!("sha256-{key}")
+    };
+    store.join("files").join(key).is_file()
+}
+
+/// Resolves every environment and writes its PEP 751 lock into `out`, downloading nothing but
+/// metadata (into a temporary directory). Returns the plan and the locks written.
+pub async fn lock(config: &MirrorConfig, out: &Path) -> Result<(Plan, Vec<PathBuf>), SyncError> {
+    let (_client, _scratch, plan) = scratch_plan(config).await?;
+    let written = write_locks(out, &plan.resolutions, &config.server_url)?;
+    Ok((plan, written))
+}
+
+/// A plan made with pages and metadata in a temporary directory, dropped with it.
+async fn scratch_plan(
+    config: &MirrorConfig,
+) -> Result<(UpstreamClient, tempfile::TempDir, Plan), SyncError> {
     let scratch = tempfile::tempdir().map_err(|source| SyncError::Store {
         path: std::env::temp_dir(),
         source,
@@ -261,18 +338,10 @@ pub async fn dry_run(config: &MirrorConfig, jobs: usize) -> Result<DryRun, SyncE
             source,
         }
     })?;
-    let plan = make_plan(config, &client, &index).await?;
-    let sizes = stream::iter(plan.files.iter())
-        .map(|file| async {
-            match file.spec.size {
-                Some(size) => Some(size),
-                None => head_length(&client, &file.spec.url).await,
-            }
-        })
-        .buffered(jobs.max(1) * 2)
-        .collect()
-        .await;
-    Ok(DryRun { plan, sizes })
+    let files =
+        FileCache::open(scratch.path().to_path_buf(), u64::MAX).map_err(SyncError::FileCache)?;
+    let plan = make_plan(config, &client, &index, &files).await?;
+    Ok((client, scratch, plan))
 }
 
 async fn head_length(client: &UpstreamClient, url: &str) -> Option<u64> {
@@ -383,6 +452,27 @@ struct Marker<'a> {
     total_bytes: u64,
     pages: Vec<MarkerPage<'a>>,
     files: Vec<MarkerFile<'a>>,
+    /// Each environment's resolution (empty without resolution).
+    environments: Vec<MarkerEnvironment<'a>>,
+}
+
+#[derive(Serialize)]
+struct MarkerEnvironment<'a> {
+    name: &'a str,
+    python: String,
+    platform: String,
+    /// The lock file of this environment, relative to the store.
+    lock: String,
+    packages: Vec<MarkerPackage<'a>>,
+}
+
+#[derive(Serialize)]
+struct MarkerPackage<'a> {
+    name: &'a str,
+    version: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backend: Option<&'a str>,
+    files: Vec<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -435,6 +525,26 @@ async fn write_marker(
                 kind: f.kind,
                 sha256: f.spec.sha256.as_deref(),
                 size: *size,
+            })
+            .collect(),
+        environments: plan
+            .resolutions
+            .iter()
+            .map(|resolution| MarkerEnvironment {
+                name: &resolution.environment.name,
+                python: resolution.environment.python.to_string(),
+                platform: resolution.environment.platform.to_string(),
+                lock: super::lock::lock_path(&resolution.environment),
+                packages: resolution
+                    .packages
+                    .iter()
+                    .map(|p| MarkerPackage {
+                        name: &p.project,
+                        version: &p.full_version,
+                        backend: p.backend(),
+                        files: p.index_files().map(|f| f.filename.as_str()).collect(),
+                    })
+                    .collect(),
             })
             .collect(),
     };

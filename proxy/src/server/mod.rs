@@ -9,6 +9,7 @@ pub mod listener;
 pub mod lookup;
 pub mod negotiate;
 pub mod observe;
+pub mod offline;
 pub mod ops;
 pub mod rewrite;
 pub mod simple;

@@ -367,14 +367,8 @@ async fn project_response(
     let rendered = if let Some(hit) = state.rendered.get(&key) {
         hit
     } else {
-        let page = rewrite_page(
-            state.catalog,
-            machine,
-            &policy,
-            &project,
-            &cached.page,
-            select,
-        );
+        let offered = super::offline::offered(&cached, &state.files, state.config.offline);
+        let page = rewrite_page(state.catalog, machine, &policy, &project, &offered, select);
         let body = match format {
             Format::Json => render_project_json(&page),
             Format::Html | Format::LegacyHtml if select => {

@@ -13,6 +13,9 @@
 //! - `caching`: one upstream download per file across installers;
 //! - `mirror`: `wheelgate mirror sync` into a store, then pip and uv from an offline server on it
 //!   with the upstreams gone; bad configs, dry runs and a full disk.
+//! - `mirror_resolve`: the complete mirror on upstreams with torch's real dependency structure:
+//!   top-level requirements only, 12 environments resolved, pip and uv offline, PEP 751 locks;
+//!   conflicts and missing requirements named.
 //! - `auth`: pip and uv through a server that requires credentials, given in the index URL;
 //!   without them both fail.
 
@@ -21,6 +24,7 @@ mod caching;
 mod fixtures;
 mod install;
 mod mirror;
+mod mirror_resolve;
 mod rewriting;
 mod routing;
 mod support;

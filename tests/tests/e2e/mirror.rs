@@ -71,7 +71,8 @@ async fn an_offline_server_on_a_synced_store_installs_with_pip_and_uv_on_two_mac
         .iter()
         .map(|f| f.filename.as_str())
         .collect();
-    assert_eq!(report.downloaded, 10, "{names:#?}");
+    // The .metadata files were fetched into the store while resolving: the sync finds them.
+    assert_eq!((report.downloaded, report.skipped), (5, 5), "{names:#?}");
     assert!(names.contains(&"torch-2.9.0+cu130-py3-none-manylinux_2_28_x86_64.whl"));
     assert!(names.contains(&"torch-2.9.0+cpu-py3-none-manylinux_2_28_x86_64.whl.metadata"));
     assert!(names.contains(&"torchvision-0.24.0+cu130-py3-none-manylinux_2_28_x86_64.whl"));
@@ -96,7 +97,8 @@ async fn an_offline_server_on_a_synced_store_installs_with_pip_and_uv_on_two_mac
         serde_json::from_slice(&std::fs::read(store.join(mirror::MARKER)).unwrap()).unwrap();
     assert_eq!(marker["files"].as_array().unwrap().len(), 10);
     assert_eq!(marker["pytorch_url"], upstreams.pytorch_url());
-    assert!(report.summary().starts_with("files 10 ("));
+    assert!(report.summary().starts_with("files 5 ("));
+    assert_environments_recorded(&store, &marker);
 
     // A rerun downloads nothing and completes again.
     let again = mirror::sync(&config, &options(&store), &NoProgress)
@@ -161,13 +163,31 @@ async fn an_offline_server_on_a_synced_store_installs_with_pip_and_uv_on_two_mac
     assert_eq!(version(&dists, "torch"), "2.9.0+cu130");
 }
 
+/// Each of the 4 environments (Python 3.11 and 3.12, cu130 and cpu) resolved to torch,
+/// torchvision and filelock, recorded in the marker with its lock.
+fn assert_environments_recorded(store: &Path, marker: &serde_json::Value) {
+    let environments = marker["environments"].as_array().unwrap();
+    assert_eq!(environments.len(), 4);
+    for environment in environments {
+        let packages: Vec<&str> = environment["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(packages, ["filelock", "torch", "torchvision"]);
+        assert!(store.join(environment["lock"].as_str().unwrap()).is_file());
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_config_naming_nothing_that_exists_fails_naming_the_entries() {
     let upstreams = Upstreams::start().await;
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
+    // Without resolution, every entry is checked on its own.
     let text = format!(
-        "{}\n[[package]]\nname = \"no-such-project\"\n\n[[package]]\nname = \"torchaudio\"\nversions = \"==2.9.0\"\n",
+        "dependencies = false\n{}\n[[package]]\nname = \"no-such-project\"\n\n[[package]]\nname = \"torchaudio\"\nversions = \"==2.9.0\"\n",
         config_text(&upstreams).replace("versions = \"==2.9.0\"", "versions = \"==9.9\"")
     );
     let config = parse(&text);
@@ -213,7 +233,7 @@ async fn a_dry_run_lists_and_sizes_everything_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
     let config = parse(&config_text(&upstreams));
-    let dry = mirror::dry_run(&config, 4).await.unwrap();
+    let dry = mirror::dry_run(&config, &store, 4).await.unwrap();
     assert_eq!(dry.plan.files.len(), 10);
     let (bytes, unknown) = dry.total();
     // download.pytorch.org's HTML gives no sizes: each comes from a HEAD request.
@@ -251,7 +271,53 @@ async fn a_dry_run_lists_and_sizes_everything_and_writes_nothing() {
         "{stdout}"
     );
     assert!(stdout.contains("(dry run: nothing written)"), "{stdout}");
+    // Per environment: the resolved set, its files and size, what the store already has.
+    assert!(
+        stdout.contains(
+            "py311-linux-x86_64-cu130 (Python 3.11, linux-x86_64): 3 packages, 6 files, "
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("  torch 2.9.0  (cu130)\n"), "{stdout}");
+    assert!(stdout.contains("  filelock 3.20.0\n"), "{stdout}");
+    assert!(
+        stdout.contains(", 0 already in the store (dry run"),
+        "{stdout}"
+    );
     assert!(!store.exists(), "the dry run created the store");
+
+    // `mirror lock` writes one PEP 751 lock per environment, URLs under --server-url.
+    let out = dir.path().join("locks");
+    let output = Command::new(binary())
+        .args(["mirror", "lock", "--config"])
+        .arg(&config_path)
+        .arg("--out")
+        .arg(&out)
+        .args(["--server-url", "http://mirror.example:3141/"])
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", describe(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("4 locks written in "), "{stdout}");
+    let lock = std::fs::read_to_string(out.join("pylock.py312-linux-x86_64-cu130.toml")).unwrap();
+    assert!(lock.contains("lock-version = \"1.0\""), "{lock}");
+    assert!(
+        lock.contains("environments = [\"python_version == '3.12' and sys_platform == 'linux' and platform_machine == 'x86_64'\"]"),
+        "{lock}"
+    );
+    assert!(
+        lock.contains(&format!(
+            "url = \"http://mirror.example:3141/files/torch/{}\"",
+            torch.wheel.filename.replace('+', "%2B")
+        )),
+        "{lock}"
+    );
+    assert!(
+        lock.contains(&format!("sha256 = \"{}\"", torch.wheel.sha256)),
+        "{lock}"
+    );
+    assert!(!store.exists(), "mirror lock created the store");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -281,6 +347,10 @@ async fn a_full_disk_fails_clearly_leaves_no_marker_and_a_rerun_completes() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("failed "), "{stdout}");
     assert!(!store.join(mirror::MARKER).exists());
+    assert!(
+        !store.join("locks").exists(),
+        "a lock naming files not stored"
+    );
     let parts: Vec<PathBuf> = std::fs::read_dir(store.join("files"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -298,6 +368,12 @@ async fn a_full_disk_fails_clearly_leaves_no_marker_and_a_rerun_completes() {
         "{stdout}"
     );
     assert!(store.join(mirror::MARKER).exists());
+    assert!(
+        store
+            .join("locks/pylock.py312-linux-x86_64-cpu.toml")
+            .is_file()
+    );
+    assert!(stdout.contains("all (union)"), "{stdout}");
 }
 
 /// Runs the `wheelgate` binary with `args`, then `<config> --store <store>`; with a file-size

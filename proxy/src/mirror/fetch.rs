@@ -1,0 +1,166 @@
+//! Pages and core metadata for resolution, shared by every environment and each fetched once:
+//! pages through the index cache (each project only from the upstream the server routes it to),
+//! metadata through the file cache (the PEP 658 file, which the sync then finds in the store)
+//! or, where a page offers none, from the wheel by ranged reads.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures_util::TryStreamExt;
+use tokio::sync::OnceCell;
+use wheelgate_resolver::Catalog;
+use wheelgate_resolver::index::{CoreMetadata, IndexFile};
+
+use super::config::MirrorConfig;
+use super::metadata::{Metadata, MetadataError, parse_metadata};
+use super::resolve::ResolveError;
+use super::wheel_metadata::{WheelMetadataError, read_wheel_metadata};
+use crate::cache::files::{FileCache, FileCacheError, FileSpec};
+use crate::cache::index::{CachedPage, IndexCache};
+use crate::upstream::{Upstream, UpstreamClient, route};
+
+/// How metadata could not be fetched or read.
+#[derive(Debug, thiserror::Error)]
+pub enum MetadataFetchError {
+    #[error(transparent)]
+    Download(#[from] FileCacheError),
+    #[error("reading the downloaded file failed")]
+    Read(#[source] std::io::Error),
+    #[error(transparent)]
+    Wheel(#[from] WheelMetadataError),
+    #[error(transparent)]
+    Parse(#[from] MetadataError),
+}
+
+/// The page of a project, or `None` where its upstream has none.
+type PageSlot = Arc<OnceCell<Option<Arc<CachedPage>>>>;
+type MetadataSlot = Arc<OnceCell<Arc<Metadata>>>;
+
+/// Pages and metadata shared by all environments' resolutions, each fetched once.
+pub struct Fetcher<'a> {
+    config: &'a MirrorConfig,
+    client: &'a UpstreamClient,
+    index: &'a IndexCache,
+    files: &'a FileCache,
+    pages: Mutex<HashMap<String, PageSlot>>,
+    metadata: Mutex<HashMap<String, MetadataSlot>>,
+}
+
+impl<'a> Fetcher<'a> {
+    /// A fetcher reading pages through `index` and metadata files through `files`.
+    pub fn new(
+        config: &'a MirrorConfig,
+        client: &'a UpstreamClient,
+        index: &'a IndexCache,
+        files: &'a FileCache,
+    ) -> Self {
+        Fetcher {
+            config,
+            client,
+            index,
+            files,
+            pages: Mutex::default(),
+            metadata: Mutex::default(),
+        }
+    }
+
+    /// The configuration resolved.
+    pub fn config(&self) -> &'a MirrorConfig {
+        self.config
+    }
+
+    /// The aggregated page of `project` on the upstream that owns it.
+    pub(super) async fn page(
+        &self,
+        project: &str,
+    ) -> Result<Option<Arc<CachedPage>>, ResolveError> {
+        let slot = self
+            .pages
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(project.to_string())
+            .or_default()
+            .clone();
+        let url = page_url(self.config, project);
+        slot.get_or_try_init(|| async {
+            self.index
+                .get(self.client, &url)
+                .await
+                .map_err(|source| ResolveError::Page {
+                    project: project.to_string(),
+                    source,
+                })
+        })
+        .await
+        .cloned()
+    }
+
+    /// The metadata of one file: its PEP 658 file when the page offers one, else the wheel's.
+    pub(super) async fn metadata(
+        &self,
+        page: &CachedPage,
+        file: &IndexFile,
+    ) -> Result<Arc<Metadata>, ResolveError> {
+        let url = page.page.file_url(file, &page.url);
+        let slot = self
+            .metadata
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(url.clone())
+            .or_default()
+            .clone();
+        slot.get_or_try_init(|| async {
+            let bytes =
+                self.metadata_bytes(&url, file)
+                    .await
+                    .map_err(|source| ResolveError::Metadata {
+                        file: file.filename.clone(),
+                        source,
+                    })?;
+            parse_metadata(&bytes, &file.filename)
+                .map(Arc::new)
+                .map_err(|source| ResolveError::Metadata {
+                    file: file.filename.clone(),
+                    source: source.into(),
+                })
+        })
+        .await
+        .cloned()
+    }
+
+    async fn metadata_bytes(
+        &self,
+        url: &str,
+        file: &IndexFile,
+    ) -> Result<Vec<u8>, MetadataFetchError> {
+        let sha256 = match &file.core_metadata {
+            CoreMetadata::Absent => {
+                return Ok(read_wheel_metadata(self.client, url, &file.filename).await?);
+            }
+            CoreMetadata::Present => None,
+            CoreMetadata::Hashes(hashes) => hashes.get("sha256").cloned(),
+        };
+        // The same spec the plan downloads, so the store keeps this copy.
+        let spec = FileSpec {
+            url: format!("{url}.metadata"),
+            sha256,
+            size: None,
+        };
+        let cached = self.files.fetch(self.client, &spec, false).await?;
+        let chunks: Vec<bytes::Bytes> = cached
+            .stream(0, None)
+            .try_collect()
+            .await
+            .map_err(MetadataFetchError::Read)?;
+        Ok(chunks.concat())
+    }
+}
+
+/// The upstream page of `project`: the server's `lookup::page_url` (PyTorch's aggregated
+/// `<root>/<project>/`).
+pub fn page_url(config: &MirrorConfig, project: &str) -> String {
+    match route(Catalog::embedded(), project) {
+        Upstream::Pytorch => format!("{}/{project}/", config.pytorch_root()),
+        Upstream::General => format!("{}/{project}/", config.pypi_root()),
+    }
+}

@@ -1,0 +1,425 @@
+//! Resolution of every target environment: the declared requirements and everything they need,
+//! as an installer on such a machine would choose it. The [`solver`](super::solver) decides;
+//! this module feeds it: project pages and core metadata from the [`fetch`](super::fetch)er
+//! (each project only from the upstream the server routes it to, so a name squatted on the
+//! general upstream is never consulted for a PyTorch project) and the versions that have files
+//! for the environment ([`candidates`](super::candidates)).
+//!
+//! Environments are resolved concurrently; pages and metadata are fetched once for all of them.
+//! When the solver stops for something unknown, that is fetched together with the pages of the
+//! new requirements it will ask for next (and their newest version's metadata), then it solves
+//! again.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use futures_util::future::{join_all, try_join_all};
+use pep440_rs::Version;
+use pubgrub::Ranges;
+use wheelgate_resolver::Catalog;
+use wheelgate_resolver::filename::{DistFilename, normalize_name};
+use wheelgate_resolver::index::IndexFile;
+
+use super::candidates::{candidates, is_wheel};
+use super::config::MirrorConfig;
+use super::environment::{Build, Environment, environments};
+pub use super::fetch::{Fetcher, MetadataFetchError, page_url};
+use super::solver::{Need, ProjectState, RootRequirement, Solve, Universe, solve};
+use crate::cache::index::{CachedPage, IndexError};
+use crate::upstream::{Upstream, route};
+
+/// One project of an environment's resolution.
+#[derive(Debug, Clone)]
+pub struct ResolvedPackage {
+    /// Normalized name.
+    pub project: String,
+    /// The public version (no local label).
+    pub version: Version,
+    /// The full version of its files (`2.9.0+cu130`).
+    pub full_version: String,
+    pub upstream: Upstream,
+    /// The page its files are listed on.
+    pub page: Arc<CachedPage>,
+    /// Indices into the page's files: every file of this version that fits the environment.
+    pub files: Vec<usize>,
+}
+
+impl ResolvedPackage {
+    /// The build's label where it has one (`cu130`, `cpu`).
+    pub fn backend(&self) -> Option<&str> {
+        self.full_version.split_once('+').map(|(_, local)| local)
+    }
+
+    /// The files on the page.
+    pub fn index_files(&self) -> impl Iterator<Item = &IndexFile> {
+        self.files.iter().map(|&i| &self.page.page.files[i])
+    }
+}
+
+/// One environment's complete, consistent set.
+#[derive(Debug, Clone)]
+pub struct Resolution {
+    pub environment: Environment,
+    /// By project name.
+    pub packages: Vec<ResolvedPackage>,
+}
+
+/// Why resolution failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error("cannot fetch the index page of `{project}`")]
+    Page {
+        project: String,
+        #[source]
+        source: IndexError,
+    },
+    #[error("cannot read the metadata of `{file}`")]
+    Metadata {
+        file: String,
+        #[source]
+        source: MetadataFetchError,
+    },
+    #[error(
+        "the requirements cannot be resolved for the environment `{environment}` ({described}):\n{derivation}\nNo package was downloaded (only metadata); change the `[[package]]` versions or `[[constraint]]` entries, or drop this environment's Python, platform or backend"
+    )]
+    Conflict {
+        environment: String,
+        /// `Python 3.12, linux-x86_64, backend cu130`.
+        described: String,
+        /// `PubGrub`'s derivation in words, then notes on projects with no page or no file.
+        derivation: String,
+    },
+    #[error("in the environment `{environment}`: {message}")]
+    Unsupported {
+        environment: String,
+        message: String,
+    },
+    #[error(
+        "`{project}` {version} has only an sdist for `{environment}`; its dependencies cannot be read without building it (pin a version with wheels)"
+    )]
+    SdistOnly {
+        project: String,
+        version: String,
+        environment: String,
+    },
+}
+
+/// Resolves every environment of the configuration's resolving entries.
+pub async fn resolve_all(fetcher: &Fetcher<'_>) -> Result<Vec<Resolution>, ResolveError> {
+    let constraints: BTreeMap<String, Ranges<Version>> =
+        fetcher
+            .config()
+            .constraints
+            .iter()
+            .fold(BTreeMap::new(), |mut map, constraint| {
+                let range = Ranges::from(constraint.versions.clone());
+                map.entry(constraint.project.clone())
+                    .and_modify(|r: &mut Ranges<Version>| *r = r.intersection(&range))
+                    .or_insert(range);
+                map
+            });
+    let environments = environments(fetcher.config());
+    try_join_all(
+        environments
+            .into_iter()
+            .map(|env| resolve_environment(fetcher, env, &constraints)),
+    )
+    .await
+}
+
+/// What one environment knows: the solver's universe, and for each version the files behind it.
+struct EnvironmentState {
+    universe: Universe,
+    pages: HashMap<String, Arc<CachedPage>>,
+    files: HashMap<String, BTreeMap<Version, Vec<usize>>>,
+}
+
+async fn resolve_environment(
+    fetcher: &Fetcher<'_>,
+    environment: Environment,
+    constraints: &BTreeMap<String, Ranges<Version>>,
+) -> Result<Resolution, ResolveError> {
+    let roots: Vec<RootRequirement> = fetcher
+        .config()
+        .packages
+        .iter()
+        .filter(|entry| entry.dependencies && environment.declares(entry))
+        .map(|entry| RootRequirement {
+            project: entry.project.clone(),
+            versions: entry.versions.clone(),
+            extras: entry.extras.clone(),
+        })
+        .collect();
+    let python = format!(
+        "{}.{}.0",
+        environment.python.major, environment.python.minor
+    );
+    let mut state = EnvironmentState {
+        universe: Universe {
+            python: python.parse().expect("a valid version"),
+            markers: environment.markers().clone(),
+            projects: HashMap::new(),
+            metadata: HashMap::new(),
+        },
+        pages: HashMap::new(),
+        files: HashMap::new(),
+    };
+    loop {
+        match solve(&state.universe, &roots, constraints) {
+            Solve::Resolved(versions) => {
+                return Ok(resolution(&environment, &state, versions));
+            }
+            Solve::Conflict(derivation) => {
+                return Err(conflict(fetcher.config(), &environment, &state, derivation));
+            }
+            Solve::Stopped(Need::Unsupported(message)) => {
+                return Err(ResolveError::Unsupported {
+                    environment: environment.name.clone(),
+                    message,
+                });
+            }
+            Solve::Stopped(Need::Page(project)) => {
+                load_projects(fetcher, &environment, &mut state, vec![project]).await?;
+            }
+            Solve::Stopped(Need::Metadata(project, version)) => {
+                load_metadata(fetcher, &environment, &mut state, &project, &version).await?;
+                // Ahead of the solver: the pages of what this version requires, and the
+                // metadata of their newest versions.
+                let wanted = requirements_of(&state, &project, &version);
+                let unknown: Vec<String> = wanted
+                    .into_iter()
+                    .filter(|p| !state.universe.projects.contains_key(p))
+                    .collect();
+                load_projects(fetcher, &environment, &mut state, unknown.clone()).await?;
+                prefetch_newest(fetcher, &environment, &mut state, &unknown).await?;
+            }
+        }
+    }
+}
+
+/// The projects `project` at `version` requires here (markers evaluated, extras ignored).
+fn requirements_of(state: &EnvironmentState, project: &str, version: &Version) -> Vec<String> {
+    let Some(metadata) = state
+        .universe
+        .metadata
+        .get(&(project.to_string(), version.clone()))
+    else {
+        return Vec::new();
+    };
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    for requirement in &metadata.requires_dist {
+        if requirement.evaluate_markers(&state.universe.markers, &[]) {
+            names.insert(normalize_name(requirement.name.as_ref()));
+        }
+    }
+    names.into_iter().collect()
+}
+
+/// Fetches the pages of `projects` at once and records their versions for the environment.
+async fn load_projects(
+    fetcher: &Fetcher<'_>,
+    environment: &Environment,
+    state: &mut EnvironmentState,
+    projects: Vec<String>,
+) -> Result<(), ResolveError> {
+    let pages = try_join_all(projects.iter().map(|p| fetcher.page(p))).await?;
+    for (project, page) in projects.into_iter().zip(pages) {
+        let Some(page) = page else {
+            state.universe.projects.insert(
+                project.clone(),
+                ProjectState::NoPage {
+                    url: page_url(fetcher.config(), &project),
+                },
+            );
+            continue;
+        };
+        let (versions, files) = candidates(fetcher.config(), environment, &project, &page.page);
+        state
+            .universe
+            .projects
+            .insert(project.clone(), ProjectState::Versions(versions));
+        state.files.insert(project.clone(), files);
+        state.pages.insert(project, page);
+    }
+    Ok(())
+}
+
+/// The metadata of the newest non-yanked version of each of `projects` (best effort: a failure
+/// here is reported when the solver asks for that version, if it does).
+async fn prefetch_newest(
+    fetcher: &Fetcher<'_>,
+    environment: &Environment,
+    state: &mut EnvironmentState,
+    projects: &[String],
+) -> Result<(), ResolveError> {
+    let newest: Vec<(String, Version)> = projects
+        .iter()
+        .filter_map(|project| match state.universe.projects.get(project) {
+            Some(ProjectState::Versions(versions)) => versions
+                .iter()
+                .rev()
+                .find(|(_, c)| !c.yanked)
+                .map(|(v, _)| (project.clone(), v.clone())),
+            _ => None,
+        })
+        .collect();
+    let results = join_all(newest.iter().map(|(project, version)| async {
+        let file = metadata_file(environment, state, project, version).ok()?;
+        let page = state.pages.get(project)?;
+        fetcher.metadata(page, file).await.ok()
+    }))
+    .await;
+    for ((project, version), metadata) in newest.into_iter().zip(results) {
+        if let Some(metadata) = metadata {
+            state.universe.metadata.insert((project, version), metadata);
+        }
+    }
+    Ok(())
+}
+
+async fn load_metadata(
+    fetcher: &Fetcher<'_>,
+    environment: &Environment,
+    state: &mut EnvironmentState,
+    project: &str,
+    version: &Version,
+) -> Result<(), ResolveError> {
+    let file = metadata_file(environment, state, project, version)?;
+    let page = &state.pages[project];
+    let metadata = fetcher.metadata(page, file).await?;
+    state
+        .universe
+        .metadata
+        .insert((project.to_string(), version.clone()), metadata);
+    Ok(())
+}
+
+/// The file whose metadata stands for `version` here: a wheel with a PEP 658 file, else any
+/// wheel (read by ranges). Wheels of one version share their requirements, as installers assume.
+fn metadata_file<'s>(
+    environment: &Environment,
+    state: &'s EnvironmentState,
+    project: &str,
+    version: &Version,
+) -> Result<&'s IndexFile, ResolveError> {
+    let page = &state.pages[project];
+    let indices = state
+        .files
+        .get(project)
+        .and_then(|f| f.get(version))
+        .map_or(&[][..], Vec::as_slice);
+    let wheels: Vec<&IndexFile> = indices
+        .iter()
+        .map(|&i| &page.page.files[i])
+        .filter(|f| is_wheel(&f.filename))
+        .collect();
+    wheels
+        .iter()
+        .find(|f| f.core_metadata.is_present())
+        .or_else(|| wheels.first())
+        .copied()
+        .ok_or_else(|| ResolveError::SdistOnly {
+            project: project.to_string(),
+            version: version.to_string(),
+            environment: environment.name.clone(),
+        })
+}
+
+fn resolution(
+    environment: &Environment,
+    state: &EnvironmentState,
+    versions: BTreeMap<String, Version>,
+) -> Resolution {
+    let packages = versions
+        .into_iter()
+        .map(|(project, version)| {
+            let page = state.pages[&project].clone();
+            let files = state.files[&project][&version].clone();
+            let full_version = files
+                .iter()
+                .find_map(|&i| {
+                    let dist: DistFilename = page.page.files[i].filename.parse().ok()?;
+                    Some(dist.version().to_string())
+                })
+                .unwrap_or_else(|| version.to_string());
+            ResolvedPackage {
+                upstream: route(Catalog::embedded(), &project),
+                project,
+                version,
+                full_version,
+                page,
+                files,
+            }
+        })
+        .collect();
+    Resolution {
+        environment: environment.clone(),
+        packages,
+    }
+}
+
+/// The conflict error, with notes on projects that had no page or no files here.
+fn conflict(
+    config: &MirrorConfig,
+    environment: &Environment,
+    state: &EnvironmentState,
+    derivation: String,
+) -> ResolveError {
+    let mut notes = String::new();
+    // By name, so the message is the same from run to run.
+    let known: BTreeMap<&String, &ProjectState> = state.universe.projects.iter().collect();
+    for (project, known) in known {
+        match known {
+            ProjectState::NoPage { url } if derivation.contains(project.as_str()) => {
+                let _ = write!(notes, "\n- `{project}` has no page at `{url}`");
+                if route(Catalog::embedded(), project) == Upstream::Pytorch {
+                    let _ = write!(
+                        notes,
+                        " (a PyTorch project: only the PyTorch upstream is consulted, never `{}`)",
+                        config.pypi_root()
+                    );
+                }
+            }
+            ProjectState::Versions(versions)
+                if versions.is_empty() && derivation.contains(project.as_str()) =>
+            {
+                let _ = write!(
+                    notes,
+                    "\n- `{project}` has no file for Python {} on {}{}",
+                    environment.python,
+                    environment.platform,
+                    build_text(&environment.build)
+                );
+            }
+            _ => {}
+        }
+    }
+    for constraint in &config.constraints {
+        if derivation.contains(constraint.project.as_str()) {
+            let _ = write!(
+                notes,
+                "\n- the `[[constraint]]` `{}{}` narrows every requirement on `{}` (`∅`: nothing is left)",
+                constraint.name, constraint.versions, constraint.project
+            );
+        }
+    }
+    ResolveError::Conflict {
+        environment: environment.name.clone(),
+        described: format!(
+            "Python {}, {}{}",
+            environment.python,
+            environment.platform,
+            build_text(&environment.build)
+        ),
+        derivation: derivation + &notes,
+    }
+}
+
+fn build_text(build: &Build) -> String {
+    match build {
+        Build::Backend(backend) => format!(", backend {backend}"),
+        Build::Machine { number, .. } => format!(", declared machine {number}"),
+        Build::None => String::new(),
+    }
+}
