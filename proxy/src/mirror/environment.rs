@@ -188,6 +188,8 @@ fn marker_environment(python: PythonVersion, platform: Platform) -> MarkerEnviro
         (Os::Macos, Arch::Aarch64) => "arm64",
         (_, Arch::X86_64) => "x86_64",
         (_, Arch::Aarch64) => "aarch64",
+        // `platform.machine()` on IBM Z Linux.
+        (_, Arch::S390x) => "s390x",
     };
     let python_version = format!("{}.{}", python.major, python.minor);
     let python_full_version = format!("{python_version}.0");
