@@ -48,8 +48,8 @@ pub enum Command {
     /// Describe this machine (or a captured tree): platform, GPUs, drivers, and where each fact
     /// came from.
     Detect(detect::DetectArgs),
-    /// Which build each requirement resolves to on this machine, and why the others were
-    /// rejected (offline, from the catalog).
+    /// Which build each requirement resolves to on this machine (or `--machine`), and why the
+    /// others were rejected: from the catalog, or from a real index page with `--index`.
     Select(select::SelectArgs),
     /// Run the proxy: one index URL that gives every machine the right PyTorch build.
     Serve(serve::ServeArgs),

@@ -208,14 +208,16 @@ fn render_machine(out: &mut String, machine: &Machine, state: &AppState) {
     }
     if let Some(intel) = &machine.intel {
         for gpu in &intel.gpus {
-            let xpu = if gpu.xpu_capable {
-                "XPU capable"
-            } else {
-                "no XPU support"
+            // Facts only: whether PyTorch's XPU builds take this device is the catalog's
+            // judgement, shown with the builds below.
+            let facts = match (&gpu.device_ip, gpu.xpu_capable) {
+                (Some(ip), _) => format!("device IP {ip}"),
+                (None, true) => "an XPU-class device".to_string(),
+                (None, false) => "not an XPU-class device".to_string(),
             };
             rows.push((
                 "Intel GPU",
-                format!("{} ({xpu})", gpu.name.as_deref().unwrap_or("unnamed GPU")),
+                format!("{} ({facts})", gpu.name.as_deref().unwrap_or("unnamed GPU")),
             ));
         }
     }

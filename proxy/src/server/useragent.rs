@@ -50,6 +50,7 @@ pub fn parse_user_agent(user_agent: &str) -> Option<ClientPlatform> {
     let arch = match details.cpu?.to_ascii_lowercase().as_str() {
         "x86_64" | "amd64" => Arch::X86_64,
         "aarch64" | "arm64" => Arch::Aarch64,
+        "s390x" => Arch::S390x,
         _ => return None,
     };
     let glibc = details
