@@ -294,12 +294,14 @@ impl Inner {
         let client = client.clone();
         let url = url.to_string();
         tokio::spawn(async move {
-            // Removes the entry however the task ends, so the map holds only live refreshes.
-            let _entry = RefreshEntry {
+            // Removes the entry however the task ends, so the map holds only live refreshes;
+            // before the result is published, so whoever it wakes sees the refresh over.
+            let entry = RefreshEntry {
                 inner: &inner,
                 url: &url,
             };
             let result = inner.fetch(&client, &url).await.map_err(Arc::new);
+            drop(entry);
             sender.send_replace(Some(result));
         });
         receiver
