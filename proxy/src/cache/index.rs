@@ -338,7 +338,16 @@ impl Inner {
                     Verdict::Accept(page) => {
                         client.metrics().index_lookup(IndexOutcome::Miss);
                         let retired = retired_files(cached.as_deref(), &page);
-                        let page = self.build(stored_parts(&stored), page, retired);
+                        // The same content again (an upstream without validators): the same
+                        // generation, so pages rendered from it stay valid.
+                        let same = cached.as_ref().filter(|old| old.page == page);
+                        let generation = same.map(|old| old.generation);
+                        let mut page = self.build(stored_parts(&stored), page, retired);
+                        if let Some(generation) = generation {
+                            Arc::get_mut(&mut page)
+                                .expect("just built, not shared")
+                                .generation = generation;
+                        }
                         if let Err(err) = self.write(&stored).await {
                             warn!(url = %redact(url), error = %err, "could not write the index page to the cache directory");
                         }

@@ -62,7 +62,8 @@ pub(super) enum Target {
     Token(Box<Machine>),
 }
 
-/// Rendered pages by (upstream URL, page generation, format, machine and policy).
+/// Rendered pages by (upstream URL, format, route prefix, machine and policy), each valid for
+/// one generation of its upstream page.
 #[derive(Default)]
 pub struct RenderedPages {
     entries: Mutex<RenderedEntries>,
@@ -78,7 +79,6 @@ struct RenderedEntries {
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct RenderKey {
     url: String,
-    generation: u64,
     json: bool,
     prefix: String,
     target: String,
@@ -86,13 +86,22 @@ struct RenderKey {
 
 #[derive(Clone)]
 struct Rendered {
+    /// The generation of the upstream page it was rendered from: a newer page replaces it in
+    /// place, so superseded renderings never pile up.
+    generation: u64,
     body: Bytes,
     etag: HeaderValue,
 }
 
 impl RenderedPages {
-    fn get(&self, key: &RenderKey) -> Option<Rendered> {
-        self.entries.lock().ok()?.map.get(key).cloned()
+    fn get(&self, key: &RenderKey, generation: u64) -> Option<Rendered> {
+        self.entries
+            .lock()
+            .ok()?
+            .map
+            .get(key)
+            .filter(|rendered| rendered.generation == generation)
+            .cloned()
     }
 
     fn put(&self, key: RenderKey, value: Rendered) {
@@ -350,7 +359,6 @@ async fn project_response(
     let select = route(state.catalog, &project) == Upstream::Pytorch;
     let key = RenderKey {
         url: cached.url.clone(),
-        generation: cached.generation,
         json: format == Format::Json,
         // The HTML page names its explain URL, which differs per route prefix.
         prefix: if select && format != Format::Json {
@@ -364,7 +372,7 @@ async fn project_response(
             String::new()
         },
     };
-    let rendered = if let Some(hit) = state.rendered.get(&key) {
+    let rendered = if let Some(hit) = state.rendered.get(&key, cached.generation) {
         hit
     } else {
         let offered = super::offline::offered(&cached, &state.files, state.config.offline);
@@ -381,6 +389,7 @@ async fn project_response(
             Format::Html | Format::LegacyHtml => render_project_html(&page),
         };
         let rendered = Rendered {
+            generation: cached.generation,
             etag: etag_of(body.as_bytes()),
             body: Bytes::from(body),
         };
