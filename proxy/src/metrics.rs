@@ -464,13 +464,14 @@ impl Metrics {
             out,
             "wheelgate_upstream_breaker_open",
             "gauge",
-            "1 while an upstream's circuit breaker is open (requests to it fail at once; cached pages are served).",
+            "1 while an upstream's circuit breaker for pages or files is open (those requests fail at once; cached content is served).",
         );
         for breaker in breakers {
             let _ = writeln!(
                 out,
-                "wheelgate_upstream_breaker_open{{upstream=\"{}\"}} {}",
+                "wheelgate_upstream_breaker_open{{upstream=\"{}\",requests=\"{}\"}} {}",
                 escape_label(&breaker.upstream),
+                breaker.requests.as_str(),
                 u8::from(breaker.open)
             );
         }
@@ -483,8 +484,9 @@ impl Metrics {
         for breaker in breakers {
             let _ = writeln!(
                 out,
-                "wheelgate_upstream_short_circuited_total{{upstream=\"{}\"}} {}",
+                "wheelgate_upstream_short_circuited_total{{upstream=\"{}\",requests=\"{}\"}} {}",
                 escape_label(&breaker.upstream),
+                breaker.requests.as_str(),
                 breaker.refused_total
             );
         }

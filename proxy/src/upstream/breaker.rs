@@ -1,7 +1,9 @@
-//! A circuit breaker per upstream (`host:port`): after a run of failed requests the upstream is
-//! known down for a while, and requests to it fail at once instead of each paying connection
-//! timeouts and retries; then one request is let through to probe it, and its answer closes the
-//! breaker again or keeps it open.
+//! A circuit breaker per upstream (`host:port`) and kind of request (pages, files): after a run
+//! of failed requests the upstream is known down for a while, and requests to it fail at once
+//! instead of each paying connection timeouts and retries; then one request is let through to
+//! probe it, and its answer closes the breaker again or keeps it open. Pages and files have
+//! breakers of their own: an index endpoint that stalls while files download fine (a CDN's page
+//! cache failing) must not stop file downloads.
 //!
 //! A page request that meets an open breaker is answered from the stale cached copy, so while an
 //! upstream is down every client is served at cache speed.
@@ -30,6 +32,22 @@ impl Default for BreakerSettings {
     }
 }
 
+/// The kind of request a breaker guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RequestKind {
+    Pages,
+    Files,
+}
+
+impl RequestKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestKind::Pages => "pages",
+            RequestKind::Files => "files",
+        }
+    }
+}
+
 /// Whether a request may go to its upstream now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
@@ -46,6 +64,7 @@ pub enum Admission {
 pub struct BreakerView {
     /// `host:port`.
     pub upstream: String,
+    pub requests: RequestKind,
     pub open: bool,
     pub consecutive_failures: u32,
     /// How many times it opened since the server started.
@@ -70,7 +89,7 @@ struct State {
 #[derive(Debug, Default)]
 pub struct Breakers {
     settings: BreakerSettings,
-    states: Mutex<HashMap<String, State>>,
+    states: Mutex<HashMap<(String, RequestKind), State>>,
 }
 
 impl Breakers {
@@ -81,20 +100,20 @@ impl Breakers {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, State>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, RequestKind), State>> {
         self.states
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Whether a request to `url` may go out now.
-    pub fn admit(&self, url: &str) -> Admission {
+    /// Whether a request of `kind` to `url` may go out now.
+    pub fn admit(&self, url: &str, kind: RequestKind) -> Admission {
         if self.settings.failures_to_open == 0 {
             return Admission::Allowed;
         }
         let now = Instant::now();
         let mut states = self.lock();
-        let Some(state) = states.get_mut(&upstream_label(url)) else {
+        let Some(state) = states.get_mut(&(upstream_label(url), kind)) else {
             return Admission::Allowed;
         };
         let Some(open_until) = state.open_until else {
@@ -123,22 +142,22 @@ impl Breakers {
         }
     }
 
-    /// Records how a request to `url` ended: `true` when the upstream answered (below 500).
-    /// Returns `true` when this failure opened (or reopened) the breaker.
-    pub fn record(&self, url: &str, answered: bool) -> bool {
+    /// Records how a request of `kind` to `url` ended: `true` when the upstream answered
+    /// (below 500). Returns `true` when this failure opened (or reopened) the breaker.
+    pub fn record(&self, url: &str, kind: RequestKind, answered: bool) -> bool {
         if self.settings.failures_to_open == 0 {
             return false;
         }
         let mut states = self.lock();
         if answered {
-            if let Some(state) = states.get_mut(&upstream_label(url)) {
+            if let Some(state) = states.get_mut(&(upstream_label(url), kind)) {
                 state.consecutive_failures = 0;
                 state.open_until = None;
                 state.probing_since = None;
             }
             return false;
         }
-        let state = states.entry(upstream_label(url)).or_default();
+        let state = states.entry((upstream_label(url), kind)).or_default();
         state.consecutive_failures = state.consecutive_failures.saturating_add(1);
         let was_probing = state.probing_since.take().is_some();
         if was_probing || state.consecutive_failures >= self.settings.failures_to_open {
@@ -157,8 +176,9 @@ impl Breakers {
         let mut views: Vec<BreakerView> = self
             .lock()
             .iter()
-            .map(|(upstream, state)| BreakerView {
+            .map(|((upstream, requests), state)| BreakerView {
                 upstream: upstream.clone(),
+                requests: *requests,
                 open: state.open_until.is_some_and(|until| now < until)
                     || state.probing_since.is_some(),
                 consecutive_failures: state.consecutive_failures,
@@ -166,11 +186,11 @@ impl Breakers {
                 refused_total: state.refused_total,
             })
             .collect();
-        views.sort_by(|a, b| a.upstream.cmp(&b.upstream));
+        views.sort_by(|a, b| (&a.upstream, a.requests).cmp(&(&b.upstream, b.requests)));
         views
     }
 
-    /// Whether the breaker of `url`'s upstream is open now.
+    /// Whether a breaker of `url`'s upstream (pages or files) is open now.
     pub fn is_open(&self, url: &str) -> bool {
         let label = upstream_label(url);
         self.views()
@@ -184,6 +204,7 @@ mod tests {
     use super::*;
 
     const URL: &str = "http://up.example:8080/whl/torch/";
+    const P: RequestKind = RequestKind::Pages;
 
     fn breakers(open_for: Duration) -> Breakers {
         Breakers::new(BreakerSettings {
@@ -195,14 +216,14 @@ mod tests {
     #[test]
     fn opens_after_a_run_of_failures_and_refuses_until_its_time_is_up() {
         let b = breakers(Duration::from_mins(1));
-        assert_eq!(b.admit(URL), Admission::Allowed);
-        assert!(!b.record(URL, false));
-        assert_eq!(b.admit(URL), Admission::Allowed);
-        assert!(b.record(URL, false));
-        assert!(matches!(b.admit(URL), Admission::Refused { .. }));
+        assert_eq!(b.admit(URL, P), Admission::Allowed);
+        assert!(!b.record(URL, P, false));
+        assert_eq!(b.admit(URL, P), Admission::Allowed);
+        assert!(b.record(URL, P, false));
+        assert!(matches!(b.admit(URL, P), Admission::Refused { .. }));
         // Another upstream is not affected.
         assert_eq!(
-            b.admit("http://other.example/simple/x/"),
+            b.admit("http://other.example/simple/x/", P),
             Admission::Allowed
         );
         let view = &b.views()[0];
@@ -213,26 +234,26 @@ mod tests {
     #[test]
     fn a_success_in_between_resets_the_run() {
         let b = breakers(Duration::from_mins(1));
-        b.record(URL, false);
-        b.record(URL, true);
-        assert!(!b.record(URL, false));
-        assert_eq!(b.admit(URL), Admission::Allowed);
+        b.record(URL, P, false);
+        b.record(URL, P, true);
+        assert!(!b.record(URL, P, false));
+        assert_eq!(b.admit(URL, P), Admission::Allowed);
     }
 
     #[test]
     fn one_probe_after_the_open_time_closes_or_reopens_it() {
         let b = breakers(Duration::from_millis(1));
-        b.record(URL, false);
-        b.record(URL, false);
+        b.record(URL, P, false);
+        b.record(URL, P, false);
         std::thread::sleep(Duration::from_millis(5));
-        assert_eq!(b.admit(URL), Admission::Probe);
+        assert_eq!(b.admit(URL, P), Admission::Probe);
         // Only one probe at a time.
         std::thread::sleep(Duration::from_millis(0));
-        assert!(b.record(URL, false), "a failed probe reopens");
+        assert!(b.record(URL, P, false), "a failed probe reopens");
         std::thread::sleep(Duration::from_millis(5));
-        assert_eq!(b.admit(URL), Admission::Probe);
-        b.record(URL, true);
-        assert_eq!(b.admit(URL), Admission::Allowed);
+        assert_eq!(b.admit(URL, P), Admission::Probe);
+        b.record(URL, P, true);
+        assert_eq!(b.admit(URL, P), Admission::Allowed);
         assert!(!b.is_open(URL));
     }
 
@@ -242,9 +263,9 @@ mod tests {
             failures_to_open: 1,
             open_for: Duration::from_millis(50),
         });
-        b.record(URL, false);
+        b.record(URL, P, false);
         std::thread::sleep(Duration::from_millis(60));
-        assert_eq!(b.admit(URL), Admission::Probe);
-        assert!(matches!(b.admit(URL), Admission::Refused { .. }));
+        assert_eq!(b.admit(URL, P), Admission::Probe);
+        assert!(matches!(b.admit(URL, P), Admission::Refused { .. }));
     }
 }

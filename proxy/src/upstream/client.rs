@@ -16,7 +16,7 @@ use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, ETAG, HeaderMap, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED};
 use tracing::{debug, warn};
 
-use super::breaker::{Admission, BreakerSettings, Breakers};
+use super::breaker::{Admission, BreakerSettings, Breakers, RequestKind};
 use crate::metrics::{Metrics, UpstreamOutcome, upstream_label};
 
 /// Timeouts, retries and limits of the upstream client.
@@ -217,7 +217,7 @@ impl UpstreamClient {
         accept: &str,
         validators: Option<&Validators>,
     ) -> Result<PageResponse, UpstreamError> {
-        let retries = self.admit(url)?;
+        let retries = self.admit(url, RequestKind::Pages)?;
         let result = match tokio::time::timeout(
             self.deadline,
             self.fetch_page(url, accept, validators, retries),
@@ -230,15 +230,15 @@ impl UpstreamClient {
                 secs: self.deadline.as_secs_f64(),
             }),
         };
-        self.settle(url, result.as_ref().err());
+        self.settle(url, RequestKind::Pages, result.as_ref().err());
         let error = result.as_ref().err().map(ToString::to_string);
         self.metrics.page_fetch(url, error);
         result
     }
 
     /// Asks the breaker; the retries this request may make (none for a probe).
-    fn admit(&self, url: &str) -> Result<u32, UpstreamError> {
-        match self.breakers.admit(url) {
+    fn admit(&self, url: &str, kind: RequestKind) -> Result<u32, UpstreamError> {
+        match self.breakers.admit(url, kind) {
             Admission::Allowed => Ok(self.retries),
             Admission::Probe => {
                 debug!(upstream = %upstream_label(url), "probing an upstream whose breaker is open");
@@ -252,13 +252,13 @@ impl UpstreamClient {
     }
 
     /// Tells the breaker how a request ended.
-    fn settle(&self, url: &str, error: Option<&UpstreamError>) {
+    fn settle(&self, url: &str, kind: RequestKind, error: Option<&UpstreamError>) {
         let answered = error.is_none_or(|err| !err.is_unavailability());
         if matches!(error, Some(UpstreamError::CircuitOpen { .. })) {
             return;
         }
-        if self.breakers.record(url, answered) {
-            warn!(upstream = %upstream_label(url), "upstream breaker opened: requests to it fail at once for a while; cached pages are served");
+        if self.breakers.record(url, kind, answered) {
+            warn!(upstream = %upstream_label(url), requests = kind.as_str(), "upstream breaker opened: these requests to it fail at once for a while; cached pages and files are served");
         }
     }
 
@@ -425,7 +425,7 @@ impl UpstreamClient {
         url: &str,
         headers: HeaderMap,
     ) -> Result<reqwest::Response, UpstreamError> {
-        let retries = self.admit(url)?;
+        let retries = self.admit(url, RequestKind::Files)?;
         let result = match self.send_with_retries(url, headers, retries).await {
             Ok(response) if response.status().is_success() => Ok(response),
             Ok(response) => Err(UpstreamError::Status {
@@ -434,7 +434,7 @@ impl UpstreamClient {
             }),
             Err(err) => Err(err),
         };
-        self.settle(url, result.as_ref().err());
+        self.settle(url, RequestKind::Files, result.as_ref().err());
         result
     }
 

@@ -5,6 +5,6 @@ mod breaker;
 mod client;
 mod routing;
 
-pub use breaker::{Admission, BreakerSettings, BreakerView, Breakers};
+pub use breaker::{Admission, BreakerSettings, BreakerView, Breakers, RequestKind};
 pub use client::{ClientSettings, PageResponse, UpstreamClient, UpstreamError, Validators, redact};
 pub use routing::{Upstream, route};

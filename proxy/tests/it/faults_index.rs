@@ -156,7 +156,7 @@ async fn a_breaker_stops_paying_for_an_upstream_that_is_down() {
         .sum::<usize>();
     assert_eq!(asked, asked_after, "nothing reaches an upstream known down");
     let label = format!(
-        "wheelgate_upstream_breaker_open{{upstream=\"{}\"}}",
+        "wheelgate_upstream_breaker_open{{upstream=\"{}\",requests=\"pages\"}}",
         rogue.addr
     );
     assert_eq!(metric(&proxy, &label).await, 1);
@@ -164,13 +164,16 @@ async fn a_breaker_stops_paying_for_an_upstream_that_is_down() {
         metric(
             &proxy,
             &format!(
-                "wheelgate_upstream_short_circuited_total{{upstream=\"{}\"}}",
+                "wheelgate_upstream_short_circuited_total{{upstream=\"{}\",requests=\"pages\"}}",
                 rogue.addr
             )
         )
         .await
             >= 2
     );
+    // Files have their own breaker: a file of the cached page still downloads.
+    let (status, body, _) = get(&proxy.url(&format!("/files/demo/{WHEEL}"))).await;
+    assert_eq!((status, body.as_slice()), (200, BYTES));
     // The cached project is still served while the breaker is open, expired or not.
     expire().await;
     let (status, _, took) = get(&proxy.url("/simple/demo/")).await;
