@@ -2,6 +2,7 @@
 //! version, and say which files a per-machine page keeps.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use pep440_rs::Version;
 
@@ -72,7 +73,8 @@ impl PageSelection {
 #[derive(Default)]
 struct VersionFiles<'a> {
     /// Backend-specific wheels; `None` keys plain wheels of projects without a release train.
-    by_backend: BTreeMap<Option<Backend>, Vec<(usize, WheelParts<'a>)>>,
+    /// Each wheel as its index and its compressed platform tag set (`win_amd64`).
+    by_backend: BTreeMap<Option<Backend>, Vec<(usize, &'a str)>>,
     /// Sdists and other backend-neutral files, always kept.
     neutral: Vec<usize>,
 }
@@ -111,7 +113,7 @@ pub fn select_page(
                     backend: backend.clone(),
                     has_platform_file: wheels
                         .iter()
-                        .any(|(_, w)| platform_matches(machine, w.platform_tags())),
+                        .any(|(_, platform)| platform_matches(machine, platform.split('.'))),
                 })
             })
             .collect();
@@ -148,7 +150,9 @@ pub fn select_page(
             kept,
         });
     }
-    dropped.sort_by_key(|(i, _)| *i);
+    // Indices are unique: an unstable sort gives the same order, without the stable sort's
+    // buffer.
+    dropped.sort_unstable_by_key(|(i, _)| *i);
     PageSelection {
         project,
         versions: selections,
@@ -157,32 +161,42 @@ pub fn select_page(
 }
 
 /// Groups a page's files by public version and backend; what cannot be served goes to `dropped`.
+///
+/// This runs on every cold page request over a page of thousands of files (download.pytorch.org's
+/// aggregated `/whl/torch/` lists about 2,800), so each distinct text (a version, a local label)
+/// is parsed once, and versions are gathered in a vector indexed through a hash map rather than
+/// compared in a tree for every file.
 fn group_by_version<'a>(
     catalog: &Catalog,
     project: &str,
     files: &[FileRef<'a>],
     dropped: &mut Vec<(usize, Dropped)>,
 ) -> BTreeMap<Version, VersionFiles<'a>> {
-    let mut versions: BTreeMap<Version, VersionFiles<'_>> = BTreeMap::new();
+    let mut slots: Vec<(Version, VersionFiles<'a>)> = Vec::new();
     // Only torch and its release-train companions have a known default build for unlabelled
     // wheels; pytorch-triton and friends are published once, unlabelled, for every backend.
     let has_train = catalog.is_release_train_project(project);
     // A page repeats each version and local label once per Python and platform: parse each
-    // distinct text once.
-    let mut parsed_versions: HashMap<&str, Option<Version>> = HashMap::new();
-    let mut parsed_labels: HashMap<&str, Option<Backend>> = HashMap::new();
+    // distinct text once. `None`: the version text does not parse.
+    let mut version_slots: FastMap<&str, Option<usize>> = FastMap::default();
+    let mut public_slots: FastMap<&str, Option<usize>> = FastMap::default();
+    let mut slot_of_version: FastMap<Version, usize> = FastMap::default();
+    let mut parsed_labels: FastMap<&str, Option<Backend>> = FastMap::default();
     for (index, file) in files.iter().enumerate() {
         if file.filename.ends_with("-variants.json") {
             dropped.push((index, Dropped::Variant));
             continue;
         }
-        if !has_extension(file.filename, "whl") {
+        if !has_extension(file.filename, b".whl") {
             match file.filename.parse::<SdistFilename>() {
-                Ok(sdist) => versions
-                    .entry(sdist.version.without_local())
-                    .or_default()
-                    .neutral
-                    .push(index),
+                Ok(sdist) => {
+                    let slot = slot_for(
+                        sdist.version.without_local(),
+                        &mut slots,
+                        &mut slot_of_version,
+                    );
+                    slots[slot].1.neutral.push(index);
+                }
                 Err(err) => dropped.push((index, Dropped::Unparseable(err))),
             }
             continue;
@@ -194,14 +208,28 @@ fn group_by_version<'a>(
                 continue;
             }
         };
-        let public = parsed_versions.entry(wheel.version).or_insert_with(|| {
-            wheel
-                .version
-                .parse::<Version>()
-                .ok()
-                .map(Version::without_local)
+        let slot = *version_slots.entry(wheel.version).or_insert_with(|| {
+            // `2.9.0+cu128`, `2.9.0+cpu`, ... share one public version: parse it once, and
+            // check the label alone (PEP 440: dot-, dash- or underscore-separated letters and
+            // digits); anything unusual goes through the full parser.
+            let public =
+                match wheel.version.split_once('+') {
+                    Some((public, local)) if is_plain_local_label(local) => public,
+                    Some(_) => {
+                        return wheel.version.parse::<Version>().ok().map(|v| {
+                            slot_for(v.without_local(), &mut slots, &mut slot_of_version)
+                        });
+                    }
+                    None => wheel.version,
+                };
+            *public_slots.entry(public).or_insert_with(|| {
+                public
+                    .parse::<Version>()
+                    .ok()
+                    .map(|v| slot_for(v.without_local(), &mut slots, &mut slot_of_version))
+            })
         });
-        let Some(public) = public.clone() else {
+        let Some(slot) = slot else {
             let err = file
                 .filename
                 .parse::<crate::filename::WheelFilename>()
@@ -225,24 +253,83 @@ fn group_by_version<'a>(
                 // An unlabelled wheel of a PyTorch release is the release's default build for the
                 // wheel's platform (PyPI's torch on Linux x86_64 is a CUDA build).
                 has_train
-                    .then(|| plain_backend(catalog, project, &public, &wheel))
+                    .then(|| plain_backend(catalog, project, &slots[slot].0, &wheel))
                     .flatten()
             });
-        versions
-            .entry(public)
-            .or_default()
+        slots[slot]
+            .1
             .by_backend
             .entry(backend)
             .or_default()
-            .push((index, wheel));
+            .push((index, wheel.platform));
     }
-    versions
+    slots.into_iter().collect()
 }
 
-fn has_extension(filename: &str, extension: &str) -> bool {
-    std::path::Path::new(filename)
-        .extension()
-        .is_some_and(|ext| ext.eq_ignore_ascii_case(extension))
+/// The slot of public version `version`, added when new (`2.4` and `2.4.0` share one).
+fn slot_for(
+    version: Version,
+    slots: &mut Vec<(Version, VersionFiles<'_>)>,
+    slot_of_version: &mut FastMap<Version, usize>,
+) -> usize {
+    *slot_of_version
+        .entry(version)
+        .or_insert_with_key(|version| {
+            slots.push((version.clone(), VersionFiles::default()));
+            slots.len() - 1
+        })
+}
+
+/// A PEP 440 local version label of the plain form (`cu128`, `rocm6.2.4`, `cpu.cxx11.abi`):
+/// segments of ASCII letters and digits separated by `.`, `-` or `_`.
+fn is_plain_local_label(label: &str) -> bool {
+    !label.is_empty()
+        && label.split(['.', '-', '_']).all(|segment| {
+            !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_alphanumeric())
+        })
+}
+
+/// Whether `filename` ends in `extension` (`.whl`), in any case.
+fn has_extension(filename: &str, extension: &[u8]) -> bool {
+    let name = filename.as_bytes();
+    name.len() > extension.len()
+        && name[name.len() - extension.len()..].eq_ignore_ascii_case(extension)
+}
+
+/// A hash map keyed by short texts and versions of one page: `FxHash` (rustc's hasher) instead
+/// of `SipHash`, since the keys come from one upstream page and no table outlives the call.
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// rustc's `FxHash`: one multiply per word; fast on short keys.
+#[derive(Default)]
+struct FxHasher(u64);
+
+const FX_SEED: u64 = 0x517c_c1b7_2722_0a95;
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0; 8];
+            word.copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+        for &byte in chunks.remainder() {
+            self.write_u64(u64::from(byte));
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(FX_SEED);
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.write_u64(value as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// The backend named by the directory of a link (`/whl/cu124/torch-2.5.0-...whl`), which
