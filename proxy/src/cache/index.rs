@@ -198,6 +198,17 @@ impl IndexCache {
         stored: StoredPage,
         write: bool,
     ) -> Result<Arc<CachedPage>, IndexError> {
+        // The disk copy is written to a temporary file on a blocking thread while this one
+        // parses (a real-size page is 0.7 MB: its write and its parse each took milliseconds of
+        // a cold request), then renamed into place only if the page parsed, so a page is never
+        // served before it is stored and a bad page never replaces a good copy.
+        let stored = Arc::new(stored);
+        let path = self.path_for(&stored.url);
+        let writing = write.then(|| {
+            let path = path.clone();
+            let stored = Arc::clone(&stored);
+            tokio::task::spawn_blocking(move || write_temp(&path, &stored))
+        });
         let parsed = if stored.content_type.contains("json") {
             parse_project_json(&stored.body)
         } else {
@@ -206,10 +217,21 @@ impl IndexCache {
         .map_err(|source| IndexError::Parse {
             url: redact(&stored.url),
             source,
-        })?;
+        });
+        if let Some(writing) = writing {
+            let written = match writing.await {
+                Ok(Ok(temp)) if parsed.is_ok() => tokio::fs::rename(&temp, &path).await,
+                Ok(Ok(temp)) => tokio::fs::remove_file(&temp).await,
+                Ok(Err(err)) => Err(err),
+                Err(err) => Err(std::io::Error::other(err)),
+            };
+            if let Err(err) = written {
+                warn!(url = %redact(&stored.url), error = %err, "could not write the index page to the cache directory");
+            }
+        }
         let page = Arc::new(CachedPage {
             url: stored.url.clone(),
-            page: parsed,
+            page: parsed?,
             generation: self.generations.fetch_add(1, Ordering::Relaxed),
             fetched_at: UNIX_EPOCH + Duration::from_secs(stored.fetched_at_secs),
             validators: Validators {
@@ -217,20 +239,11 @@ impl IndexCache {
                 last_modified: stored.last_modified.clone(),
             },
         });
-        if write && let Err(err) = self.write(&stored).await {
-            warn!(url = %redact(&stored.url), error = %err, "could not write the index page to the cache directory");
-        }
-        self.pages.write().await.insert(stored.url, page.clone());
+        self.pages
+            .write()
+            .await
+            .insert(stored.url.clone(), page.clone());
         Ok(page)
-    }
-
-    /// Writes a page atomically: a temporary file in the same directory, then a rename.
-    async fn write(&self, stored: &StoredPage) -> std::io::Result<()> {
-        let path = self.path_for(&stored.url);
-        let temp = path.with_extension(format!("tmp{}", std::process::id()));
-        let text = serde_json::to_vec(stored).map_err(std::io::Error::other)?;
-        tokio::fs::write(&temp, text).await?;
-        tokio::fs::rename(&temp, &path).await
     }
 
     fn path_for(&self, url: &str) -> PathBuf {
@@ -239,6 +252,20 @@ impl IndexCache {
             hex::encode(Sha256::digest(url.as_bytes()))
         ))
     }
+}
+
+/// Writes a page to a temporary file beside `path` (named per process and write, so two
+/// writes of one page never share it) and returns its name; the caller renames it into place.
+fn write_temp(path: &std::path::Path, stored: &StoredPage) -> std::io::Result<PathBuf> {
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let temp = path.with_extension(format!(
+        "tmp{}-{}",
+        std::process::id(),
+        WRITES.fetch_add(1, Ordering::Relaxed)
+    ));
+    let text = serde_json::to_vec(stored).map_err(std::io::Error::other)?;
+    std::fs::write(&temp, text)?;
+    Ok(temp)
 }
 
 fn now_secs() -> u64 {
