@@ -239,10 +239,16 @@ impl IndexCache {
                 last_modified: stored.last_modified.clone(),
             },
         });
-        self.pages
+        let replaced = self
+            .pages
             .write()
             .await
             .insert(stored.url.clone(), page.clone());
+        // Freeing the previous copy of a real-size page (thousands of files, each with its own
+        // allocations) took a millisecond of the request that refreshed it: free it elsewhere.
+        if let Some(old) = replaced {
+            tokio::task::spawn_blocking(move || drop(old));
+        }
         Ok(page)
     }
 

@@ -91,6 +91,16 @@ impl RenderedPages {
             if entries.len() >= RENDERED_LIMIT {
                 entries.clear();
             }
+            // A page rendered from a newer copy of its upstream page replaces every rendering
+            // of the older copies, which no request can ask for again: without this, each
+            // refresh of a changed page would keep its renderings (up to a few hundred KB each
+            // for a real-size page) until the limit.
+            if !entries
+                .keys()
+                .any(|k| k.url == key.url && k.generation >= key.generation)
+            {
+                entries.retain(|k, _| k.url != key.url || k.generation >= key.generation);
+            }
             entries.insert(key, value);
         }
     }
@@ -391,3 +401,42 @@ fn page_response(headers: &HeaderMap, format: Format, body: Bytes, etag: &Header
 
 /// Shared so `AppState` can hold it.
 pub type SharedRendered = Arc<RenderedPages>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(url: &str, generation: u64, target: &str) -> RenderKey {
+        RenderKey {
+            url: url.to_string(),
+            generation,
+            json: true,
+            prefix: String::new(),
+            target: target.to_string(),
+        }
+    }
+
+    fn rendered() -> Rendered {
+        Rendered {
+            body: Bytes::from_static(b"{}"),
+            etag: HeaderValue::from_static("\"x\""),
+        }
+    }
+
+    #[test]
+    fn a_newer_copy_of_a_page_evicts_the_renderings_of_older_ones() {
+        let pages = RenderedPages::default();
+        pages.put(key("a", 1, "m1"), rendered());
+        pages.put(key("a", 1, "m2"), rendered());
+        pages.put(key("b", 1, "m1"), rendered());
+        assert!(pages.get(&key("a", 1, "m2")).is_some());
+        pages.put(key("a", 2, "m1"), rendered());
+        assert!(pages.get(&key("a", 1, "m1")).is_none());
+        assert!(pages.get(&key("a", 1, "m2")).is_none());
+        assert!(pages.get(&key("a", 2, "m1")).is_some());
+        assert!(pages.get(&key("b", 1, "m1")).is_some(), "other pages stay");
+        // A late rendering of the older copy does not evict the newer one.
+        pages.put(key("a", 1, "m3"), rendered());
+        assert!(pages.get(&key("a", 2, "m1")).is_some());
+    }
+}
