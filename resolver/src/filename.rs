@@ -96,6 +96,25 @@ fn valid_tag_part(tag: &str) -> bool {
     !tag.is_empty() && tag.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// A compressed tag set (`manylinux_2_17_aarch64.manylinux2014_aarch64`): tag parts joined by
+/// single dots, each non-empty letters, digits and `_`.
+fn valid_tag_set(tags: &str) -> bool {
+    let mut part_empty = true;
+    for &byte in tags.as_bytes() {
+        if byte == b'.' {
+            if part_empty {
+                return false;
+            }
+            part_empty = true;
+        } else if byte.is_ascii_alphanumeric() || byte == b'_' {
+            part_empty = false;
+        } else {
+            return false;
+        }
+    }
+    !part_empty
+}
+
 /// Whether a PEP 825 variant label is well formed: `^[0-9a-z_.]+$`. PEP 825 dropped the old
 /// 16-character limit, so any length is accepted.
 pub fn is_valid_variant_label(label: &str) -> bool {
@@ -138,14 +157,24 @@ impl<'a> WheelParts<'a> {
         let stem = filename
             .strip_suffix(".whl")
             .ok_or_else(|| FilenameError::UnknownExtension(filename.to_string()))?;
+        // A byte loop rather than `str::split`: a page of thousands of names is split per
+        // request, and the searcher's per-call set-up dominated on names this short.
         let mut parts = [""; 7];
         let mut count = 0;
-        for part in stem.split('-') {
-            if count < parts.len() {
-                parts[count] = part;
+        let mut start = 0;
+        for (at, &byte) in stem.as_bytes().iter().enumerate() {
+            if byte == b'-' {
+                if count < parts.len() {
+                    parts[count] = &stem[start..at];
+                }
+                count += 1;
+                start = at + 1;
             }
-            count += 1;
         }
+        if count < parts.len() {
+            parts[count] = &stem[start..];
+        }
+        count += 1;
         // PEP 825: six components are name, version, build, python, abi, platform when the third
         // starts with a digit, otherwise name, version, python, abi, platform, label.
         let (build, tags, label) = match count {
@@ -190,7 +219,7 @@ impl<'a> WheelParts<'a> {
             }
         }
         for component in tags {
-            if !component.split('.').all(valid_tag_part) {
+            if !valid_tag_set(component) {
                 return Err(FilenameError::InvalidTag {
                     filename: filename.to_string(),
                     tag: component.to_string(),

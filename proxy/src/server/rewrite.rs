@@ -20,7 +20,7 @@ pub fn rewrite_page(
     upstream: &ProjectPage,
     select: bool,
 ) -> ProjectPage {
-    let kept: Vec<usize> = if select {
+    let (kept, versions): (Vec<usize>, Vec<String>) = if select {
         let selection = select_files(catalog, machine, policy, project, upstream);
         let mut kept: Vec<usize> = selection
             .versions
@@ -28,26 +28,40 @@ pub fn rewrite_page(
             .flat_map(|v| v.kept.iter().copied())
             .collect();
         kept.sort_unstable();
-        kept
+        // The selection already knows each version: no filename is parsed twice.
+        let mut versions: Vec<&Version> = selection
+            .versions
+            .iter()
+            .filter(|v| !v.kept.is_empty())
+            .map(|v| &v.version)
+            .collect();
+        versions.sort();
+        (kept, versions.into_iter().map(Version::to_string).collect())
     } else {
-        (0..upstream.files.len()).collect()
+        let versions: BTreeSet<Version> = upstream
+            .files
+            .iter()
+            .filter_map(|file| file.filename.parse::<DistFilename>().ok())
+            .map(|parsed| parsed.version().clone().without_local())
+            .collect();
+        (
+            (0..upstream.files.len()).collect(),
+            versions.iter().map(Version::to_string).collect(),
+        )
     };
-    let mut versions = BTreeSet::new();
     let files = kept
         .into_iter()
         .map(|index| {
-            let mut file = upstream.files[index].clone();
-            if let Ok(parsed) = file.filename.parse::<DistFilename>() {
-                versions.insert(parsed.version().clone().without_local());
-            }
-            file.url = file_link(project, &file.filename);
+            let source = &upstream.files[index];
+            let mut file = source.clone();
+            file.url = file_link(project, &source.filename);
             file
         })
         .collect();
     ProjectPage {
         name: project.to_string(),
         files,
-        versions: versions.iter().map(Version::to_string).collect(),
+        versions,
         meta: upstream.meta.clone(),
         base: None,
         status: upstream.status.clone(),

@@ -441,3 +441,46 @@ fn page_response(headers: &HeaderMap, format: Format, body: Bytes, etag: &Header
 
 /// Shared so `AppState` can hold it.
 pub type SharedRendered = Arc<RenderedPages>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(url: &str, target: &str) -> RenderKey {
+        RenderKey {
+            url: url.to_string(),
+            json: true,
+            prefix: String::new(),
+            target: target.to_string(),
+        }
+    }
+
+    fn rendered(generation: u64) -> Rendered {
+        Rendered {
+            generation,
+            body: Bytes::from_static(b"{}"),
+            etag: HeaderValue::from_static("\"x\""),
+        }
+    }
+
+    #[test]
+    fn one_rendering_per_page_and_machine_valid_for_one_generation() {
+        let pages = RenderedPages::default();
+        pages.put(key("a", "m1"), rendered(1));
+        pages.put(key("a", "m2"), rendered(1));
+        pages.put(key("b", "m1"), rendered(1));
+        assert!(pages.get(&key("a", "m2"), 1).is_some());
+        // A newer copy of the page: its rendering replaces the older one in place.
+        pages.put(key("a", "m1"), rendered(2));
+        assert!(pages.get(&key("a", "m1"), 1).is_none());
+        assert!(pages.get(&key("a", "m1"), 2).is_some());
+        // A rendering of an older copy is never served for the newer one.
+        assert!(pages.get(&key("a", "m2"), 2).is_none());
+        assert!(pages.get(&key("b", "m1"), 1).is_some(), "other pages stay");
+        assert_eq!(
+            pages.entries.lock().unwrap().map.len(),
+            3,
+            "nothing piles up"
+        );
+    }
+}

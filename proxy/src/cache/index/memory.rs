@@ -42,9 +42,17 @@ impl PageMemory {
         Some(Arc::clone(&slot.page))
     }
 
-    pub(super) fn insert(&mut self, url: String, page: Arc<CachedPage>, weight: usize) {
+    /// Inserts `page`; returns the pages it pushed out (the old copy of `url` among them), for
+    /// the caller to free where it costs no request anything.
+    #[must_use]
+    pub(super) fn insert(
+        &mut self,
+        url: String,
+        page: Arc<CachedPage>,
+        weight: usize,
+    ) -> Vec<Arc<CachedPage>> {
         self.clock += 1;
-        self.remove(&url);
+        let mut out: Vec<Arc<CachedPage>> = self.remove(&url).into_iter().collect();
         self.used += weight;
         self.slots.insert(
             url,
@@ -65,14 +73,15 @@ impl PageMemory {
             else {
                 break;
             };
-            self.remove(&oldest);
+            out.extend(self.remove(&oldest));
         }
+        out
     }
 
-    pub(super) fn remove(&mut self, url: &str) {
-        if let Some(slot) = self.slots.remove(url) {
-            self.used -= slot.weight;
-        }
+    pub(super) fn remove(&mut self, url: &str) -> Option<Arc<CachedPage>> {
+        let slot = self.slots.remove(url)?;
+        self.used -= slot.weight;
+        Some(slot.page)
     }
 }
 
@@ -100,16 +109,20 @@ mod tests {
     #[test]
     fn keeps_within_budget_dropping_the_least_recently_used() {
         let mut memory = PageMemory::new(100);
-        memory.insert("a".into(), page(), 40);
-        memory.insert("b".into(), page(), 40);
+        let _ = memory.insert("a".into(), page(), 40);
+        let _ = memory.insert("b".into(), page(), 40);
         assert!(memory.get("a").is_some());
-        memory.insert("c".into(), page(), 40);
+        assert_eq!(memory.insert("c".into(), page(), 40).len(), 1);
         assert!(memory.get("b").is_none(), "b was least recently used");
         assert!(memory.get("a").is_some() && memory.get("c").is_some());
-        memory.insert("huge".into(), page(), 1000);
+        let _ = memory.insert("huge".into(), page(), 1000);
         assert_eq!(memory.len(), 1);
-        memory.insert("a".into(), page(), 10);
-        memory.insert("a".into(), page(), 10);
+        let _ = memory.insert("a".into(), page(), 10);
+        assert_eq!(
+            memory.insert("a".into(), page(), 10).len(),
+            1,
+            "the old copy"
+        );
         assert_eq!(memory.used, 10, "a replaced entry is not counted twice");
     }
 }
