@@ -332,57 +332,7 @@ impl Inner {
                     last_modified: validators.last_modified,
                     fetched_at_secs: now_secs(),
                 };
-                // The disk copy is written to a temporary file on a blocking thread while this
-                // one parses (a real-size page is 0.7 MB: its write and its parse each take
-                // milliseconds of a cold request); it is renamed into place only if admitted.
-                let stored = Arc::new(stored);
-                let path = self.path_for(url);
-                let writing = {
-                    let (path, stored) = (path.clone(), Arc::clone(&stored));
-                    tokio::task::spawn_blocking(move || write_temp(&path, &stored))
-                };
-                let parsed = parse(&stored);
-                let verdict = admit(parsed, cached.as_deref());
-                let written = writing.await.map_err(std::io::Error::other).flatten();
-                let keep = matches!(verdict, Verdict::Accept(_));
-                let stored_result = match written {
-                    Ok(temp) if keep => tokio::fs::rename(&temp, &path).await,
-                    Ok(temp) => tokio::fs::remove_file(&temp).await,
-                    Err(err) => Err(err),
-                };
-                if let Err(err) = stored_result {
-                    warn!(url = %redact(url), error = %err, "could not write the index page to the cache directory");
-                }
-                match verdict {
-                    Verdict::Accept(page) => {
-                        client.metrics().index_lookup(IndexOutcome::Miss);
-                        let retired = retired_files(cached.as_deref(), &page);
-                        // The same content again (an upstream without validators): the same
-                        // generation, so pages rendered from it stay valid.
-                        let same = cached.as_ref().filter(|old| old.page == page);
-                        let generation = same.map(|old| old.generation);
-                        let mut page = self.build(stored_parts(&stored), page, retired);
-                        if let Some(generation) = generation {
-                            Arc::get_mut(&mut page)
-                                .expect("just built, not shared")
-                                .generation = generation;
-                        }
-                        self.remember(url, &page);
-                        Ok(Some(page))
-                    }
-                    Verdict::Refuse { reason, detail } => {
-                        let old = cached.expect("only a cached copy can be defended");
-                        client.metrics().page_rejected(reason);
-                        client.metrics().index_lookup(IndexOutcome::Stale);
-                        warn!(url = %redact(url), reason = reason.as_str(), detail = %detail, files = old.page.files.len(), "refused the upstream's new copy of the page; serving the cached one");
-                        defer_retry(&old);
-                        Ok(Some(old))
-                    }
-                    Verdict::Unparseable(source) => Err(IndexError::Parse {
-                        url: redact(url),
-                        source,
-                    }),
-                }
+                self.take_fresh(client, url, cached, stored).await
             }
             Ok(PageResponse::NotModified) => {
                 let Some(old) = cached else { return Ok(None) };
@@ -427,6 +377,68 @@ impl Inner {
                     }),
                 }
             }
+        }
+    }
+
+    /// A new copy from the upstream: stored and served if [`admit`] accepts it, else the
+    /// cached copy stays.
+    async fn take_fresh(
+        &self,
+        client: &UpstreamClient,
+        url: &str,
+        cached: Option<Arc<CachedPage>>,
+        stored: StoredPage,
+    ) -> Result<Option<Arc<CachedPage>>, IndexError> {
+        // The disk copy is written to a temporary file on a blocking thread while this
+        // one parses (a real-size page is 0.7 MB: its write and its parse each take
+        // milliseconds of a cold request); it is renamed into place only if admitted.
+        let stored = Arc::new(stored);
+        let path = self.path_for(url);
+        let writing = {
+            let (path, stored) = (path.clone(), Arc::clone(&stored));
+            tokio::task::spawn_blocking(move || write_temp(&path, &stored))
+        };
+        let parsed = parse(&stored);
+        let verdict = admit(parsed, cached.as_deref());
+        let written = writing.await.map_err(std::io::Error::other).flatten();
+        let keep = matches!(verdict, Verdict::Accept(_));
+        let stored_result = match written {
+            Ok(temp) if keep => tokio::fs::rename(&temp, &path).await,
+            Ok(temp) => tokio::fs::remove_file(&temp).await,
+            Err(err) => Err(err),
+        };
+        if let Err(err) = stored_result {
+            warn!(url = %redact(url), error = %err, "could not write the index page to the cache directory");
+        }
+        match verdict {
+            Verdict::Accept(page) => {
+                client.metrics().index_lookup(IndexOutcome::Miss);
+                let retired = retired_files(cached.as_deref(), &page);
+                // The same content again (an upstream without validators): the same
+                // generation, so pages rendered from it stay valid.
+                let same = cached.as_ref().filter(|old| old.page == page);
+                let generation = same.map(|old| old.generation);
+                let mut page = self.build(stored_parts(&stored), page, retired);
+                if let Some(generation) = generation {
+                    Arc::get_mut(&mut page)
+                        .expect("just built, not shared")
+                        .generation = generation;
+                }
+                self.remember(url, &page);
+                Ok(Some(page))
+            }
+            Verdict::Refuse { reason, detail } => {
+                let old = cached.expect("only a cached copy can be defended");
+                client.metrics().page_rejected(reason);
+                client.metrics().index_lookup(IndexOutcome::Stale);
+                warn!(url = %redact(url), reason = reason.as_str(), detail = %detail, files = old.page.files.len(), "refused the upstream's new copy of the page; serving the cached one");
+                defer_retry(&old);
+                Ok(Some(old))
+            }
+            Verdict::Unparseable(source) => Err(IndexError::Parse {
+                url: redact(url),
+                source,
+            }),
         }
     }
 
