@@ -122,6 +122,16 @@ fn client_message(filename: &str, error: &FileCacheError) -> String {
         } => {
             format!("the upstream answered {status} for `{filename}`; try again later")
         }
+        FileCacheError::Upstream {
+            source:
+                UpstreamError::CircuitOpen {
+                    upstream,
+                    retry_in_secs,
+                },
+            ..
+        } => format!(
+            "`{filename}` is not cached and the upstream `{upstream}` is failing; it is asked again in {retry_in_secs} s"
+        ),
         FileCacheError::Upstream { .. } => {
             format!("the upstream could not be reached for `{filename}`; try again later")
         }
