@@ -214,7 +214,9 @@ fn printable(text: &str) -> String {
     text.chars().flat_map(char::escape_default).collect()
 }
 
-async fn serve(
+/// Serves `filename` of `project` (also for [`super::variants`], which names the upstream
+/// variant file).
+pub(super) async fn serve(
     state: &AppState,
     method: &Method,
     project: &str,
