@@ -13,7 +13,9 @@
 //!   `amd :: rocm_version`) is taken to support every ROCm version the file lists, newest
 //!   first, so its gfx target alone decides;
 //! - an NVIDIA driver known only by its version supports the CUDA lower bounds that version
-//!   implies ([`super::SupportedProperties::from_machine`]).
+//!   implies ([`super::SupportedProperties::from_machine`]);
+//! - an Intel GPU the probes found XPU-capable but whose Level Zero device IP is unknown is
+//!   taken to support every `intel :: device_ip` the file lists.
 //!
 //! A version without a readable variants file is chosen from its labels alone: each label is
 //! read as the PyTorch backend it names (`cuda12.8` is `cu128`, `null` is `cpu`) and the
@@ -32,7 +34,7 @@ use crate::select::{FileRef, Offer, Policy, decide};
 use crate::version::DottedVersion;
 
 use super::ordering::order_variants;
-use super::properties::{AMD, SupportedProperties};
+use super::properties::{AMD, INTEL, SupportedProperties};
 use super::schema::VariantsFile;
 
 /// The suffix of a version's index-level variants file.
@@ -395,6 +397,32 @@ fn with_judgement(
             );
         }
     }
+    let xpu_capable = machine
+        .intel
+        .as_ref()
+        .is_some_and(|intel| intel.gpus.iter().any(|gpu| gpu.xpu_capable));
+    if bundles_runtime && xpu_capable && bare.values(INTEL, "device_ip").is_none() {
+        let mut ips: Vec<String> = file
+            .variants
+            .values()
+            .filter_map(|properties| properties.get(INTEL)?.get("device_ip"))
+            .flatten()
+            .cloned()
+            .collect();
+        ips.sort();
+        ips.dedup();
+        if !ips.is_empty() {
+            notes.push(
+                "the machine's Intel GPU runs PyTorch's XPU builds but reports no device IP version: every device IP the variants file lists taken as supported".to_string(),
+            );
+            supported.push(
+                INTEL,
+                "device_ip",
+                ips,
+                "the machine's Intel GPU runs PyTorch's XPU builds",
+            );
+        }
+    }
     supported
 }
 
@@ -574,6 +602,11 @@ mod tests {
     const RTX5090: &str = r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"570.86.10","gpus":[{"compute_capability":"12.0"}]}}"#;
     const MI300X: &str = r#"{"platform":"linux-x86_64","amd":{"gpus":[{"name":"AMD Instinct MI300X","gfx":"gfx942"}]}}"#;
     const CPU: &str = r#"{"platform":"linux-x86_64"}"#;
+    const ARC_B580_NO_IP: &str =
+        r#"{"platform":"linux-x86_64","intel":{"gpus":[{"pci_device":57867,"xpu_capable":true}]}}"#;
+    const ARC_A770: &str = r#"{"platform":"linux-x86_64","intel":{"gpus":[{"pci_device":22176,"device_ip":"12.55.8","xpu_capable":true}]}}"#;
+    const IRIS_XE: &str =
+        r#"{"platform":"linux-x86_64","intel":{"gpus":[{"pci_device":39497,"integrated":true}]}}"#;
 
     #[test]
     fn each_machine_gets_its_variant_from_the_variants_file() {
@@ -584,6 +617,9 @@ mod tests {
             (RTX5090, "cuda12.8"),
             (MI300X, "rocm6.4"),
             (CPU, "null"),
+            (ARC_A770, "xpu"),
+            (ARC_B580_NO_IP, "xpu"),
+            (IRIS_XE, "null"),
         ] {
             let Some(choice) = choose(json, &Policy::default(), true) else {
                 return;
