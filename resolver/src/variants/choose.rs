@@ -713,6 +713,88 @@ mod tests {
     }
 
     #[test]
+    fn unknown_schemas_and_namespaces_leave_only_what_fits() {
+        // A schema this crate does not know is read all the same; a variant in a namespace the
+        // priorities do not list, or one the machine knows nothing of, is rejected with a
+        // reason, and the null variant is what remains.
+        let text = r#"{"$schema": "https://example.invalid/v9.json",
+            "default-priorities": {"namespace": ["nvidia", "quantum"]},
+            "variants": {"null": {}, "qpu": {"quantum": {"qubits": ["64"]}},
+                         "odd": {"elsewhere": {"thing": ["1"]}}}}"#;
+        let page = page(&["qpu", "odd", "null"]);
+        let refs: Vec<FileRef<'_>> = page
+            .iter()
+            .map(|(filename, url)| FileRef { filename, url })
+            .collect();
+        let parsed = BTreeMap::from([(
+            refs.len() - 1,
+            parse_variants_json(text).map_err(|e| e.to_string()),
+        )]);
+        let choice = choose_variants(
+            Catalog::embedded(),
+            &machine(H100),
+            &Policy::default(),
+            "torch",
+            &refs,
+            &parsed,
+        );
+        assert_eq!(linux_label(&choice), Some("null"));
+        let rejected = &choice.versions[0].rejected;
+        let reason = |label: &str| {
+            rejected
+                .iter()
+                .find(|(l, _)| l == label)
+                .map(|(_, why)| why.clone())
+                .unwrap_or_default()
+        };
+        assert!(reason("qpu").contains("quantum"), "{rejected:?}");
+        assert!(
+            reason("odd").contains("default-priorities.namespace"),
+            "{rejected:?}"
+        );
+
+        // With no null variant, a version none of whose variants fit gets nothing.
+        let page = page_without_null(&["qpu"]);
+        let refs: Vec<FileRef<'_>> = page
+            .iter()
+            .map(|(filename, url)| FileRef { filename, url })
+            .collect();
+        let parsed = BTreeMap::from([(
+            refs.len() - 1,
+            parse_variants_json(text).map_err(|e| e.to_string()),
+        )]);
+        let choice = choose_variants(
+            Catalog::embedded(),
+            &machine(H100),
+            &Policy::default(),
+            "torch",
+            &refs,
+            &parsed,
+        );
+        assert_eq!(choice.picks().count(), 0);
+        assert!(
+            choice
+                .skipped
+                .iter()
+                .any(|(_, why)| why.contains("no variant of")),
+            "{:?}",
+            choice.skipped
+        );
+    }
+
+    fn page_without_null(labels: &[&str]) -> Vec<(String, String)> {
+        let mut names: Vec<String> = labels
+            .iter()
+            .map(|label| format!("torch-2.9.0-{TAGS}-{label}.whl"))
+            .collect();
+        names.push("torch-2.9.0-variants.json".to_string());
+        names
+            .into_iter()
+            .map(|name| (name.clone(), format!("/whl/variant/{name}")))
+            .collect()
+    }
+
+    #[test]
     fn an_unreadable_variants_file_falls_back_to_labels_and_says_so() {
         let page = page(&["cuda13.0", "null"]);
         let refs: Vec<FileRef<'_>> = page
