@@ -31,6 +31,7 @@ use wheelgate_resolver::{Machine, Policy};
 use crate::cache::files::FileSpec;
 
 use super::error::ApiError;
+use super::explain::{BuildVerdict, Explanation, VersionExplanation};
 use super::rewrite::file_link;
 use super::state::AppState;
 
@@ -122,9 +123,26 @@ pub async fn with_variants(
     page_url: &str,
     mut page: ProjectPage,
 ) -> ProjectPage {
+    if let Some(choice) = choose(state, machine, policy, project, upstream, page_url).await {
+        log_choice(project, &choice, upstream);
+        apply(project, upstream, &choice, &mut page);
+    }
+    page
+}
+
+/// The variant choice for `upstream`, reading its variants files; `None` when it lists no
+/// variants.
+async fn choose(
+    state: &AppState,
+    machine: &Machine,
+    policy: &Policy,
+    project: &str,
+    upstream: &ProjectPage,
+    page_url: &str,
+) -> Option<VariantChoice> {
     let refs: Vec<FileRef<'_>> = upstream.files.iter().map(FileRef::from).collect();
     if !lists_variants(&refs) {
-        return page;
+        return None;
     }
     let mut parsed = BTreeMap::new();
     for index in variants_json_indices(&refs) {
@@ -133,10 +151,120 @@ pub async fn with_variants(
             read_variants_json(state, upstream, page_url, index).await,
         );
     }
-    let choice = choose_variants(state.catalog, machine, policy, project, &refs, &parsed);
-    log_choice(project, &choice, upstream);
-    apply(project, upstream, &choice, &mut page);
-    page
+    Some(choose_variants(
+        state.catalog,
+        machine,
+        policy,
+        project,
+        &refs,
+        &parsed,
+    ))
+}
+
+/// `explanation` (of `/explain/<project>/`) with the variant choice the page serves: per
+/// version, every label with its verdict, the files kept under their plain names, the
+/// judgements made; and why every other variant file is not served.
+pub async fn explain(
+    state: &AppState,
+    machine: &Machine,
+    policy: &Policy,
+    upstream: &ProjectPage,
+    page_url: &str,
+    explanation: &mut Explanation,
+) {
+    let project = explanation.project.clone();
+    let Some(choice) = choose(state, machine, policy, &project, upstream, page_url).await else {
+        return;
+    };
+    let served: BTreeSet<usize> = choice.picks().map(|pick| pick.index).collect();
+    let skipped: BTreeMap<usize, &str> = choice
+        .skipped
+        .iter()
+        .map(|(index, why)| (*index, why.as_str()))
+        .collect();
+    explanation.dropped.retain_mut(|dropped| {
+        let Some(index) = upstream
+            .files
+            .iter()
+            .position(|f| f.filename == dropped.filename)
+        else {
+            return true;
+        };
+        if served.contains(&index) {
+            return false;
+        }
+        if let Some(why) = skipped.get(&index) {
+            dropped.reason = format!("a wheel-variant file not served: {why}");
+        } else if dropped.filename.ends_with("-variants.json") {
+            dropped.reason =
+                "a variants file: read to choose the variants, never served to plain installers"
+                    .to_string();
+        }
+        true
+    });
+    for version in &choice.versions {
+        let text = version.version.to_string();
+        let at = if let Some(at) = explanation.versions.iter().position(|v| v.version == text) {
+            at
+        } else {
+            // Newest first, as the selection lists them.
+            let at = explanation
+                .versions
+                .iter()
+                .position(|v| {
+                    v.version
+                        .parse::<Version>()
+                        .is_ok_and(|other| other < version.version)
+                })
+                .unwrap_or(explanation.versions.len());
+            explanation.versions.insert(
+                at,
+                VersionExplanation {
+                    version: text,
+                    chosen: None,
+                    kept: Vec::new(),
+                    builds: Vec::new(),
+                    notes: Vec::new(),
+                },
+            );
+            at
+        };
+        let entry = &mut explanation.versions[at];
+        let chosen: BTreeSet<&str> = version.picks.iter().map(|p| p.label.as_str()).collect();
+        if entry.chosen.is_none() {
+            entry.chosen = version
+                .order
+                .first()
+                .map(|label| format!("variant {label}"));
+        }
+        entry.kept.extend(
+            version
+                .picks
+                .iter()
+                .map(|pick| format!("{} (variant {})", pick.filename, pick.label)),
+        );
+        for label in &version.order {
+            entry.builds.push(BuildVerdict {
+                backend: format!("variant {label}"),
+                verdict: if chosen.contains(label.as_str()) {
+                    "chosen"
+                } else {
+                    "usable"
+                },
+                reason: (!chosen.contains(label.as_str())).then(|| {
+                    "runs here, but a variant ranked higher by PEP 825 was served".to_string()
+                }),
+            });
+        }
+        for (label, why) in &version.rejected {
+            entry.builds.push(BuildVerdict {
+                backend: format!("variant {label}"),
+                verdict: "rejected",
+                reason: Some(why.clone()),
+            });
+        }
+        entry.notes.extend(version.notes.iter().cloned());
+    }
 }
 
 /// Adds the picks of `choice` to `page` (see [`with_variants`]).

@@ -201,6 +201,59 @@ async fn each_machine_gets_its_variant_under_the_plain_filename() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_states_the_variant_choice_and_its_judgement() {
+    let fake = Fake::start().await;
+    variant_upstream(&fake);
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, cache.path()).await;
+    let mi300x = token(
+        r#"{"platform":"linux-x86_64","amd":{"gpus":[{"name":"AMD Instinct MI300X","gfx":"gfx942"}]}}"#,
+    );
+    let (status, body) = get(&format!(
+        "http://{}/m/{mi300x}/explain/torch/?format=json",
+        proxy.addr
+    ))
+    .await;
+    assert_eq!(status, 200);
+    let explanation: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let versions = explanation["versions"].as_array().unwrap();
+    let v29 = versions
+        .iter()
+        .find(|v| v["version"] == "2.9.0")
+        .unwrap_or_else(|| panic!("{explanation:#}"));
+    assert_eq!(v29["chosen"], "variant rocm6.4", "{v29:#}");
+    assert_eq!(
+        v29["kept"][0],
+        format!("torch-2.9.0-{TAGS}.whl (variant rocm6.4)")
+    );
+    let notes = v29["notes"].to_string();
+    assert!(notes.contains("bundle their ROCm runtime"), "{notes}");
+    assert!(
+        notes.contains("strict PEP 825 would choose `null`"),
+        "{notes}"
+    );
+    let builds = v29["builds"].as_array().unwrap();
+    let cuda = builds
+        .iter()
+        .find(|b| b["backend"] == "variant cuda13.0")
+        .unwrap();
+    assert_eq!(cuda["verdict"], "rejected");
+    assert!(
+        cuda["reason"].as_str().unwrap().contains("nvidia"),
+        "{cuda}"
+    );
+    // Newest first: 2.9.0 before 2.8.0.
+    assert_eq!(versions[0]["version"], "2.9.0");
+    // The variant files not served say why; the served one is not listed as dropped.
+    let dropped = explanation["dropped"].to_string();
+    assert!(dropped.contains("`rocm6.4` was chosen"), "{dropped}");
+    assert!(
+        !dropped.contains(&format!("{TAGS}-rocm6.4.whl")),
+        "{dropped}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_files_the_page_listed_are_served() {
     let fake = Fake::start().await;
     variant_upstream(&fake);
