@@ -224,6 +224,33 @@ pub(super) async fn serve(
     headers: &HeaderMap,
 ) -> Result<Response, FilesError> {
     let request = parse_request(project, filename)?;
+    serve_listed(
+        state,
+        method,
+        &request.project,
+        &request.filename,
+        request.metadata,
+        headers,
+    )
+    .await
+}
+
+/// Serves `filename` (or its `.metadata` file) of `project`, checked by the caller, as its
+/// project page lists it (also for [`super::variants`]' `*-variants.json` files, which are not
+/// distribution names).
+pub(super) async fn serve_listed(
+    state: &AppState,
+    method: &Method,
+    project: &str,
+    filename: &str,
+    metadata: bool,
+    headers: &HeaderMap,
+) -> Result<Response, FilesError> {
+    let request = FileRequest {
+        project: project.to_string(),
+        filename: filename.to_string(),
+        metadata,
+    };
     let source = find_file(state, &request.project, &request.filename)
         .await
         .map_err(ApiError::Upstream)?

@@ -285,3 +285,53 @@ async fn only_files_the_page_listed_are_served() {
     let _ = page_files(&format!("{base}/simple/torch/")).await;
     assert_eq!(fake.hits("/whl/variant/torch-2.9.0-variants.json"), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn variant_aware_installers_get_the_whole_page_through_the_caches() {
+    let fake = Fake::start().await;
+    variant_upstream(&fake);
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, cache.path()).await;
+    let base = format!("http://{}", proxy.addr);
+    let h100 = token(
+        r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"9.0"}]}}"#,
+    );
+    for prefix in [
+        "/variants/simple".to_string(),
+        format!("/m/{h100}/variants/simple"),
+        "/b/cu128/variants/simple".to_string(),
+    ] {
+        let files = page_files(&format!("{base}{prefix}/torch/")).await;
+        // Every upstream file, unrewritten but for its link.
+        assert_eq!(files.len(), LABELS.len() + 2, "{prefix}: {files:?}");
+        for label in LABELS {
+            let name = format!("torch-2.9.0-{TAGS}-{label}.whl");
+            let (_, link, hash) = files.iter().find(|(n, ..)| n == &name).unwrap();
+            assert_eq!(link, &format!("/files/torch/{name}"));
+            assert_eq!(hash, &sha256(&wheel_bytes(label)));
+        }
+        let (_, link, _) = files
+            .iter()
+            .find(|(n, ..)| n == "torch-2.9.0-variants.json")
+            .unwrap();
+        assert_eq!(link, "/files/torch/variants-json/torch-2.9.0-variants.json");
+        let (status, body) = get(&format!("{base}{link}")).await;
+        assert_eq!(status, 200);
+        assert_eq!(body, variants_json().into_bytes());
+    }
+    let labelled = format!("/files/torch/torch-2.9.0-{TAGS}-xpu.whl");
+    let (status, body) = get(&format!("{base}{labelled}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(body, wheel_bytes("xpu"));
+    // Only variants files of the project, as its page lists them.
+    for path in [
+        "/files/torch/variants-json/torchvision-0.24.0-variants.json",
+        "/files/torch/variants-json/torch-9.9.9-variants.json",
+        "/files/torch/variants-json/METADATA",
+    ] {
+        let (status, _) = get(&format!("{base}{path}")).await;
+        assert_eq!(status, 404, "{path}");
+    }
+    let (status, _) = get(&format!("{base}/variants/simple/filelock/")).await;
+    assert_eq!(status, 404);
+}

@@ -9,6 +9,8 @@
 //! The versions' `{name}-{version}-variants.json` files are read through the file cache (their
 //! sha256 from the page), at most [`VARIANTS_JSON_LIMIT`] bytes each.
 
+pub mod passthrough;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use axum::Router;
@@ -40,12 +42,15 @@ use super::state::AppState;
 pub const VARIANTS_JSON_LIMIT: usize = 1024 * 1024;
 const METADATA_SUFFIX: &str = ".metadata";
 
-/// The variant file routes: `GET` and `HEAD` on `/files/{project}/v/{label}/{filename}`.
+/// The variant file routes: `GET` and `HEAD` on `/files/{project}/v/{label}/{filename}`; and
+/// the pass-through index for variant-aware installers ([`passthrough`]).
 pub fn routes() -> Router<AppState> {
-    Router::new().route(
-        "/files/{project}/v/{label}/{filename}",
-        get(get_variant).head(head_variant),
-    )
+    Router::new()
+        .route(
+            "/files/{project}/v/{label}/{filename}",
+            get(get_variant).head(head_variant),
+        )
+        .merge(passthrough::routes())
 }
 
 async fn get_variant(
