@@ -638,6 +638,73 @@ mod tests {
         }
     }
 
+    /// The label chosen for `machine_json` among one wheel per label of `fixture`'s release.
+    fn label_for(
+        project: &str,
+        version: &str,
+        fixture: &str,
+        machine_json: &str,
+    ) -> Option<String> {
+        let text = crate::variants::fixture(fixture)?;
+        let file = parse_variants_json(&text).unwrap();
+        let mut names: Vec<String> = file
+            .labels()
+            .map(|label| format!("{project}-{version}-{TAGS}-{label}.whl"))
+            .collect();
+        names.push(format!("{project}-{version}-variants.json"));
+        let refs: Vec<FileRef<'_>> = names
+            .iter()
+            .map(|name| FileRef {
+                filename: name,
+                url: name,
+            })
+            .collect();
+        let parsed = BTreeMap::from([(refs.len() - 1, Ok(file))]);
+        let choice = choose_variants(
+            Catalog::embedded(),
+            &machine(machine_json),
+            &Policy::default(),
+            project,
+            &refs,
+            &parsed,
+        );
+        choice
+            .pick_for(&format!("{project}-{version}-{TAGS}.whl"))
+            .map(|p| p.label.clone())
+    }
+
+    #[test]
+    fn torch_and_torchvision_of_one_release_get_the_same_build() {
+        for machine_json in [
+            H100,
+            V100,
+            GTX1080,
+            RTX5090,
+            MI300X,
+            CPU,
+            ARC_A770,
+            ARC_B580_NO_IP,
+        ] {
+            for (torch, vision) in [("2.9.0", "0.24.0"), ("2.10.0", "0.25.0")] {
+                let Some(torch_label) = label_for(
+                    "torch",
+                    torch,
+                    &format!("torch-{torch}-variants.json"),
+                    machine_json,
+                ) else {
+                    return;
+                };
+                let vision_label = label_for(
+                    "torchvision",
+                    vision,
+                    &format!("torchvision-{vision}-variants.json"),
+                    machine_json,
+                );
+                assert_eq!(Some(torch_label), vision_label, "{machine_json} {torch}");
+            }
+        }
+    }
+
     #[test]
     fn judgement_is_stated_where_strict_pep_825_differs() {
         let Some(choice) = choose(MI300X, &Policy::default(), true) else {
