@@ -18,6 +18,7 @@
 pub mod choose;
 mod error;
 pub mod label;
+pub mod markers;
 pub mod ordering;
 pub mod properties;
 pub mod schema;
@@ -30,6 +31,7 @@ pub use error::VariantsError;
 pub use label::{
     MAX_EMITTED_LABEL_LEN, NULL_LABEL, check_label, is_emittable_label, is_valid_label,
 };
+pub use markers::decide_variant_label;
 pub use ordering::{
     MatchedProperty, PropertyKey, RankedVariant, RejectedVariant, VariantOrder, order_variants,
     order_variants_for_machine,
