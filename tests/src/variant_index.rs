@@ -2,7 +2,9 @@
 //! 2.8.0, 2.9.0 and 2.10.0 with PyTorch's real `*-variants.json` files (one per schema
 //! generation: unversioned, `v0.0.2`, `v0.0.3`, read in place from the shared fixtures) and
 //! 2.9.1 with the same variants in PEP 825's `v0.1.1` shape; one real wheel per label, each with
-//! its `*.dist-info/variant.json` naming the label and a METADATA without a local label. Every
+//! its `*.dist-info/variant.json` naming the label and a METADATA without a local label (whose
+//! requirements, on request, use PEP 817's `variant_label` marker: `filelock` for the variant's
+//! own label, `never-installed` for no label). Every
 //! request is counted. Missing paths answer `403`, as PyTorch's index does.
 
 use std::collections::HashMap;
@@ -97,6 +99,12 @@ struct Served {
 impl VariantIndex {
     /// Builds every release's wheels and serves them on `127.0.0.1:0`.
     pub async fn start() -> VariantIndex {
+        VariantIndex::start_with(false).await
+    }
+
+    /// [`VariantIndex::start`], the wheels' requirements using `variant_label` markers when
+    /// `markers` is set.
+    pub async fn start_with(markers: bool) -> VariantIndex {
         let mut files = HashMap::new();
         let mut links = String::new();
         let mut releases: Vec<(String, Value)> = RELEASES
@@ -115,6 +123,13 @@ impl VariantIndex {
                 .collect();
             for label in labels {
                 let mut spec = WheelSpec::new("torch", version, TAGS);
+                if markers {
+                    // PyTorch's variant wheels require per-variant packages through PEP 817's
+                    // `variant_label` marker, which released installers cannot parse.
+                    spec = spec
+                        .requires(&format!("filelock; variant_label == '{label}'"))
+                        .requires("never-installed; variant_label == 'no_such_label'");
+                }
                 spec.dist_info_files
                     .push(("variant.json".to_string(), variant_json(file, label)));
                 let wheel = spec.build();

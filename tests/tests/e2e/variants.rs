@@ -106,3 +106,23 @@ variant_tests! {
     uv_pep_825_schema_h100_gets_cuda13_0: Uv, Route::Default, machines::H100, "torch==2.9.1" => "cuda13.0";
     uv_pep_825_schema_gtx1080ti_gets_cuda12_6: Uv, Route::Default, machines::GTX_1080_TI, "torch==2.9.1" => "cuda12.6";
 }
+
+/// PyTorch's variant wheels name per-variant requirements with PEP 817's `variant_label`
+/// marker. The proxy serves the chosen variant's `.metadata` with those markers decided, so uv
+/// resolves exactly the chosen variant's requirements. (pip 26 also parses the wheel's own
+/// METADATA after download and refuses the marker there; the wheel's bytes are the upstream's
+/// and are not rewritten, so pip cannot install such a wheel.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uv_gets_the_requirements_of_the_chosen_variant_only() {
+    let upstreams = Upstreams::start().await;
+    let index = VariantIndex::start_with(true).await;
+    let proxy = Proxy::start_with(&upstreams, |config| {
+        config.pytorch_url = index.url();
+        config.machine = Some(machines::H100.machine());
+    })
+    .await;
+    let (dir, dists) = install_ok(Installer::Uv, &proxy.simple_url(), &["torch==2.9.0"]).await;
+    assert_eq!(installed_variant(dir.path()).as_deref(), Some("cuda13.0"));
+    assert_eq!(version(&dists, "filelock"), "3.20.0");
+    assert!(!dists.contains_key("never-installed"), "{dists:?}");
+}
