@@ -277,7 +277,12 @@ pub(super) async fn serve_listed(
     )
     .await
     .map_err(|source| FilesError::Cache {
-        filename: filename.to_string(),
+        // The name the client asked for, `.metadata` included.
+        filename: if metadata {
+            format!("{filename}{METADATA_SUFFIX}")
+        } else {
+            filename.to_string()
+        },
         source,
     })
 }
