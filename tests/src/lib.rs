@@ -9,6 +9,7 @@
 //!   Requires-Python, per-backend `nvidia-*` pins, squatters), for the mirror's resolution;
 //! - [`upstream`]: the fake PyTorch index, its second file host and the fake PyPI, counting
 //!   requests;
+//! - [`variant_index`]: a fake wheel-variant index (PEP 825) of torch, every schema generation;
 //! - [`machines`]: the machines the tests resolve for and the build each must get;
 //! - [`proxy`]: wheelgate itself, started in-process against the fakes;
 //! - [`installers`]: pip and uv from the venv `scripts/e2e-setup` creates, isolated from the
@@ -21,4 +22,5 @@ pub mod proxy;
 pub mod reference;
 pub mod soak;
 pub mod upstream;
+pub mod variant_index;
 pub mod wheels;

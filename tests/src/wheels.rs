@@ -22,6 +22,8 @@ pub struct WheelSpec {
     pub requires: Vec<String>,
     /// `Requires-Python`, if any.
     pub requires_python: Option<String>,
+    /// More files in `*.dist-info/` (a variant wheel's `variant.json`), by name.
+    pub dist_info_files: Vec<(String, String)>,
 }
 
 /// A built wheel and its PEP 658 metadata file.
@@ -46,6 +48,7 @@ impl WheelSpec {
             tags: tags.to_string(),
             requires: Vec::new(),
             requires_python: None,
+            dist_info_files: Vec::new(),
         }
     }
 
@@ -126,7 +129,7 @@ impl WheelSpec {
             tags = self.tags,
         );
         let metadata = self.metadata();
-        let files: Vec<(String, Vec<u8>)> = vec![
+        let mut files: Vec<(String, Vec<u8>)> = vec![
             (format!("{module}/__init__.py"), init.into_bytes()),
             (
                 format!("{dist_info}/METADATA"),
@@ -134,6 +137,9 @@ impl WheelSpec {
             ),
             (format!("{dist_info}/WHEEL"), self.wheel_file().into_bytes()),
         ];
+        for (name, content) in &self.dist_info_files {
+            files.push((format!("{dist_info}/{name}"), content.clone().into_bytes()));
+        }
         let mut record = String::new();
         for (path, content) in &files {
             let _ = writeln!(

@@ -222,6 +222,15 @@ async fn explain_response(
                 })
             })
             .collect();
+        super::variants::explain(
+            state,
+            &machine,
+            &policy,
+            &cached.page,
+            &cached.url,
+            &mut explanation,
+        )
+        .await;
     }
     let mut response = if json {
         let body = serde_json::to_string_pretty(&explanation)

@@ -224,7 +224,9 @@ fn printable(text: &str) -> String {
     text.chars().flat_map(char::escape_default).collect()
 }
 
-async fn serve(
+/// Serves `filename` of `project` (also for [`super::variants`], which names the upstream
+/// variant file).
+pub(super) async fn serve(
     state: &AppState,
     method: &Method,
     project: &str,
@@ -232,6 +234,33 @@ async fn serve(
     headers: &HeaderMap,
 ) -> Result<Response, FilesError> {
     let request = parse_request(project, filename)?;
+    serve_listed(
+        state,
+        method,
+        &request.project,
+        &request.filename,
+        request.metadata,
+        headers,
+    )
+    .await
+}
+
+/// Serves `filename` (or its `.metadata` file) of `project`, checked by the caller, as its
+/// project page lists it (also for [`super::variants`]' `*-variants.json` files, which are not
+/// distribution names).
+pub(super) async fn serve_listed(
+    state: &AppState,
+    method: &Method,
+    project: &str,
+    filename: &str,
+    metadata: bool,
+    headers: &HeaderMap,
+) -> Result<Response, FilesError> {
+    let request = FileRequest {
+        project: project.to_string(),
+        filename: filename.to_string(),
+        metadata,
+    };
     let source = find_file(state, &request.project, &request.filename)
         .await
         .map_err(ApiError::Upstream)?
@@ -258,7 +287,12 @@ async fn serve(
     )
     .await
     .map_err(|source| FilesError::Cache {
-        filename: filename.to_string(),
+        // The name the client asked for, `.metadata` included.
+        filename: if metadata {
+            format!("{filename}{METADATA_SUFFIX}")
+        } else {
+            filename.to_string()
+        },
         source,
     })
 }

@@ -47,14 +47,21 @@ pub fn page_url(state: &AppState, project: &str, pinned: Option<&Backend>) -> (U
     }
 }
 
-/// The cached or fetched page of a project.
+/// The cached or fetched page of a project. With a backend pinned and no such backend
+/// directory upstream (a wheel-variant index, `.../whl/variant/`, has none), the aggregated
+/// page, which the pin then selects from.
 pub async fn project_page(
     state: &AppState,
     project: &str,
     pinned: Option<&Backend>,
 ) -> Result<Option<Arc<CachedPage>>, IndexError> {
     let (_, url) = page_url(state, project, pinned);
-    state.index.get(&state.client, &url).await
+    let page = state.index.get(&state.client, &url).await?;
+    if page.is_none() && pinned.is_some() {
+        let (_, aggregated) = page_url(state, project, None);
+        return state.index.get(&state.client, &aggregated).await;
+    }
+    Ok(page)
 }
 
 /// The upstream source of `filename` of `project`, from the project's aggregated page (a file

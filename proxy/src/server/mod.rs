@@ -16,6 +16,7 @@ pub mod simple;
 pub mod state;
 pub mod status;
 pub mod useragent;
+pub mod variants;
 
 pub use state::AppState;
 
@@ -27,6 +28,7 @@ pub fn app(state: AppState) -> Router {
         .merge(simple::routes())
         .merge(explain::routes())
         .merge(files::routes())
+        .merge(variants::routes())
         .merge(ops::routes())
         .merge(observe::routes())
         .merge(status::routes())

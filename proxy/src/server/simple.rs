@@ -376,7 +376,19 @@ async fn project_response(
         hit
     } else {
         let offered = super::offline::offered(&cached, &state.files, state.config.offline);
-        let page = rewrite_page(state.catalog, machine, &policy, &project, &offered, select);
+        let mut page = rewrite_page(state.catalog, machine, &policy, &project, &offered, select);
+        if select {
+            page = super::variants::with_variants(
+                state,
+                machine,
+                &policy,
+                &project,
+                &offered,
+                &cached.url,
+                page,
+            )
+            .await;
+        }
         let body = match format {
             Format::Json => render_project_json(&page),
             Format::Html | Format::LegacyHtml if select => {

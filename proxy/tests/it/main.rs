@@ -15,3 +15,4 @@ mod rogue_upstream;
 mod serve_start;
 mod simple;
 mod status_page;
+mod variants;

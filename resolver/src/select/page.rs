@@ -37,7 +37,8 @@ impl<'a> From<&'a crate::index::IndexFile> for FileRef<'a> {
 pub enum Dropped {
     /// Its backend was not chosen for its version.
     NotChosen { backend: Backend },
-    /// A wheel-variant file (PEP 825): plain installers cannot parse its name.
+    /// A wheel-variant file (PEP 825): plain installers cannot parse its name, so it is left to
+    /// `variants::choose_variants`, which serves one variant per plain filename.
     Variant,
     /// The filename is not a valid wheel or sdist name.
     Unparseable(FilenameError),
@@ -63,7 +64,7 @@ impl std::fmt::Display for Dropped {
         match self {
             Dropped::NotChosen { backend } => write!(f, "{backend} was not chosen"),
             Dropped::Variant => {
-                f.write_str("a wheel-variant file, which plain installers cannot read")
+                f.write_str("a wheel-variant file, which plain installers cannot read: served under its plain name only when it is the variant chosen for the machine")
             }
             Dropped::Unparseable(error) => write!(f, "{error}"),
             Dropped::UnknownBackend(error) => {

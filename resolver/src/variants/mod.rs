@@ -10,18 +10,28 @@
 //! parse_variants_json(text) ─┐
 //!                            ├─> order_variants(file, supported) -> VariantOrder
 //! SupportedProperties::from_machine(machine) ─┘      (best label first, null last, reasons)
+//!
+//! choose_variants(page files, variants files, machine) -> VariantChoice
+//!     (one variant per plain wheel filename, for serving plain installers)
 //! ```
 
+pub mod choose;
 mod error;
 pub mod label;
+pub mod markers;
 pub mod ordering;
 pub mod properties;
 pub mod schema;
 
+pub use choose::{
+    VariantChoice, VariantPick, VersionVariants, choose_variants, labelled_filename,
+    lists_variants, plain_filename, variants_json_indices,
+};
 pub use error::VariantsError;
 pub use label::{
     MAX_EMITTED_LABEL_LEN, NULL_LABEL, check_label, is_emittable_label, is_valid_label,
 };
+pub use markers::decide_variant_label;
 pub use ordering::{
     MatchedProperty, PropertyKey, RankedVariant, RejectedVariant, VariantOrder, order_variants,
     order_variants_for_machine,

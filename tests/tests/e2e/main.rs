@@ -16,6 +16,8 @@
 //! - `mirror_resolve`: the complete mirror on upstreams with torch's real dependency structure:
 //!   top-level requirements only, 12 environments resolved, pip and uv offline, PEP 751 locks;
 //!   conflicts and missing requirements named.
+//! - `variants`: a wheel-variant index (PEP 825): pip and uv get the machine's variant under
+//!   the plain filename, for every schema generation, through `/m/<token>/` and `/b/cu128/`.
 //! - `auth`: pip and uv through a server that requires credentials, given in the index URL;
 //!   without them both fail.
 
@@ -28,3 +30,4 @@ mod mirror_resolve;
 mod rewriting;
 mod routing;
 mod support;
+mod variants;

@@ -1,0 +1,535 @@
+//! Wheel variants (PEP 825) for plain installers: a page listing variant wheels gets, for every
+//! plain wheel filename, the one variant chosen for the machine
+//! ([`wheelgate_resolver::variants::choose_variants`]), under the plain filename with the
+//! upstream file's hashes, size and metadata untouched. Its link carries the label,
+//! `/files/<project>/v/<label>/<plain filename>`, and the file route here turns it back into the
+//! upstream name, which is then looked up on the project's cached page like any other file, so
+//! a client can only ever get a file the page listed.
+//!
+//! The versions' `{name}-{version}-variants.json` files are read through the file cache (their
+//! sha256 from the page), at most [`VARIANTS_JSON_LIMIT`] bytes each.
+
+pub mod passthrough;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use futures_util::TryStreamExt;
+use pep440_rs::Version;
+use tracing::{debug, warn};
+use wheelgate_resolver::filename::{DistFilename, WheelParts, normalize_name};
+use wheelgate_resolver::index::{CoreMetadata, ProjectPage};
+use wheelgate_resolver::select::FileRef;
+use wheelgate_resolver::variants::{
+    VariantChoice, VariantsFile, choose_variants, decide_variant_label, is_valid_label,
+    labelled_filename, lists_variants, parse_variants_json, variants_json_indices,
+};
+use wheelgate_resolver::{Machine, Policy};
+
+use crate::cache::files::FileSpec;
+
+use super::error::ApiError;
+use super::explain::{BuildVerdict, Explanation, VersionExplanation};
+use super::files::FilesError;
+use super::lookup::find_file;
+use super::rewrite::file_link;
+use super::state::AppState;
+
+/// The most bytes of a variants file read (PyTorch's are about 3 KiB): a hostile upstream
+/// cannot make the proxy hold a huge file in memory.
+pub const VARIANTS_JSON_LIMIT: usize = 1024 * 1024;
+const METADATA_SUFFIX: &str = ".metadata";
+/// The most bytes of a variant wheel's core metadata read to decide its markers (torch's is
+/// about 10 KiB).
+const METADATA_LIMIT: usize = 8 * 1024 * 1024;
+
+/// The variant file routes: `GET` and `HEAD` on `/files/{project}/v/{label}/{filename}`; and
+/// the pass-through index for variant-aware installers ([`passthrough`]).
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/files/{project}/v/{label}/{filename}",
+            get(get_variant).head(head_variant),
+        )
+        .merge(passthrough::routes())
+}
+
+async fn get_variant(
+    State(state): State<AppState>,
+    Path((project, label, filename)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    serve(&state, &Method::GET, &project, &label, &filename, &headers).await
+}
+
+async fn head_variant(
+    State(state): State<AppState>,
+    Path((project, label, filename)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    serve(&state, &Method::HEAD, &project, &label, &filename, &headers).await
+}
+
+/// Serves the upstream file `filename` with `label` put back, through the ordinary file route.
+async fn serve(
+    state: &AppState,
+    method: &Method,
+    project: &str,
+    label: &str,
+    filename: &str,
+    headers: &HeaderMap,
+) -> Response {
+    match upstream_name(label, filename) {
+        Ok(upstream) => match upstream.strip_suffix(METADATA_SUFFIX) {
+            Some(dist) => decided_metadata(state, method, project, dist, label, filename)
+                .await
+                .unwrap_or_else(IntoResponse::into_response),
+            None => super::files::serve(state, method, project, &upstream, headers)
+                .await
+                .unwrap_or_else(IntoResponse::into_response),
+        },
+        Err(err) => {
+            debug!(error = %err, "variant file request refused");
+            err.into_response()
+        }
+    }
+}
+
+/// The PEP 658 metadata of the upstream variant wheel `dist`, read through the file cache
+/// (verified against the page's hash) and served with its `variant_label` markers decided for
+/// `label` ([`decide_variant_label`]), which released installers cannot evaluate. The page
+/// therefore offers it without a hash.
+async fn decided_metadata(
+    state: &AppState,
+    method: &Method,
+    project: &str,
+    dist: &str,
+    label: &str,
+    requested: &str,
+) -> Result<Response, FilesError> {
+    if dist
+        .parse::<DistFilename>()
+        .map_or(true, |parsed| normalize_name(parsed.name()) != project)
+    {
+        return Err(ApiError::NotFound(format!("`{dist}` is not a file of `{project}`")).into());
+    }
+    let source = find_file(state, project, dist)
+        .await
+        .map_err(ApiError::Upstream)?
+        .ok_or_else(|| ApiError::NotFound(format!("`{project}` has no file `{dist}`")))?;
+    let sha256 = match &source.core_metadata {
+        CoreMetadata::Absent => {
+            return Err(
+                ApiError::NotFound(format!("`{dist}` has no metadata file (PEP 658)")).into(),
+            );
+        }
+        CoreMetadata::Present => None,
+        CoreMetadata::Hashes(hashes) => hashes.get("sha256").cloned(),
+    };
+    let spec = FileSpec {
+        url: format!("{}{METADATA_SUFFIX}", source.url),
+        sha256,
+        size: None,
+    };
+    let cache_error = |source| FilesError::Cache {
+        filename: requested.to_string(),
+        source,
+    };
+    let cached = state
+        .files
+        .fetch(&state.client, &spec, state.config.offline)
+        .await
+        .map_err(cache_error)?;
+    let mut bytes = Vec::new();
+    let mut stream = std::pin::pin!(cached.stream(0, None));
+    while let Some(chunk) = stream.try_next().await.map_err(|err| {
+        ApiError::BadRequest(format!("the metadata of `{dist}` could not be read: {err}"))
+    })? {
+        if bytes.len() + chunk.len() > METADATA_LIMIT {
+            return Err(ApiError::BadRequest(format!(
+                "the metadata of `{dist}` is larger than {METADATA_LIMIT} bytes"
+            ))
+            .into());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let decided = decide_variant_label(&text, label).into_bytes();
+    let response = Response::builder()
+        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .header(header::CONTENT_LENGTH, decided.len())
+        .header(header::CACHE_CONTROL, "max-age=365000000, immutable");
+    if *method == Method::HEAD {
+        return Ok(response.body(Body::empty()).expect("valid response"));
+    }
+    Ok(response.body(Body::from(decided)).expect("valid response"))
+}
+
+/// The upstream filename (`.metadata` kept) of a plain `filename` served with `label`.
+fn upstream_name(label: &str, filename: &str) -> Result<String, ApiError> {
+    let printable = |text: &str| {
+        text.chars()
+            .flat_map(char::escape_default)
+            .collect::<String>()
+    };
+    if !is_valid_label(label) {
+        return Err(ApiError::BadRequest(format!(
+            "`{}` is not a variant label (expected lowercase letters, digits, `_` and `.`)",
+            printable(label)
+        )));
+    }
+    let (dist, metadata) = match filename.strip_suffix(METADATA_SUFFIX) {
+        Some(dist) => (dist, METADATA_SUFFIX),
+        None => (filename, ""),
+    };
+    let labelled = labelled_filename(dist, label).ok_or_else(|| {
+        ApiError::BadRequest(format!(
+            "`{}` is not a plain wheel filename",
+            printable(dist)
+        ))
+    })?;
+    Ok(format!("{labelled}{metadata}"))
+}
+
+/// `page` (rewritten from `upstream` for `machine`) with the chosen variant wheels added, each
+/// under its plain filename; a plain wheel of the same version and tags gives way to it (PEP
+/// 825 ranks non-variant wheels after every variant). Unchanged when `upstream` lists no
+/// variants.
+pub async fn with_variants(
+    state: &AppState,
+    machine: &Machine,
+    policy: &Policy,
+    project: &str,
+    upstream: &ProjectPage,
+    page_url: &str,
+    mut page: ProjectPage,
+) -> ProjectPage {
+    if let Some(choice) = choose(state, machine, policy, project, upstream, page_url).await {
+        log_choice(project, &choice, upstream);
+        apply(project, upstream, &choice, &mut page);
+    }
+    page
+}
+
+/// The variant choice for `upstream`, reading its variants files; `None` when it lists no
+/// variants.
+async fn choose(
+    state: &AppState,
+    machine: &Machine,
+    policy: &Policy,
+    project: &str,
+    upstream: &ProjectPage,
+    page_url: &str,
+) -> Option<VariantChoice> {
+    let refs: Vec<FileRef<'_>> = upstream.files.iter().map(FileRef::from).collect();
+    if !lists_variants(&refs) {
+        return None;
+    }
+    let mut parsed = BTreeMap::new();
+    for index in variants_json_indices(&refs) {
+        parsed.insert(
+            index,
+            read_variants_json(state, upstream, page_url, index).await,
+        );
+    }
+    Some(choose_variants(
+        state.catalog,
+        machine,
+        policy,
+        project,
+        &refs,
+        &parsed,
+    ))
+}
+
+/// `explanation` (of `/explain/<project>/`) with the variant choice the page serves: per
+/// version, every label with its verdict, the files kept under their plain names, the
+/// judgements made; and why every other variant file is not served.
+pub async fn explain(
+    state: &AppState,
+    machine: &Machine,
+    policy: &Policy,
+    upstream: &ProjectPage,
+    page_url: &str,
+    explanation: &mut Explanation,
+) {
+    let project = explanation.project.clone();
+    let Some(choice) = choose(state, machine, policy, &project, upstream, page_url).await else {
+        return;
+    };
+    let served: BTreeSet<usize> = choice.picks().map(|pick| pick.index).collect();
+    let skipped: BTreeMap<usize, &str> = choice
+        .skipped
+        .iter()
+        .map(|(index, why)| (*index, why.as_str()))
+        .collect();
+    explanation.dropped.retain_mut(|dropped| {
+        let Some(index) = upstream
+            .files
+            .iter()
+            .position(|f| f.filename == dropped.filename)
+        else {
+            return true;
+        };
+        if served.contains(&index) {
+            return false;
+        }
+        if let Some(why) = skipped.get(&index) {
+            dropped.reason = format!("a wheel-variant file not served: {why}");
+        } else if dropped.filename.ends_with("-variants.json") {
+            dropped.reason =
+                "a variants file: read to choose the variants, never served to plain installers"
+                    .to_string();
+        }
+        true
+    });
+    for version in &choice.versions {
+        let text = version.version.to_string();
+        let at = if let Some(at) = explanation.versions.iter().position(|v| v.version == text) {
+            at
+        } else {
+            // Newest first, as the selection lists them.
+            let at = explanation
+                .versions
+                .iter()
+                .position(|v| {
+                    v.version
+                        .parse::<Version>()
+                        .is_ok_and(|other| other < version.version)
+                })
+                .unwrap_or(explanation.versions.len());
+            explanation.versions.insert(
+                at,
+                VersionExplanation {
+                    version: text,
+                    chosen: None,
+                    kept: Vec::new(),
+                    builds: Vec::new(),
+                    notes: Vec::new(),
+                },
+            );
+            at
+        };
+        let entry = &mut explanation.versions[at];
+        let chosen: BTreeSet<&str> = version.picks.iter().map(|p| p.label.as_str()).collect();
+        if entry.chosen.is_none() {
+            entry.chosen = version
+                .order
+                .first()
+                .map(|label| format!("variant {label}"));
+        }
+        entry.kept.extend(
+            version
+                .picks
+                .iter()
+                .map(|pick| format!("{} (variant {})", pick.filename, pick.label)),
+        );
+        for label in &version.order {
+            entry.builds.push(BuildVerdict {
+                backend: format!("variant {label}"),
+                verdict: if chosen.contains(label.as_str()) {
+                    "chosen"
+                } else {
+                    "usable"
+                },
+                reason: (!chosen.contains(label.as_str())).then(|| {
+                    "runs here, but a variant ranked higher by PEP 825 was served".to_string()
+                }),
+            });
+        }
+        for (label, why) in &version.rejected {
+            entry.builds.push(BuildVerdict {
+                backend: format!("variant {label}"),
+                verdict: "rejected",
+                reason: Some(why.clone()),
+            });
+        }
+        entry.notes.extend(version.notes.iter().cloned());
+    }
+}
+
+/// Adds the picks of `choice` to `page` (see [`with_variants`]).
+fn apply(project: &str, upstream: &ProjectPage, choice: &VariantChoice, page: &mut ProjectPage) {
+    let shadowed: BTreeSet<TagKey> = choice
+        .picks()
+        .filter_map(|pick| tag_key(&pick.filename))
+        .collect();
+    page.files.retain(|file| {
+        let keep = tag_key(&file.filename).is_none_or(|key| !shadowed.contains(&key));
+        if !keep {
+            debug!(file = %file.filename, "a plain wheel gives way to the chosen variant of the same tags");
+        }
+        keep
+    });
+    let mut versions: BTreeSet<Version> = page
+        .versions
+        .iter()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    for pick in choice.picks() {
+        let mut file = upstream.files[pick.index].clone();
+        file.filename.clone_from(&pick.filename);
+        // Served with its `variant_label` markers decided: no longer the upstream's bytes.
+        if file.core_metadata.is_present() {
+            file.core_metadata = CoreMetadata::Present;
+        }
+        // Project names and labels hold only `[a-z0-9-]` and `[0-9a-z_.]`: nothing to encode.
+        file.url = file_link(&format!("{project}/v/{}", pick.label), &pick.filename);
+        if let Ok(parsed) = pick.filename.parse::<DistFilename>() {
+            versions.insert(parsed.version().clone().without_local());
+        }
+        page.files.push(file);
+    }
+    page.versions = versions.iter().map(Version::to_string).collect();
+}
+
+/// What makes two wheels interchangeable for an installer: public version, build, tags.
+type TagKey = (Version, Option<String>, String, String, String);
+
+fn tag_key(filename: &str) -> Option<TagKey> {
+    let parts = WheelParts::split(filename).ok()?;
+    let version = parts.version.parse::<Version>().ok()?.without_local();
+    Some((
+        version,
+        parts.build.map(str::to_string),
+        parts.python.to_string(),
+        parts.abi.to_string(),
+        parts.platform.to_string(),
+    ))
+}
+
+fn log_choice(project: &str, choice: &VariantChoice, upstream: &ProjectPage) {
+    for version in &choice.versions {
+        debug!(
+            project,
+            version = %version.version,
+            order = ?version.order,
+            picks = version.picks.len(),
+            notes = ?version.notes,
+            "wheel variants chosen"
+        );
+    }
+    for (index, why) in &choice.skipped {
+        debug!(project, file = %upstream.files[*index].filename, why = why.as_str(), "variant not served");
+    }
+}
+
+/// The variants file at page `index`, read through the file cache and parsed; or why not.
+async fn read_variants_json(
+    state: &AppState,
+    upstream: &ProjectPage,
+    page_url: &str,
+    index: usize,
+) -> Result<VariantsFile, String> {
+    let file = &upstream.files[index];
+    let spec = FileSpec {
+        url: upstream.file_url(file, page_url),
+        sha256: file.sha256().map(str::to_ascii_lowercase),
+        size: file.size,
+    };
+    let result = async {
+        let cached = state
+            .files
+            .fetch(&state.client, &spec, state.config.offline)
+            .await
+            .map_err(|err| err.to_string())?;
+        let mut bytes = Vec::new();
+        let mut stream = std::pin::pin!(cached.stream(0, None));
+        while let Some(chunk) = stream.try_next().await.map_err(|err| err.to_string())? {
+            if bytes.len() + chunk.len() > VARIANTS_JSON_LIMIT {
+                return Err(format!("larger than {VARIANTS_JSON_LIMIT} bytes"));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
+        parse_variants_json(&text).map_err(|err| err.to_string())
+    }
+    .await;
+    if let Err(why) = &result {
+        warn!(file = %file.filename, error = why.as_str(), "variants file unreadable");
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variant_links_name_the_upstream_file() {
+        assert_eq!(
+            upstream_name(
+                "cuda13.0",
+                "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+            )
+            .unwrap(),
+            "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64-cuda13.0.whl"
+        );
+        assert_eq!(
+            upstream_name("null", "torch-2.9.0-cp312-cp312-linux_x86_64.whl.metadata").unwrap(),
+            "torch-2.9.0-cp312-cp312-linux_x86_64-null.whl.metadata"
+        );
+        for (label, filename) in [
+            ("Cuda", "torch-2.9.0-cp312-cp312-linux_x86_64.whl"),
+            ("cu-da", "torch-2.9.0-cp312-cp312-linux_x86_64.whl"),
+            ("null", "torch-2.9.0-cp312-cp312-linux_x86_64-null.whl"),
+            ("null", "torch-2.9.0.tar.gz"),
+            ("null", "../etc/passwd"),
+        ] {
+            let err = upstream_name(label, filename).unwrap_err().to_string();
+            assert!(err.contains('`'), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_chosen_variant_takes_the_place_of_a_plain_wheel_of_the_same_tags() {
+        let html = r#"<a href="/whl/variant/torch-2.9.0-cp312-cp312-linux_x86_64-cuda13.0.whl#sha256=aa" data-core-metadata="sha256=bb">torch-2.9.0-cp312-cp312-linux_x86_64-cuda13.0.whl</a>
+<a href="/whl/torch-2.9.0-cp312-cp312-linux_x86_64.whl#sha256=cc">torch-2.9.0-cp312-cp312-linux_x86_64.whl</a>
+<a href="/whl/torch-2.8.0-cp312-cp312-linux_x86_64.whl">torch-2.8.0-cp312-cp312-linux_x86_64.whl</a>"#;
+        let upstream = wheelgate_resolver::index::parse_project_html(html).unwrap();
+        let mut page = upstream.clone();
+        page.files.remove(0);
+        page.versions = vec!["2.8.0".into(), "2.9.0".into()];
+        let choice = VariantChoice {
+            versions: vec![wheelgate_resolver::variants::VersionVariants {
+                version: "2.9.0".parse().unwrap(),
+                order: vec!["cuda13.0".into()],
+                rejected: Vec::new(),
+                picks: vec![wheelgate_resolver::variants::VariantPick {
+                    index: 0,
+                    label: "cuda13.0".into(),
+                    filename: "torch-2.9.0-cp312-cp312-linux_x86_64.whl".into(),
+                }],
+                notes: Vec::new(),
+            }],
+            skipped: Vec::new(),
+        };
+        apply("torch", &upstream, &choice, &mut page);
+        let names: Vec<(&str, &str)> = page
+            .files
+            .iter()
+            .map(|f| (f.filename.as_str(), f.url.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (
+                    "torch-2.8.0-cp312-cp312-linux_x86_64.whl",
+                    "/whl/torch-2.8.0-cp312-cp312-linux_x86_64.whl"
+                ),
+                (
+                    "torch-2.9.0-cp312-cp312-linux_x86_64.whl",
+                    "/files/torch/v/cuda13.0/torch-2.9.0-cp312-cp312-linux_x86_64.whl"
+                ),
+            ]
+        );
+        assert_eq!(page.files[1].sha256(), Some("aa"));
+        assert!(page.files[1].core_metadata.is_present());
+        assert_eq!(page.versions, ["2.8.0", "2.9.0"]);
+    }
+}

@@ -1,0 +1,352 @@
+//! A wheel-variant index (PEP 825) through the proxy: every machine's page lists exactly one
+//! variant per plain filename, under that plain name, with the upstream hash; its link fetches
+//! the chosen upstream variant's bytes and `.metadata`; names the page did not list are refused;
+//! a page mixing plain and variant wheels keeps its plain versions. The variants file is the
+//! real torch 2.9.0 one, read in place from the shared fixtures.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use wheelgate::config::ServeConfig;
+use wheelgate::serve::build_state;
+use wheelgate::server::app;
+use wheelgate_resolver::Machine;
+
+use super::fake_upstream::{Fake, sha256};
+
+const TAGS: &str = "cp312-cp312-manylinux_2_28_x86_64";
+const LABELS: [&str; 7] = [
+    "cuda12.6", "cuda12.8", "cuda13.0", "rocm6.3", "rocm6.4", "xpu", "null",
+];
+
+fn variants_json() -> String {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/fixtures/variants-json/torch-2.9.0-variants.json"
+    );
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("fixture `{path}`: {e}"))
+}
+
+/// The bytes of the variant `label`'s wheel and metadata (not real zips: the proxy never looks
+/// inside, it serves the upstream bytes as they are).
+fn wheel_bytes(label: &str) -> Vec<u8> {
+    format!("wheel of {label}").into_bytes()
+}
+
+fn metadata_bytes(label: &str) -> Vec<u8> {
+    format!(
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0\nX-Label: {label}\n\
+         Requires-Dist: filelock; variant_label == '{label}'\n\
+         Requires-Dist: never-installed; variant_label == 'other'\n"
+    )
+    .into_bytes()
+}
+
+/// torch 2.9.0 as variants (one per label, its variants file) beside torch 2.8.0 as a plain
+/// local-labelled CPU wheel, as `/whl/torch/`.
+fn variant_upstream(fake: &Fake) {
+    let mut links = String::new();
+    for label in LABELS {
+        let name = format!("torch-2.9.0-{TAGS}-{label}.whl");
+        fake.add_file(&format!("/whl/variant/{name}"), &wheel_bytes(label));
+        fake.add_file(
+            &format!("/whl/variant/{name}.metadata"),
+            &metadata_bytes(label),
+        );
+        let _ = writeln!(
+            links,
+            "<a href=\"/whl/variant/{name}#sha256={}\" data-core-metadata=\"sha256={}\">{name}</a><br/>",
+            sha256(&wheel_bytes(label)),
+            sha256(&metadata_bytes(label)),
+        );
+    }
+    let json = variants_json();
+    fake.add_file("/whl/variant/torch-2.9.0-variants.json", json.as_bytes());
+    let _ = writeln!(
+        links,
+        "<a href=\"/whl/variant/torch-2.9.0-variants.json#sha256={}\">torch-2.9.0-variants.json</a><br/>",
+        sha256(json.as_bytes())
+    );
+    let plain = format!("torch-2.8.0+cpu-{TAGS}.whl");
+    fake.add_file(&format!("/whl/cpu/{plain}"), b"plain cpu wheel");
+    let _ = writeln!(
+        links,
+        "<a href=\"/whl/cpu/{}#sha256={}\">{plain}</a><br/>",
+        plain.replace('+', "%2B"),
+        sha256(b"plain cpu wheel")
+    );
+    fake.add_page(
+        "/whl/torch/",
+        format!("<!DOCTYPE html>\n<html><body><h1>Links for torch</h1>\n{links}</body></html>\n"),
+    );
+}
+
+struct Proxy {
+    addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn start_proxy(upstream: SocketAddr, cache: &Path) -> Proxy {
+    let config = ServeConfig {
+        pytorch_url: format!("http://{upstream}/whl"),
+        pypi_url: format!("http://{upstream}/simple"),
+        cache_dir: cache.to_path_buf(),
+        machine: Some(
+            serde_json::from_str(r#"{"platform":"linux-x86_64","glibc":"2.36"}"#).unwrap(),
+        ),
+        ..ServeConfig::default()
+    };
+    let state = build_state(config).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move { axum::serve(listener, app(state)).await.unwrap() });
+    Proxy { addr, task }
+}
+
+async fn get(url: &str) -> (u16, Vec<u8>) {
+    let response = reqwest::get(url).await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.bytes().await.unwrap().to_vec())
+}
+
+/// The page's JSON files (PEP 691) as (filename, url, sha256).
+async fn page_files(url: &str) -> Vec<(String, String, String)> {
+    let response = reqwest::Client::new()
+        .get(url)
+        .header("Accept", "application/vnd.pypi.simple.v1+json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{url}");
+    let page: serde_json::Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+    page["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["filename"].as_str().unwrap().to_string(),
+                f["url"].as_str().unwrap().to_string(),
+                f["hashes"]["sha256"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+fn token(json: &str) -> String {
+    let machine: Machine = serde_json::from_str(json).unwrap();
+    wheelgate_resolver::token::encode(&machine)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_machine_gets_its_variant_under_the_plain_filename() {
+    let fake = Fake::start().await;
+    variant_upstream(&fake);
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, cache.path()).await;
+    let base = format!("http://{}", proxy.addr);
+    let plain = format!("torch-2.9.0-{TAGS}.whl");
+    for (machine, label) in [
+        (
+            r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"9.0"}]}}"#,
+            "cuda13.0",
+        ),
+        (
+            r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"7.0"}]}}"#,
+            "cuda12.8",
+        ),
+        (
+            r#"{"platform":"linux-x86_64","amd":{"gpus":[{"name":"AMD Instinct MI300X","gfx":"gfx942"}]}}"#,
+            "rocm6.4",
+        ),
+        (r#"{"platform":"linux-x86_64"}"#, "null"),
+    ] {
+        let url = format!("{base}/m/{}/simple/torch/", token(machine));
+        let files = page_files(&url).await;
+        let names: Vec<&str> = files.iter().map(|(name, ..)| name.as_str()).collect();
+        // The plain 2.8.0 wheel stays; 2.9.0 is exactly one wheel, under its plain name.
+        assert_eq!(
+            names,
+            [format!("torch-2.8.0+cpu-{TAGS}.whl"), plain.clone()],
+            "{machine}"
+        );
+        let (_, link, hash) = &files[1];
+        assert_eq!(
+            link,
+            &format!("/files/torch/v/{label}/{plain}"),
+            "{machine}"
+        );
+        assert_eq!(hash, &sha256(&wheel_bytes(label)));
+        let (status, body) = get(&format!("{base}{link}")).await;
+        assert_eq!(status, 200);
+        assert_eq!(body, wheel_bytes(label), "{machine}");
+        // The chosen variant's metadata, its `variant_label` markers decided (released
+        // installers cannot parse them), so the page offers it without a hash.
+        let (status, body) = get(&format!("{base}{link}.metadata")).await;
+        assert_eq!(status, 200);
+        let text = String::from_utf8(body).unwrap();
+        let expected = String::from_utf8(metadata_bytes(label))
+            .unwrap()
+            .replace(
+                &format!("variant_label == '{label}'"),
+                "python_version >= \"0\"",
+            )
+            .replace("variant_label == 'other'", "python_version < \"0\"");
+        assert_eq!(text, expected);
+    }
+
+    // The pinned route gets the pinned build's variant whatever the machine.
+    let files = page_files(&format!("{base}/b/cu128/simple/torch/")).await;
+    assert!(
+        files
+            .iter()
+            .any(|(_, link, _)| link == &format!("/files/torch/v/cuda12.8/{plain}")),
+        "{files:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_states_the_variant_choice_and_its_judgement() {
+    let fake = Fake::start().await;
+    variant_upstream(&fake);
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, cache.path()).await;
+    let mi300x = token(
+        r#"{"platform":"linux-x86_64","amd":{"gpus":[{"name":"AMD Instinct MI300X","gfx":"gfx942"}]}}"#,
+    );
+    let (status, body) = get(&format!(
+        "http://{}/m/{mi300x}/explain/torch/?format=json",
+        proxy.addr
+    ))
+    .await;
+    assert_eq!(status, 200);
+    let explanation: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let versions = explanation["versions"].as_array().unwrap();
+    let v29 = versions
+        .iter()
+        .find(|v| v["version"] == "2.9.0")
+        .unwrap_or_else(|| panic!("{explanation:#}"));
+    assert_eq!(v29["chosen"], "variant rocm6.4", "{v29:#}");
+    assert_eq!(
+        v29["kept"][0],
+        format!("torch-2.9.0-{TAGS}.whl (variant rocm6.4)")
+    );
+    let notes = v29["notes"].to_string();
+    assert!(notes.contains("bundle their ROCm runtime"), "{notes}");
+    assert!(
+        notes.contains("strict PEP 825 would choose `null`"),
+        "{notes}"
+    );
+    let builds = v29["builds"].as_array().unwrap();
+    let cuda = builds
+        .iter()
+        .find(|b| b["backend"] == "variant cuda13.0")
+        .unwrap();
+    assert_eq!(cuda["verdict"], "rejected");
+    assert!(
+        cuda["reason"].as_str().unwrap().contains("nvidia"),
+        "{cuda}"
+    );
+    // Newest first: 2.9.0 before 2.8.0.
+    assert_eq!(versions[0]["version"], "2.9.0");
+    // The variant files not served say why; the served one is not listed as dropped.
+    let dropped = explanation["dropped"].to_string();
+    assert!(dropped.contains("`rocm6.4` was chosen"), "{dropped}");
+    assert!(
+        !dropped.contains(&format!("{TAGS}-rocm6.4.whl")),
+        "{dropped}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_files_the_page_listed_are_served() {
+    let fake = Fake::start().await;
+    variant_upstream(&fake);
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, cache.path()).await;
+    let base = format!("http://{}", proxy.addr);
+    for (path, status) in [
+        // A label the page has no wheel of.
+        (
+            format!("/files/torch/v/cuda99.9/torch-2.9.0-{TAGS}.whl"),
+            404,
+        ),
+        // A label breaking the grammar.
+        (format!("/files/torch/v/CUDA/torch-2.9.0-{TAGS}.whl"), 400),
+        // A labelled name where the plain one belongs.
+        (
+            format!("/files/torch/v/null/torch-2.9.0-{TAGS}-null.whl"),
+            400,
+        ),
+        (
+            "/files/torch/v/null/torch-2.9.0-variants.json".to_string(),
+            400,
+        ),
+    ] {
+        let (got, body) = get(&format!("{base}{path}")).await;
+        assert_eq!(got, status, "{path}: {}", String::from_utf8_lossy(&body));
+    }
+    // The variants file was read once through the file cache, not once per request.
+    let _ = page_files(&format!("{base}/simple/torch/")).await;
+    assert_eq!(fake.hits("/whl/variant/torch-2.9.0-variants.json"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn variant_aware_installers_get_the_whole_page_through_the_caches() {
+    let fake = Fake::start().await;
+    variant_upstream(&fake);
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, cache.path()).await;
+    let base = format!("http://{}", proxy.addr);
+    let h100 = token(
+        r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"9.0"}]}}"#,
+    );
+    for prefix in [
+        "/variants/simple".to_string(),
+        format!("/m/{h100}/variants/simple"),
+        "/b/cu128/variants/simple".to_string(),
+    ] {
+        let files = page_files(&format!("{base}{prefix}/torch/")).await;
+        // Every upstream file, unrewritten but for its link.
+        assert_eq!(files.len(), LABELS.len() + 2, "{prefix}: {files:?}");
+        for label in LABELS {
+            let name = format!("torch-2.9.0-{TAGS}-{label}.whl");
+            let (_, link, hash) = files.iter().find(|(n, ..)| n == &name).unwrap();
+            assert_eq!(link, &format!("/files/torch/{name}"));
+            assert_eq!(hash, &sha256(&wheel_bytes(label)));
+        }
+        let (_, link, _) = files
+            .iter()
+            .find(|(n, ..)| n == "torch-2.9.0-variants.json")
+            .unwrap();
+        assert_eq!(link, "/files/torch/variants-json/torch-2.9.0-variants.json");
+        let (status, body) = get(&format!("{base}{link}")).await;
+        assert_eq!(status, 200);
+        assert_eq!(body, variants_json().into_bytes());
+    }
+    let labelled = format!("/files/torch/torch-2.9.0-{TAGS}-xpu.whl");
+    let (status, body) = get(&format!("{base}{labelled}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(body, wheel_bytes("xpu"));
+    // Only variants files of the project, as its page lists them.
+    for path in [
+        "/files/torch/variants-json/torchvision-0.24.0-variants.json",
+        "/files/torch/variants-json/torch-9.9.9-variants.json",
+        "/files/torch/variants-json/METADATA",
+    ] {
+        let (status, _) = get(&format!("{base}{path}")).await;
+        assert_eq!(status, 404, "{path}");
+    }
+    let (status, _) = get(&format!("{base}/variants/simple/filelock/")).await;
+    assert_eq!(status, 404);
+}
