@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use wheelgate::mirror::{
+use crate::mirror::{
     self, FileOutcome, MirrorConfig, MirrorConfigError, Plan, PlannedFile, ResolvedPackage,
     SyncError, SyncOptions, SyncProgress,
 };
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Arguments of `wheelgate mirror`.
 #[derive(Debug, clap::Args)]

@@ -9,10 +9,10 @@ mod page;
 use std::io::{self, Write};
 use std::str::FromStr;
 
+use crate::server::rewrite::select_files;
 use pep440_rs::Version;
 use pep508_rs::{Requirement, VersionOrUrl};
 use serde::Serialize;
-use wheelgate::server::rewrite::select_files;
 use wheelgate_resolver::catalog::ReleaseLine;
 use wheelgate_resolver::filename::normalize_name;
 use wheelgate_resolver::select::{Decision, ReleaseSelection, select_release};
