@@ -4,6 +4,25 @@ from collections.abc import Sequence
 from os import PathLike
 from typing import Any, Literal, Optional, Union, final
 
+__all__ = [
+    "Build",
+    "Choice",
+    "Chosen",
+    "Gpu",
+    "InternalError",
+    "Machine",
+    "MachineError",
+    "PageError",
+    "RequirementError",
+    "VersionChoice",
+    "WheelgateError",
+    "choose",
+    "detect",
+    "run_cli",
+    "select",
+    "_test_panic",
+]
+
 class WheelgateError(Exception):
     """Base class of every error wheelgate raises."""
 
