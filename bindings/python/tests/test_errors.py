@@ -52,10 +52,15 @@ def test_unparseable_requirements(requirement, message):
 
 
 def test_unreadable_pages(tmp_path):
+    machine = wheelgate.Machine.from_json(CPU)
     page = tmp_path / "torch.html"
     page.write_bytes(b"\xff\xfe<a href=")
-    with pytest.raises(wheelgate.WheelgateError):
-        wheelgate.select("torch", machine=wheelgate.Machine.from_json(CPU), index=str(page))
+    with pytest.raises(wheelgate.PageError, match="valid UTF-8"):
+        wheelgate.select("torch", machine=machine, index=str(page))
+    page = tmp_path / "torch.json"
+    page.write_text('{"files": 3}')
+    with pytest.raises(wheelgate.PageError, match="invalid PEP 691 JSON project page"):
+        wheelgate.select("torch", machine=machine, index=str(page))
     with pytest.raises(wheelgate.PageError, match="no `url`"):
         wheelgate.choose("torch", [{"filename": "torch-2.9.0-py3-none-any.whl"}])
 
