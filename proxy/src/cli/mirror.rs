@@ -21,6 +21,9 @@ pub struct MirrorArgs {
 }
 
 /// The mirror subcommands.
+// clap prints these doc comments as `--help` text: `<environment>` is a placeholder there, not
+// an HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, clap::Subcommand)]
 pub enum MirrorCommand {
     /// Resolve the requirements a mirror configuration declares for every target environment

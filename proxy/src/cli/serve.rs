@@ -15,8 +15,9 @@ use crate::upstream::redact;
 use wheelgate_resolver::select_release;
 
 /// Arguments of `wheelgate serve`; every flag also has a config-file key of the same name.
-// clap prints these doc comments as `--help` text, where Markdown backticks would show literally.
-#[allow(clippy::doc_markdown)]
+// clap prints these doc comments as `--help` text, where Markdown backticks would show literally
+// (and a URL in angle brackets would too).
+#[allow(clippy::doc_markdown, rustdoc::bare_urls)]
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// TOML configuration file (see deploy/wheelgate.toml).
