@@ -1,7 +1,11 @@
 """`wheelgate.detect()` and `wheelgate.Machine` on the captured machines and on overrides."""
 
 import json
-import tomllib
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11: the same parser, from PyPI
+    import tomli as tomllib
 
 import pytest
 
