@@ -8,9 +8,11 @@
 //! - [`metrics`]: request, cache and upstream counters (Prometheus);
 //! - [`serve`]: building the state and running the server;
 //! - [`mirror`]: `wheelgate mirror sync`, a store an offline server serves completely;
+//! - [`cli`]: the `wheelgate` command line (shared by the binary and the Python package);
 //! - [`error_chain`] and [`units`]: small text helpers shared by the above.
 
 pub mod cache;
+pub mod cli;
 pub mod config;
 pub mod error_chain;
 pub mod metrics;

@@ -9,10 +9,10 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use crate::config::{ConfigError, DEFAULT_PYPI_URL, ServeConfig};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory};
 use toml::{Table, Value};
-use wheelgate::config::{ConfigError, DEFAULT_PYPI_URL, ServeConfig};
 
 use super::serve::{ServeArgs, effective_config};
 

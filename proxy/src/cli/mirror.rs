@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use wheelgate::mirror::{
+use crate::mirror::{
     self, FileOutcome, MirrorConfig, MirrorConfigError, Plan, PlannedFile, ResolvedPackage,
     SyncError, SyncOptions, SyncProgress,
 };
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Arguments of `wheelgate mirror`.
 #[derive(Debug, clap::Args)]
@@ -21,6 +21,9 @@ pub struct MirrorArgs {
 }
 
 /// The mirror subcommands.
+// clap prints these doc comments as `--help` text: `<environment>` is a placeholder there, not
+// an HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, clap::Subcommand)]
 pub enum MirrorCommand {
     /// Resolve the requirements a mirror configuration declares for every target environment

@@ -3,6 +3,10 @@
 //! Each subcommand lives in its own file (`detect.rs`; `select.rs` and the server's commands
 //! join here). Commands that need no network (`detect`) run without starting an async runtime,
 //! so they stay fast.
+//!
+//! It lives in the library, not only the binary, so that the Python package
+//! (`bindings/python`) runs exactly this code behind its `wheelgate` command: [`main`] is the
+//! whole program given its arguments.
 
 pub mod config_show;
 pub mod detect;
@@ -11,6 +15,8 @@ pub mod mirror;
 pub mod pip_config;
 pub mod select;
 pub mod serve;
+
+use std::ffi::OsString;
 
 use clap::{Parser, Subcommand};
 
@@ -76,6 +82,38 @@ pub enum CliError {
     Mirror(#[from] mirror::MirrorCommandError),
     #[error(transparent)]
     Config(#[from] config_show::ConfigShowError),
+}
+
+/// The whole program: parses `args` (the program name first), sets up logging, runs one
+/// subcommand, and returns its exit code (see [`exit`]). Usage errors, `--help` and `--version`
+/// are printed as clap prints them, with clap's exit code.
+pub fn main<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args = match Cli::try_parse_from(args) {
+        Ok(args) => args,
+        Err(error) => {
+            // What `Cli::parse` would do, without ending the process: the Python package calls
+            // this inside its interpreter.
+            let _ = error.print();
+            return u8::try_from(error.exit_code()).unwrap_or(exit::USAGE);
+        }
+    };
+    if let Err(error) = logging::init(args.log_format) {
+        eprintln!("wheelgate: {error}");
+        return exit::USAGE;
+    }
+    match run(args.command) {
+        Ok(()) => exit::OK,
+        Err(error) => {
+            // anyhow's alternate form prints the whole chain of causes on one line.
+            let error = anyhow::Error::from(error);
+            eprintln!("wheelgate: {error:#}");
+            exit::FAILURE
+        }
+    }
 }
 
 /// Runs one subcommand.

@@ -9,10 +9,10 @@ mod page;
 use std::io::{self, Write};
 use std::str::FromStr;
 
+use crate::server::rewrite::select_files;
 use pep440_rs::Version;
 use pep508_rs::{Requirement, VersionOrUrl};
 use serde::Serialize;
-use wheelgate::server::rewrite::select_files;
 use wheelgate_resolver::catalog::ReleaseLine;
 use wheelgate_resolver::filename::normalize_name;
 use wheelgate_resolver::select::{Decision, ReleaseSelection, select_release};
@@ -111,15 +111,7 @@ pub fn run(args: &SelectArgs) -> Result<(), SelectCommandError> {
         pinned,
         prefer: Vec::new(),
     };
-    let catalog = Catalog::embedded();
-    let index = args.index.as_deref().map(page::IndexSource::parse);
-    let mut answers = Vec::new();
-    for text in &args.requirements {
-        answers.push(match &index {
-            Some(source) => answer_from_page(catalog, &machine, &policy, source, text)?,
-            None => answer(catalog, &machine, &policy, text)?,
-        });
-    }
+    let answers = answers(&machine, &policy, &args.requirements, args.index.as_deref())?;
     let mut out = io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &answers)?;
@@ -159,6 +151,26 @@ pub fn run(args: &SelectArgs) -> Result<(), SelectCommandError> {
         }
     }
     Ok(())
+}
+
+/// Each requirement's answer for `machine`: from the catalog, or with `index` (a URL or a saved
+/// page, as `--index` takes) from a real page through the proxy's selection. Shared with the
+/// Python package's `wheelgate.select`, so both answer what this command prints.
+pub fn answers(
+    machine: &Machine,
+    policy: &Policy,
+    requirements: &[String],
+    index: Option<&str>,
+) -> Result<Vec<Answer>, SelectCommandError> {
+    let catalog = Catalog::embedded();
+    let index = index.map(page::IndexSource::parse);
+    requirements
+        .iter()
+        .map(|text| match &index {
+            Some(source) => answer_from_page(catalog, machine, policy, source, text),
+            None => answer(catalog, machine, policy, text),
+        })
+        .collect()
 }
 
 /// A requirement, with its project normalized and checked to be one PyTorch builds.

@@ -6,17 +6,18 @@ use std::path::PathBuf;
 
 use std::io::Write as _;
 
-use wheelgate::config::{ConfigError, ServeConfig, pip_configured_index};
-use wheelgate::serve::StartError;
-use wheelgate::server::AppState;
-use wheelgate::server::explain::describe_machine;
-use wheelgate::units::human_bytes;
-use wheelgate::upstream::redact;
+use crate::config::{ConfigError, ServeConfig, pip_configured_index};
+use crate::serve::StartError;
+use crate::server::AppState;
+use crate::server::explain::describe_machine;
+use crate::units::human_bytes;
+use crate::upstream::redact;
 use wheelgate_resolver::select_release;
 
 /// Arguments of `wheelgate serve`; every flag also has a config-file key of the same name.
-// clap prints these doc comments as `--help` text, where Markdown backticks would show literally.
-#[allow(clippy::doc_markdown)]
+// clap prints these doc comments as `--help` text, where Markdown backticks would show literally
+// (and a URL in angle brackets would too).
+#[allow(clippy::doc_markdown, rustdoc::bare_urls)]
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// TOML configuration file (see deploy/wheelgate.toml).
@@ -109,7 +110,7 @@ pub fn effective_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
 
 /// Runs `wheelgate serve` until a signal: builds the state, binds, says what it is doing on
 /// standard output (logs stay on standard error, so a JSON log stream stays JSON), serves.
-// The steps of `wheelgate::serve::run_until`, spelled out so that the lines can be printed once
+// The steps of `crate::serve::run_until`, spelled out so that the lines can be printed once
 // the listener is bound (the real port of `--listen 127.0.0.1:0`) and the state is built.
 pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
     let config = effective_config(args)?;
@@ -119,14 +120,14 @@ pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
         .map_err(ServeCommandError::Runtime)?;
     runtime.block_on(async {
         let addr = config.listen;
-        let state = wheelgate::serve::build_state(config).await?;
+        let state = crate::serve::build_state(config).await?;
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| StartError::Listen { addr, source })?;
         let local = listener.local_addr().unwrap_or(addr);
         print_start_lines(&state, local);
         tracing::info!(listen = %local, "wheelgate serving");
-        wheelgate::serve::serve_until(listener, state, wheelgate::serve::shutdown_signal()).await
+        crate::serve::serve_until(listener, state, crate::serve::shutdown_signal()).await
     })?;
     Ok(())
 }

@@ -1,11 +1,11 @@
 //! `wheelgate select --index URL|FILE`: choose from a real project page, HTML or JSON, fetched
 //! with the proxy's upstream client or read from a saved file, through the selection the proxy
-//! rewrites pages with ([`wheelgate::server::rewrite::select_files`]).
+//! rewrites pages with ([`crate::server::rewrite::select_files`]).
 
 use std::path::PathBuf;
 
-use wheelgate::cache::index::UPSTREAM_ACCEPT;
-use wheelgate::upstream::{ClientSettings, PageResponse, UpstreamClient, UpstreamError, redact};
+use crate::cache::index::UPSTREAM_ACCEPT;
+use crate::upstream::{ClientSettings, PageResponse, UpstreamClient, UpstreamError, redact};
 use wheelgate_resolver::filename::normalize_name;
 use wheelgate_resolver::index::{
     IndexParseError, ProjectPage, parse_project_html, parse_project_json,

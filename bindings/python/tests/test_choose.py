@@ -1,0 +1,98 @@
+"""`wheelgate.choose()` over an installer's own candidate list: the real cu130 torch page and
+the generated real-size `/whl/torch/` page, checked against `wheelgate select --index` (the
+command line's view of the proxy's selection)."""
+
+import json
+import subprocess
+import sys
+import sysconfig
+
+import pytest
+
+import wheelgate
+
+from pages import files_of
+
+H100 = '{"platform":"linux-x86_64","nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"9.0"}]}}'
+CPU = '{"platform":"linux-x86_64","glibc":"2.39"}'
+WHEELGATE = [sysconfig.get_path("scripts") + "/wheelgate"]
+
+
+def cli_files(page, machine, requirement):
+    """The files `wheelgate select --index PAGE --machine TOKEN --json` says the proxy serves."""
+    out = subprocess.run(
+        [*WHEELGATE, "select", "--json", "--index", str(page), "--machine", machine.token, requirement],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    (answer,) = json.loads(out)
+    return answer["version"], answer["backend"], answer["files"]
+
+
+def test_the_real_cu130_page_keeps_the_h100_files_in_the_form_given(fixtures_dir):
+    page = fixtures_dir / "pytorch-index" / "whl_cu130_torch.html"
+    files = files_of(page.read_text())
+    machine = wheelgate.Machine.from_json(H100)
+
+    chosen = wheelgate.choose("torch", files, machine=machine)
+
+    assert chosen.files, "an H100 on driver 580 runs cu130"
+    assert all(entry in files for entry in chosen.files)
+    assert all(type(entry) is dict for entry in chosen.files)
+    assert {e["filename"] for e in chosen.files} == {f for v in chosen.versions for f in v.kept}
+    # Every platform's cu130 wheels stay (the installer picks its own tag among them).
+    newest = chosen.versions[0]
+    assert newest.kept and all("+cu130-" in f for f in newest.kept)
+    assert chosen.versions[0].backend == "cu130"
+    # Every file is either kept or dropped with a reason.
+    assert len(chosen.files) + len(chosen.dropped) == len(files)
+    assert all(reason for _, reason in chosen.dropped)
+    for version in chosen.versions:
+        assert version.builds[0].verdict == ("chosen" if version.backend else "rejected")
+
+
+def test_a_cpu_machine_keeps_nothing_of_cu130_and_says_why(fixtures_dir):
+    files = files_of((fixtures_dir / "pytorch-index" / "whl_cu130_torch.html").read_text())
+
+    chosen = wheelgate.choose("torch", files, machine=wheelgate.Machine.from_json(CPU))
+
+    assert chosen.files == []
+    assert len(chosen.dropped) == len(files)
+    for version in chosen.versions:
+        assert version.backend is None
+        assert [b.verdict for b in version.builds] == ["rejected"] * len(version.builds)
+    (build,) = chosen.versions[0].builds
+    assert (build.backend, build.reason) == ("cu130", "no NVIDIA GPU on this machine")
+
+
+@pytest.mark.parametrize("machine_json", [H100, CPU], ids=["h100", "cpu"])
+def test_the_generated_page_matches_what_the_proxy_serves(generated_page, machine_json):
+    files = files_of(generated_page.read_text())
+    machine = wheelgate.Machine.from_json(machine_json)
+
+    chosen = wheelgate.choose("torch", files, machine=machine)
+    names = [f["filename"] for f in files]
+    as_names = wheelgate.choose("torch", names, machine=machine)
+
+    assert len(files) > 1000, "the generated page is real-size"
+    assert len({v.version for v in chosen.versions}) == len(chosen.versions)
+    for newest in [v for v in chosen.versions if not any(c.isalpha() for c in v.version)][:3]:
+        version, backend, served = cli_files(generated_page, machine, f"torch=={newest.version}")
+        assert (version, backend) == (newest.version, newest.backend)
+        assert sorted(newest.kept) == sorted(served)
+    # Bare filenames carry no directory, only their label: the same choice for current
+    # releases (old ones differ where a directory names a build its label does not).
+    assert [v.backend for v in as_names.versions[:5]] == [v.backend for v in chosen.versions[:5]]
+    assert all(isinstance(name, str) for name in as_names.files)
+    assert set(as_names.files) <= set(names)
+
+
+def test_an_unparseable_name_is_dropped_with_its_reason():
+    files = ["torch-2.9.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl", "not a wheel.whl"]
+
+    chosen = wheelgate.choose("torch", files, machine=wheelgate.Machine.from_json(CPU))
+
+    assert chosen.files == files[:1]
+    (dropped,) = chosen.dropped
+    assert dropped[0] == "not a wheel.whl" and dropped[1]
