@@ -10,11 +10,11 @@
 //!   at once and refreshed in the background. Only a page never seen waits for the upstream.
 //! - **One refresh per URL**, in its own task, shared by every request that needs it; its entry
 //!   is removed when it ends, so nothing grows with the number of names asked for.
-//! - **A bad answer never replaces a good copy** ([`admit`]): a page that does not parse, that
+//! - **A bad answer never replaces a good copy** (`index/admit.rs`): a page that does not parse, that
 //!   lists no file where the cached one listed some, that is cut short or too large, is refused
 //!   (logged, counted in `wheelgate_index_pages_rejected_total`) and the cached copy served,
 //!   with the next try a little later. Files a new copy no longer lists stay known for a while
-//!   ([`CachedPage::retired`]), so a download a client already started can finish.
+//!   (`CachedPage::retired`), so a download a client already started can finish.
 
 mod admit;
 mod memory;
@@ -380,7 +380,7 @@ impl Inner {
         }
     }
 
-    /// A new copy from the upstream: stored and served if [`admit`] accepts it, else the
+    /// A new copy from the upstream: stored and served if `admit` accepts it, else the
     /// cached copy stays.
     async fn take_fresh(
         &self,

@@ -401,7 +401,17 @@ async fn start_proxy(upstream: SocketAddr, cache: &Path, offline: bool) -> Proxy
         ),
         ..ServeConfig::default()
     };
-    let mut state = build_state(config).await.unwrap();
+    // A server started on a directory a previous one in this test used: that one's
+    // connection tasks may still hold its lock for a moment after it was stopped.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut state = loop {
+        match build_state(config.clone()).await {
+            Err(wheelgate::serve::StartError::Locked(_)) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => break other.unwrap(),
+        }
+    };
     state.client = UpstreamClient::new(&ClientSettings {
         read_timeout: Duration::from_secs(2),
         ..ClientSettings::default()
