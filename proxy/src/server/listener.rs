@@ -57,10 +57,11 @@ pub async fn serve(
         .keep_alive(true);
     let graceful = GracefulShutdown::new();
     let mut accept_errors = ErrorLog::default();
+    let mut last_cap_warning = None;
     tokio::pin!(shutdown);
     loop {
         let slot = tokio::select! {
-            slot = take_slot(&slots, cap, &metrics) => slot,
+            slot = take_slot(&slots, cap, &metrics, &mut last_cap_warning) => slot,
             () = &mut shutdown => break,
         };
         let (stream, peer) = tokio::select! {
@@ -109,22 +110,29 @@ pub async fn serve(
     }
 }
 
-/// A connection slot; at the cap, waits for one and logs that the cap was reached.
-async fn take_slot(slots: &Arc<Semaphore>, cap: usize, metrics: &Metrics) -> OwnedSemaphorePermit {
+/// A connection slot; at the cap, waits for one. Reaching the cap is counted every time and
+/// logged at most every 10 s (a slowloris at the cap would otherwise log per connection).
+async fn take_slot(
+    slots: &Arc<Semaphore>,
+    cap: usize,
+    metrics: &Metrics,
+    last_warning: &mut Option<Instant>,
+) -> OwnedSemaphorePermit {
     if let Ok(slot) = Arc::clone(slots).try_acquire_owned() {
         return slot;
     }
     metrics.connection_limit_reached();
-    warn!(
-        max_connections = cap,
-        "connection limit reached: not accepting new connections until one closes (raise [limits] max_connections and the descriptor limit if this is real load)"
-    );
-    let slot = Arc::clone(slots)
+    if last_warning.is_none_or(|at| at.elapsed() >= Duration::from_secs(10)) {
+        *last_warning = Some(Instant::now());
+        warn!(
+            max_connections = cap,
+            "connection limit reached: not accepting new connections until one closes (raise [limits] max_connections and the descriptor limit if this is real load)"
+        );
+    }
+    Arc::clone(slots)
         .acquire_owned()
         .await
-        .expect("the semaphore is never closed");
-    info!("accepting connections again");
-    slot
+        .expect("the semaphore is never closed")
 }
 
 /// The cap actually used: the configured one, lowered so that client connections leave
