@@ -150,19 +150,14 @@ fn valid_tag_part(tag: &str) -> bool {
 fn valid_tag_set(tags: &str) -> bool {
     let mut part_empty = true;
     for &byte in tags.as_bytes() {
-        /// The distribution name as written.
         if byte == b'.' {
             if part_empty {
                 return false;
-            /// The build tag as written, when there is one.
             }
             part_empty = true;
         } else if byte.is_ascii_alphanumeric() || byte == b'_' {
-            /// The ABI tag set as written (`cp310`).
             part_empty = false;
-        /// The platform tag set as written (`manylinux_2_28_x86_64`).
         } else {
-            /// The PEP 825 variant label, when there is one.
             return false;
         }
     }
@@ -192,14 +187,19 @@ fn parse_version(filename: &str, text: &str) -> Result<Version, FilenameError> {
 /// names is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WheelParts<'a> {
+    /// The distribution name as written.
     pub name: &'a str,
     /// The version as written, local label included (`2.9.0+cu128`).
     pub version: &'a str,
+    /// The build tag as written, when there is one.
     pub build: Option<&'a str>,
     /// The compressed tag sets as written (`py2.py3`).
     pub python: &'a str,
+    /// The ABI tag set as written (`cp310`).
     pub abi: &'a str,
+    /// The platform tag set as written (`manylinux_2_28_x86_64`).
     pub platform: &'a str,
+    /// The PEP 825 variant label, when there is one.
     pub variant_label: Option<&'a str>,
 }
 
@@ -392,7 +392,6 @@ impl FromStr for SdistFilename {
             (stem, SdistExtension::TarGz)
         } else if let Some(stem) = filename.strip_suffix(".zip") {
             (stem, SdistExtension::Zip)
-        /// The distribution name as written in the filename.
         } else {
             return Err(FilenameError::UnknownExtension(filename.to_string()));
         };
@@ -400,7 +399,6 @@ impl FromStr for SdistFilename {
         let mut split_at = None;
         for (index, _) in stem.match_indices('-') {
             if stem[index + 1..].parse::<Version>().is_ok() && valid_name(&stem[..index]) {
-                /// The version parsed from the filename.
                 split_at = Some(index);
                 break;
             }
@@ -431,6 +429,7 @@ impl FromStr for DistFilename {
 }
 
 impl DistFilename {
+    /// The distribution name as written in the filename.
     pub fn name(&self) -> &str {
         match self {
             DistFilename::Wheel(w) => &w.name,
@@ -438,6 +437,7 @@ impl DistFilename {
         }
     }
 
+    /// The version parsed from the filename.
     pub fn version(&self) -> &Version {
         match self {
             DistFilename::Wheel(w) => &w.version,
