@@ -49,7 +49,8 @@ impl std::str::FromStr for ReleaseLine {
 /// The NVIDIA driver a CUDA major family needs (minor-version compatibility).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriverFloor {
-    /// The lowest Linux driver (NVIDIA's CUDA toolkit and driver compatibility table).
+    /// The lowest Linux driver, from NVIDIA's table "CUDA Toolkit and Minimum Required Driver
+    /// Version for CUDA Minor Version Compatibility".
     pub linux: DottedVersion,
     /// The lowest Windows driver, from the same table.
     pub windows: DottedVersion,

@@ -54,7 +54,8 @@ impl std::fmt::Display for Considered {
 /// The choice for one version, with every offered backend accounted for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
-    /// The backend to install; `None` when no offered backend runs on the machine.
+    /// The backend to install; `None` when none of the offered ones runs here or the pinned one
+    /// is not offered.
     pub chosen: Option<Backend>,
     /// Every offered backend, the chosen one first, then in preference order.
     pub considered: Vec<Considered>,
