@@ -69,7 +69,8 @@ pub enum TokenError {
         reason: &'static str,
     },
     #[error("field `{0}` of the machine token is out of place")]
-    /// A field comes after one that must follow it; holds the field, shortened.
+    /// A field out of the token's fixed order, repeated, or not after the GPU it belongs to;
+    /// holds the field, shortened.
     Order(String),
 }
 

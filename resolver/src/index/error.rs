@@ -29,7 +29,7 @@ pub enum IndexParseError {
     /// The page lists more than [`MAX_LINKS`] links.
     #[error("index page lists more than `{limit}` links")]
     TooManyLinks {
-        /// The limit.
+        /// The most links a page may list.
         limit: usize,
     },
     /// The page declares an API major version other than 1, which [PEP 629] says a client must
