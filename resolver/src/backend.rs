@@ -29,9 +29,13 @@ pub enum Backend {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
+    /// A CPU-only build (`cpu`).
     Cpu,
+    /// An NVIDIA CUDA build (`cu128`).
     Cuda,
+    /// An AMD ROCm build (`rocm6.4`).
     Rocm,
+    /// An Intel XPU build (`xpu`).
     Xpu,
 }
 

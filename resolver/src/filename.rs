@@ -20,8 +20,11 @@ pub struct WheelFilename {
     pub version: Version,
     /// The build tag (`1` in `torch-2.0.0-1-cp310-...`).
     pub build_tag: Option<BuildTag>,
+    /// The python tags (PEP 425), the compressed set expanded (`cp310`, `py3`).
     pub python_tags: Vec<String>,
+    /// The ABI tags (PEP 425), expanded (`cp310`, `abi3`, `none`).
     pub abi_tags: Vec<String>,
+    /// The platform tags (PEP 425, 600, 656), expanded (`manylinux_2_28_x86_64`, `any`).
     pub platform_tags: Vec<String>,
     /// The PEP 825 variant label (`cuda12.8`, `null`, `x86_64_v3`).
     pub variant_label: Option<String>,
@@ -32,53 +35,99 @@ pub struct WheelFilename {
 /// A wheel build tag: a number with an optional suffix, ordered number first.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct BuildTag {
+    /// The leading number, compared first.
     pub number: u64,
+    /// The rest of the tag after the number, compared as a string; empty when there is none.
     pub suffix: String,
 }
 
 /// A source distribution filename (`torch-2.9.0.tar.gz`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SdistFilename {
+    /// The distribution name as written.
     pub name: String,
+    /// The version after the last `-` of the stem.
     pub version: Version,
+    /// The archive format.
     pub extension: SdistExtension,
 }
 
 /// The archive formats of sdists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SdistExtension {
+    /// `.tar.gz` (PEP 625).
     TarGz,
+    /// `.zip`, the legacy form.
     Zip,
 }
 
 /// Either kind of distribution filename.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DistFilename {
+    /// A wheel (`.whl`).
     Wheel(WheelFilename),
+    /// A source distribution (`.tar.gz` or `.zip`).
     Sdist(SdistFilename),
 }
 
 /// Why a filename could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FilenameError {
+    /// The name ends in none of `.whl`, `.tar.gz` or `.zip`; holds the filename.
     #[error("`{0}` is not a wheel or sdist filename (expected `.whl`, `.tar.gz` or `.zip`)")]
     UnknownExtension(String),
+    /// A wheel name with fewer than 5 or more than 7 dash-separated components (PEP 427, PEP 825).
     #[error("wheel filename `{filename}` has {count} dash-separated components; expected 5 to 7")]
-    ComponentCount { filename: String, count: usize },
+    ComponentCount {
+        /// The filename as given.
+        filename: String,
+        /// How many components it has.
+        count: usize,
+    },
+    /// The distribution name is empty or has characters PEP 427 does not allow.
     #[error("`{filename}` has an invalid distribution name `{name}`")]
-    InvalidName { filename: String, name: String },
+    InvalidName {
+        /// The filename as given.
+        filename: String,
+        /// The name component as written.
+        name: String,
+    },
+    /// The version component is not a PEP 440 version.
     #[error("`{filename}` has an invalid version `{version}`: {reason}")]
     InvalidVersion {
+        /// The filename as given.
         filename: String,
+        /// The version component as written.
         version: String,
+        /// The version parser's message.
         reason: String,
     },
+    /// The build tag does not start with a digit.
     #[error("`{filename}` has an invalid build tag `{tag}` (it must start with a digit)")]
-    InvalidBuildTag { filename: String, tag: String },
+    InvalidBuildTag {
+        /// The filename as given.
+        filename: String,
+        /// The build tag as written.
+        tag: String,
+    },
+    /// A python, ABI or platform tag set has an empty part or a character other than letters,
+    /// digits and `_`.
     #[error("`{filename}` has an empty or invalid tag in `{tag}`")]
-    InvalidTag { filename: String, tag: String },
+    InvalidTag {
+        /// The filename as given.
+        filename: String,
+        /// The tag set as written.
+        tag: String,
+    },
+    /// The PEP 825 variant label has characters outside `0-9 a-z _ .`.
     #[error("`{filename}` has an invalid variant label `{label}` (allowed: `0-9 a-z _ .`)")]
-    InvalidVariantLabel { filename: String, label: String },
+    InvalidVariantLabel {
+        /// The filename as given.
+        filename: String,
+        /// The label as written.
+        label: String,
+    },
+    /// An sdist name with no `-<version>` after the distribution name; holds the filename.
     #[error("sdist filename `{0}` has no `-<version>` part")]
     SdistWithoutVersion(String),
 }
@@ -138,14 +187,19 @@ fn parse_version(filename: &str, text: &str) -> Result<Version, FilenameError> {
 /// names is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WheelParts<'a> {
+    /// The distribution name as written.
     pub name: &'a str,
     /// The version as written, local label included (`2.9.0+cu128`).
     pub version: &'a str,
+    /// The build tag as written, when there is one.
     pub build: Option<&'a str>,
     /// The compressed tag sets as written (`py2.py3`).
     pub python: &'a str,
+    /// The ABI tag set as written (`cp310`).
     pub abi: &'a str,
+    /// The platform tag set as written (`manylinux_2_28_x86_64`).
     pub platform: &'a str,
+    /// The PEP 825 variant label, when there is one.
     pub variant_label: Option<&'a str>,
 }
 
@@ -375,6 +429,7 @@ impl FromStr for DistFilename {
 }
 
 impl DistFilename {
+    /// The distribution name as written in the filename.
     pub fn name(&self) -> &str {
         match self {
             DistFilename::Wheel(w) => &w.name,
@@ -382,6 +437,7 @@ impl DistFilename {
         }
     }
 
+    /// The version parsed from the filename.
     pub fn version(&self) -> &Version {
         match self {
             DistFilename::Wheel(w) => &w.version,

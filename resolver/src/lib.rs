@@ -120,6 +120,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod backend;
 pub mod catalog;
 pub mod filename;

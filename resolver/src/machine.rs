@@ -14,8 +14,11 @@ use crate::version::{ComputeCapability, CudaVersion, DottedVersion};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Os {
+    /// Linux.
     Linux,
+    /// Windows.
     Windows,
+    /// macOS.
     Macos,
 }
 
@@ -23,7 +26,9 @@ pub enum Os {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Arch {
+    /// 64-bit x86 (`x86_64`, `amd64`).
     X86_64,
+    /// 64-bit ARM (`aarch64`, `arm64`).
     Aarch64,
     /// IBM Z, Linux only; PyTorch publishes CPU wheels for it (`linux_s390x`).
     S390x,
@@ -34,7 +39,9 @@ pub enum Arch {
 /// `macos-aarch64`, `windows-amd64`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Platform {
+    /// The operating system.
     pub os: Os,
+    /// The CPU architecture.
     pub arch: Arch,
 }
 
@@ -160,6 +167,7 @@ pub struct Amd {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rocm_version: Option<DottedVersion>,
     #[serde(default)]
+    /// The AMD GPUs found, integrated ones included.
     pub gpus: Vec<AmdGpu>,
 }
 
@@ -167,6 +175,7 @@ pub struct Amd {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AmdGpu {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The marketing name (`Radeon RX 7900 XTX`), where known.
     pub name: Option<String>,
     /// LLVM gfx target (`gfx1100`, `gfx90a`).
     pub gfx: GfxTarget,
@@ -179,6 +188,7 @@ pub struct AmdGpu {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Intel {
     #[serde(default)]
+    /// The Intel GPUs found, integrated ones included.
     pub gpus: Vec<IntelGpu>,
 }
 
@@ -186,6 +196,7 @@ pub struct Intel {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct IntelGpu {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The marketing name (`Arc B580`), where known.
     pub name: Option<String>,
     /// PCI device id (`0xe20b` for an Arc B580).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -200,6 +211,7 @@ pub struct IntelGpu {
     #[serde(default)]
     pub xpu_capable: bool,
     #[serde(default, skip_serializing_if = "is_false")]
+    /// An integrated GPU (Core Ultra, UHD, Iris Xe) rather than a discrete card.
     pub integrated: bool,
 }
 
@@ -233,6 +245,7 @@ impl GfxTarget {
         Some(GfxTarget(format!("gfx{major}{minor:x}{stepping:x}")))
     }
 
+    /// The target as written (`gfx1100`).
     pub fn as_str(&self) -> &str {
         &self.0
     }

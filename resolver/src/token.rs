@@ -49,16 +49,28 @@ pub const MAX_GPUS: usize = 1024;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TokenError {
     #[error("the machine token is empty")]
+    /// The token is the empty string.
     Empty,
     #[error("the machine token is {0} characters long (at most {MAX_LEN})")]
+    /// The token is longer than [`MAX_LEN`]; holds its length.
     TooLong(usize),
     #[error("unsupported machine token version `{0}` (this wheelgate reads version {VERSION})")]
+    /// The token's version field is not [`VERSION`]; holds it, shortened.
     Version(String),
     #[error("`{0}` is not a platform code (expected `lx`, `la`, `ls`, `wx`, `wa`, `mx` or `ma`)")]
+    /// The platform code is not one of the known ones; holds it.
     Platform(String),
+    /// A field whose value does not parse.
     #[error("field `{field}` of the machine token is invalid: {reason}")]
-    Field { field: String, reason: &'static str },
+    Field {
+        /// The field, shortened.
+        field: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     #[error("field `{0}` of the machine token is out of place")]
+    /// A field out of the token's fixed order, repeated, or not after the GPU it belongs to;
+    /// holds the field, shortened.
     Order(String),
 }
 

@@ -11,8 +11,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{text}` is not a valid {what} (expected {expected})")]
 pub struct VersionParseError {
+    /// The text as given.
     pub text: String,
+    /// What it should have been (`CUDA version`, `compute capability`).
     pub what: &'static str,
+    /// The accepted form, quoted in the message.
     pub expected: &'static str,
 }
 
@@ -129,11 +132,14 @@ impl<'de> Deserialize<'de> for DottedVersion {
 /// (`12080`), see [`CudaVersion::from_driver_api`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CudaVersion {
+    /// The major version (`12` in `12.8`).
     pub major: u16,
+    /// The minor version (`8` in `12.8`).
     pub minor: u16,
 }
 
 impl CudaVersion {
+    /// A CUDA version from its two parts.
     pub const fn new(major: u16, minor: u16) -> Self {
         CudaVersion { major, minor }
     }
@@ -176,11 +182,14 @@ impl fmt::Display for CudaVersion {
 /// RTX 5090). See NVIDIA's "CUDA GPUs" table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ComputeCapability {
+    /// The major number (`8` in `sm_86`).
     pub major: u8,
+    /// The minor number (`6` in `sm_86`).
     pub minor: u8,
 }
 
 impl ComputeCapability {
+    /// A compute capability from its two parts.
     pub const fn new(major: u8, minor: u8) -> Self {
         ComputeCapability { major, minor }
     }

@@ -23,22 +23,37 @@ const EXTRA_DIRS: &[&str] = &["/usr/bin", "/usr/local/bin", "/bin", "/usr/lib/ws
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
     #[error("`{0}` is not on PATH")]
+    /// The program is not on `PATH`; holds its name.
     NotFound(String),
     #[error("`{program}` could not be started")]
+    /// The program was found but could not be started.
     Spawn {
+        /// The program as shown in messages.
         program: String,
         #[source]
+        /// The error from starting it.
         source: io::Error,
     },
     #[error("`{program}` did not finish within {} ms and was stopped", .limit.as_millis())]
-    Timeout { program: String, limit: Duration },
-    #[error("`{program}` exited with {status}: {output}")]
-    Failed {
+    /// The program ran past its time limit and was killed.
+    Timeout {
+        /// The program as shown in messages.
         program: String,
+        /// The time limit it ran past.
+        limit: Duration,
+    },
+    #[error("`{program}` exited with {status}: {output}")]
+    /// The program exited with a failure status.
+    Failed {
+        /// The program as shown in messages.
+        program: String,
+        /// Its exit status.
         status: ExitStatus,
+        /// The first line of what it printed.
         output: String,
     },
     #[error("`{0}` printed text that is not UTF-8")]
+    /// The program printed bytes that are not UTF-8; holds its name.
     NotText(String),
 }
 

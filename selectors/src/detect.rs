@@ -11,6 +11,7 @@ use crate::{amd, cpu, intel, libc, nvidia, pci, platform};
 /// The machine description and where each fact came from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Detection {
+    /// The machine as the probes found it, overrides applied.
     pub machine: Machine,
     /// Every fact in the order found, with its source and the sources that failed before it.
     pub facts: Facts,
@@ -23,6 +24,7 @@ pub struct Detection {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DetectError {
     #[error(transparent)]
+    /// An override variable's value could not be read.
     Override(#[from] OverrideError),
 }
 

@@ -90,8 +90,11 @@ pub const ALL: &[(&str, &str)] = &[
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{var}={value}` is not valid: {reason}")]
 pub struct OverrideError {
+    /// The environment variable's name.
     pub var: &'static str,
+    /// Its value as set.
     pub value: String,
+    /// What is wrong with the value.
     pub reason: String,
 }
 

@@ -18,7 +18,9 @@ const DEVICES: &str = "/sys/bus/pci/devices";
 pub struct PciDevice {
     /// Bus address (`0000:18:00.0`).
     pub address: String,
+    /// PCI vendor id (`0x10de` NVIDIA, `0x1002` AMD, `0x8086` Intel).
     pub vendor: u16,
+    /// PCI device id.
     pub device: u16,
     /// Class code (`0x030000` VGA, `0x030200` 3D controller).
     pub class: u32,

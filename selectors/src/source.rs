@@ -18,8 +18,11 @@ pub enum Source {
     /// A table in this crate, looked up with a key read from a file
     /// (`NVIDIA model-name table` for `Tesla T4` from `/proc/driver/nvidia/gpus/.../information`).
     Table {
+        /// The table's name (`NVIDIA model-name table`).
         table: &'static str,
+        /// The key looked up (`Tesla T4`).
         key: String,
+        /// Where the key was read (a file's machine path).
         from: String,
     },
     /// A library loaded at run time (`NVML`, `libcuda`, `glibc`).
@@ -55,7 +58,9 @@ impl Serialize for Source {
 /// A source that did not answer, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Attempt {
+    /// The source that was tried.
     pub source: Source,
+    /// Why it gave no answer.
     pub reason: String,
 }
 

@@ -15,19 +15,27 @@ pub const MAX_READ: u64 = 256 * 1024;
 #[derive(Debug, thiserror::Error)]
 pub enum SysrootError {
     #[error("`{0}` does not exist")]
+    /// The path does not exist; holds the machine path.
     NotFound(String),
     #[error("`{0}`: permission denied")]
+    /// The path cannot be read for lack of permission; holds the machine path.
     PermissionDenied(String),
     #[error("`{0}` is not a regular file")]
+    /// The path is a directory or other non-file; holds the machine path.
     NotAFile(String),
     #[error("`{0}` is empty")]
+    /// The file holds only whitespace or NUL bytes; holds the machine path.
     Empty(String),
     #[error("`{0}` is not UTF-8 text")]
+    /// The file is not UTF-8 text; holds the machine path.
     NotText(String),
     #[error("`{path}` could not be read")]
+    /// Any other I/O error.
     Io {
+        /// The machine path.
         path: String,
         #[source]
+        /// The I/O error.
         source: io::Error,
     },
 }

@@ -13,24 +13,36 @@ use crate::version::{ComputeCapability, DottedVersion};
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
     #[error("the catalog is not valid TOML of the expected shape")]
+    /// The text is not TOML, or its keys or values do not have the catalog's shape.
     Toml(#[source] toml::de::Error),
     #[error("`{0}` is not a release line (expected `major.minor` such as `2.9`)")]
+    /// A release line that is not `major.minor`; holds the text.
     InvalidReleaseLine(String),
     #[error("the catalog names an unknown CUDA family `{0}` (expected a number such as `12`)")]
+    /// A `cuda_families` key that is not a CUDA major version; holds the key.
     InvalidFamily(String),
     #[error("release {release}: backend `{backend}` refers to an unknown sm set `{set}`")]
+    /// A CUDA backend names an sm set the catalog does not define.
     UnknownSmSet {
+        /// The release line (`2.9`).
         release: String,
+        /// The backend (`cu128`).
         backend: String,
+        /// The sm set's name as written.
         set: String,
     },
     #[error("the catalog has an invalid value `{value}` in {place}: {reason}")]
+    /// A value that does not parse as what its key needs.
     InvalidValue {
+        /// The key holding it (`rocm_gfx`, `xpu.device_ips`).
         place: String,
+        /// The value as written.
         value: String,
+        /// What was expected.
         reason: String,
     },
     #[error("the catalog lists no release")]
+    /// The catalog lists no release at all.
     NoRelease,
 }
 

@@ -21,7 +21,9 @@ pub const EMBEDDED_CATALOG: &str = include_str!("../../data/catalog.toml");
 /// A torch release line, `major.minor` (`2.9`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ReleaseLine {
+    /// The major version (`2` in `2.9`).
     pub major: u64,
+    /// The minor version (`9` in `2.9`).
     pub minor: u64,
 }
 
@@ -47,7 +49,10 @@ impl std::str::FromStr for ReleaseLine {
 /// The NVIDIA driver a CUDA major family needs (minor-version compatibility).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriverFloor {
+    /// The lowest Linux driver, from NVIDIA's table "CUDA Toolkit and Minimum Required Driver
+    /// Version for CUDA Minor Version Compatibility".
     pub linux: DottedVersion,
+    /// The lowest Windows driver, from the same table.
     pub windows: DottedVersion,
 }
 
@@ -56,6 +61,7 @@ pub struct DriverFloor {
 pub struct BackendEntry {
     /// Name of the Linux `x86_64` sm set.
     pub sm: Option<String>,
+    /// Name of the Windows sm set; the Linux `x86_64` set applies when absent.
     pub sm_windows: Option<String>,
     /// Name of the Linux aarch64 sm set; CUDA builds exist on aarch64 only where it is given.
     pub sm_aarch64: Option<String>,
@@ -68,12 +74,14 @@ pub struct BackendEntry {
     pub platforms: Option<Vec<Platform>>,
     /// The build's existence or contents were not confirmed from a primary source.
     pub inferred: bool,
+    /// A note on the build, shown with the choice.
     pub note: Option<String>,
 }
 
 /// One torch release line and its release train.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Release {
+    /// The release line (`2.9`).
     pub torch: ReleaseLine,
     /// The whole entry was not confirmed from a primary source.
     pub inferred: bool,
@@ -81,6 +89,7 @@ pub struct Release {
     pub companions: BTreeMap<String, ReleaseLine>,
     /// What an unlabelled wheel of this release is, per platform.
     pub plain: BTreeMap<String, Backend>,
+    /// The backends the release was built for, with what each was built with.
     pub backends: BTreeMap<Backend, BackendEntry>,
 }
 

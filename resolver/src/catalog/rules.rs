@@ -21,6 +21,7 @@ impl std::fmt::Display for Inferred {
 /// The torch release whose rules apply to a project version.
 #[derive(Debug, Clone)]
 pub struct TrainRelease<'c> {
+    /// The catalog entry of the release.
     pub release: &'c Release,
     /// Why these rules are an assumption, when they are.
     pub inferred: Option<Inferred>,
@@ -29,10 +30,13 @@ pub struct TrainRelease<'c> {
 /// What one backend of one release needs from a machine on one platform.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackendRules {
+    /// The backend these rules are for.
     pub backend: Backend,
+    /// What the build needs from the machine.
     pub requirement: Requirement,
     /// What was assumed to get here.
     pub inferred: Vec<Inferred>,
+    /// The catalog's note on the backend, shown with the choice.
     pub note: Option<String>,
 }
 
@@ -43,17 +47,26 @@ pub enum Requirement {
     Nothing,
     /// An NVIDIA driver of the CUDA family and GPUs covered by the compiled architectures.
     Cuda {
+        /// The CUDA version of the build (`12.8` for `cu128`).
         cuda: CudaVersion,
         /// `None` when the catalog knows no floor for the family.
         floor: Option<DriverFloor>,
+        /// The compute capabilities the build has SASS code for.
         sm: Vec<ComputeCapability>,
+        /// The compute capabilities the build also ships PTX for.
         ptx: Vec<ComputeCapability>,
     },
     /// AMD GPUs whose gfx target the build was compiled for.
-    Rocm { gfx: Vec<GfxTarget> },
+    Rocm {
+        /// The gfx targets compiled in.
+        gfx: Vec<GfxTarget>,
+    },
     /// An Intel GPU the XPU build supports: one the probes found usable whose device IP, where
     /// known, is among these.
-    Xpu { device_ips: Vec<String> },
+    Xpu {
+        /// The device IP versions PyTorch's XPU builds list (`20.1.0`).
+        device_ips: Vec<String>,
+    },
 }
 
 impl Catalog {

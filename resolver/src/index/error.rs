@@ -20,16 +20,27 @@ pub const MAX_LINKS: usize = 2_000_000;
 pub enum IndexParseError {
     /// The page is larger than [`MAX_PAGE_BYTES`].
     #[error("index page of `{len}` bytes is larger than the limit of `{limit}` bytes")]
-    TooLarge { len: usize, limit: usize },
+    TooLarge {
+        /// The page's size in bytes.
+        len: usize,
+        /// The limit in bytes.
+        limit: usize,
+    },
     /// The page lists more than [`MAX_LINKS`] links.
     #[error("index page lists more than `{limit}` links")]
-    TooManyLinks { limit: usize },
+    TooManyLinks {
+        /// The most links a page may list.
+        limit: usize,
+    },
     /// The page declares an API major version other than 1, which [PEP 629] says a client must
     /// refuse rather than misread.
     ///
     /// [PEP 629]: https://peps.python.org/pep-0629/
     #[error("index page declares API version `{version}`; only major version 1 is understood")]
-    UnsupportedApiVersion { version: String },
+    UnsupportedApiVersion {
+        /// The declared version as written.
+        version: String,
+    },
     /// The JSON is not valid, or not shaped as [PEP 691] says.
     ///
     /// [PEP 691]: https://peps.python.org/pep-0691/
@@ -37,9 +48,12 @@ pub enum IndexParseError {
     Json {
         /// `project page` or `project list`.
         what: &'static str,
+        /// The line of the error, from 1.
         line: usize,
+        /// The column of the error, from 1.
         column: usize,
         #[source]
+        /// The parser's error.
         source: serde_json::Error,
     },
 }

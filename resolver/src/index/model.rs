@@ -56,7 +56,10 @@ pub enum Yanked {
     No,
     /// Only installable when pinned exactly. Parsers never produce `Some("")`: an empty reason
     /// is `None`.
-    Yes { reason: Option<String> },
+    Yes {
+        /// The reason the index gives, when it gives one.
+        reason: Option<String>,
+    },
 }
 
 /// Whether the file's core metadata is served separately at `<file URL>.metadata`

@@ -27,13 +27,16 @@ pub struct Policy {
 /// platform.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Offer {
+    /// The offered backend.
     pub backend: Backend,
+    /// Whether the index has a file of it for the machine's OS and CPU.
     pub has_platform_file: bool,
 }
 
 /// What happened to one offered backend.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Considered {
+    /// The offered backend.
     pub backend: Backend,
     /// `None` for the chosen backend.
     pub rejection: Option<Rejection>,
@@ -51,6 +54,8 @@ impl std::fmt::Display for Considered {
 /// The choice for one version, with every offered backend accounted for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
+    /// The backend to install; `None` when none of the offered ones runs here or the pinned one
+    /// is not offered.
     pub chosen: Option<Backend>,
     /// Every offered backend, the chosen one first, then in preference order.
     pub considered: Vec<Considered>,

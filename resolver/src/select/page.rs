@@ -18,6 +18,7 @@ use super::signals::{ParsedNames, Verdict, judge, read_signals};
 /// One file of a project page, as selection needs it.
 #[derive(Debug, Clone, Copy)]
 pub struct FileRef<'a> {
+    /// The filename as written on the page.
     pub filename: &'a str,
     /// The link as written on the page (its path may name the backend: `/whl/cu124/...`).
     pub url: &'a str,
@@ -36,7 +37,10 @@ impl<'a> From<&'a crate::index::IndexFile> for FileRef<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Dropped {
     /// Its backend was not chosen for its version.
-    NotChosen { backend: Backend },
+    NotChosen {
+        /// The file's backend.
+        backend: Backend,
+    },
     /// A wheel-variant file (PEP 825): plain installers cannot parse its name, so it is left to
     /// `variants::choose_variants`, which serves one variant per plain filename.
     Variant,
@@ -54,8 +58,11 @@ pub enum Dropped {
 /// reading does not run here.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Disagreement {
+    /// The backend the filename's local label names.
     pub label: Backend,
+    /// The backend the link's directory names.
     pub directory: Backend,
+    /// Why the directory's backend does not run on the machine.
     pub rejection: Rejection,
 }
 
@@ -99,6 +106,7 @@ pub struct VersionSelection {
 /// Selection over a whole project page.
 #[derive(Debug, Clone)]
 pub struct PageSelection {
+    /// The normalized project name.
     pub project: String,
     /// Newest version first.
     pub versions: Vec<VersionSelection>,

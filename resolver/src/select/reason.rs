@@ -11,7 +11,10 @@ use crate::version::{ComputeCapability, CudaVersion, DottedVersion};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rejection {
     /// The index has no file of this backend for the machine's OS and CPU.
-    NoFileForPlatform { platform: Platform },
+    NoFileForPlatform {
+        /// The machine's OS and CPU.
+        platform: Platform,
+    },
     /// The machine has no NVIDIA GPU.
     NoNvidiaGpu,
     /// An NVIDIA driver is loaded but no GPU is visible (a container without devices).
@@ -20,32 +23,67 @@ pub enum Rejection {
     NvidiaDriverUnknown,
     /// The driver is older than the family's floor.
     DriverTooOld {
+        /// The machine's driver version.
         driver: DottedVersion,
+        /// The lowest driver NVIDIA's CUDA compatibility table allows for the family.
         floor: DottedVersion,
+        /// The CUDA major version of the build (`13` for `cu130`).
         family: u16,
     },
     /// The driver's CUDA version is below the family.
-    CudaTooOld { have: CudaVersion, family: u16 },
+    CudaTooOld {
+        /// The highest CUDA version the driver supports.
+        have: CudaVersion,
+        /// The CUDA major version of the build.
+        family: u16,
+    },
     /// No driver floor is known for this CUDA family.
-    UnknownCudaFamily { family: u16 },
+    UnknownCudaFamily {
+        /// The CUDA major version of the build.
+        family: u16,
+    },
     /// A GPU's compute capability is not among the compiled architectures.
     GpuNotCovered {
+        /// The GPU's name.
         gpu: String,
+        /// The GPU's compute capability.
         capability: ComputeCapability,
+        /// The architectures the build has SASS code for; empty when unknown.
         compiled: Vec<ComputeCapability>,
     },
     /// The machine has no AMD GPU.
     NoAmdGpu,
     /// A GPU's gfx target is not among the build's targets.
-    GfxNotCovered { gpu: String, gfx: GfxTarget },
+    GfxNotCovered {
+        /// The GPU's name.
+        gpu: String,
+        /// The GPU's gfx target.
+        gfx: GfxTarget,
+    },
     /// The machine has no Intel GPU that the XPU build supports.
-    NoXpuDevice { intel_gpus: usize },
+    NoXpuDevice {
+        /// How many Intel GPUs the machine has (0: none at all; more: none supported).
+        intel_gpus: usize,
+    },
     /// An Intel GPU's device IP is not among those PyTorch's XPU builds list.
-    XpuDeviceNotListed { gpu: String, device_ip: String },
+    XpuDeviceNotListed {
+        /// The GPU's name.
+        gpu: String,
+        /// The GPU's device IP version as reported.
+        device_ip: String,
+    },
     /// Usable, but another backend ranks higher.
-    Outranked { by: Backend, why: OutrankedBecause },
+    Outranked {
+        /// The backend that was chosen instead.
+        by: Backend,
+        /// What made the chosen backend rank higher.
+        why: OutrankedBecause,
+    },
     /// A backend was pinned and this is not it.
-    NotPinned { pinned: Backend },
+    NotPinned {
+        /// The pinned backend.
+        pinned: Backend,
+    },
 }
 
 /// Why a usable backend lost to the chosen one.

@@ -12,9 +12,11 @@ use super::decide::{Decision, Policy, catalog_offers, decide};
 /// The choice for one project version (or, unpinned, the newest release line) from the catalog.
 #[derive(Debug, Clone)]
 pub struct ReleaseSelection {
+    /// The normalized project name.
     pub project: String,
     /// The torch release line whose rules applied.
     pub torch: ReleaseLine,
+    /// The backend chosen and why each other one was rejected.
     pub decision: Decision,
 }
 

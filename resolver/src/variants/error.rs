@@ -11,51 +11,88 @@ pub enum VariantsError {
     /// The text is not JSON at all (or nests deeper than `serde_json`'s limit).
     #[error("variant metadata is not valid JSON (line {line}, column {column})")]
     Json {
+        /// The line of the parse error, from 1.
         line: usize,
+        /// The column of the parse error, from 1.
         column: usize,
         #[source]
+        /// The parser's error.
         source: serde_json::Error,
     },
     /// A required key is absent.
     #[error("variant metadata has no `{path}`")]
-    Missing { path: String },
+    Missing {
+        /// Where the key was expected, as a JSON pointer.
+        path: String,
+    },
     /// A key holds the wrong kind of JSON value.
     #[error("`{path}` must be {expected}")]
     WrongType {
+        /// The key, as a JSON pointer.
         path: String,
+        /// The kind of value expected (`an object`, `a string`).
         expected: &'static str,
     },
     /// The same key appears twice in one object, so its meaning is ambiguous.
     #[error("`{path}` lists `{key}` twice")]
-    DuplicateKey { path: String, key: String },
+    DuplicateKey {
+        /// The object holding the key, as a JSON pointer.
+        path: String,
+        /// The repeated key, shortened.
+        key: String,
+    },
     /// A variant label outside `^[0-9a-z_.]+$`.
     #[error(
         "`{label}` is not a valid variant label (expected lowercase letters, digits, `_` and `.`)"
     )]
-    InvalidLabel { label: String },
+    InvalidLabel {
+        /// The label as given, shortened.
+        label: String,
+    },
     /// A namespace outside `^[a-z0-9_]+$`.
     #[error(
         "`{name}` at `{path}` is not a valid variant namespace (expected lowercase letters, digits and `_`)"
     )]
-    InvalidNamespace { path: String, name: String },
+    InvalidNamespace {
+        /// Where the name is, as a JSON pointer.
+        path: String,
+        /// The namespace as given, shortened.
+        name: String,
+    },
     /// A feature name outside `^[a-z0-9_]+$`.
     #[error(
         "`{name}` at `{path}` is not a valid variant feature (expected lowercase letters, digits and `_`)"
     )]
-    InvalidFeature { path: String, name: String },
+    InvalidFeature {
+        /// Where the name is, as a JSON pointer.
+        path: String,
+        /// The feature name as given, shortened.
+        name: String,
+    },
     /// A feature value outside `^[a-z0-9_.]+$`.
     #[error(
         "`{value}` at `{path}` is not a valid variant value (expected lowercase letters, digits, `_` and `.`)"
     )]
-    InvalidValue { path: String, value: String },
+    InvalidValue {
+        /// Where the value is, as a JSON pointer.
+        path: String,
+        /// The value as given, shortened.
+        value: String,
+    },
     /// A feature of a variant with an empty value list, which no machine could ever satisfy.
     #[error("`{path}` lists no values")]
-    EmptyValues { path: String },
+    EmptyValues {
+        /// The feature, as a JSON pointer.
+        path: String,
+    },
     /// A wheel's `variant.json` that does not describe exactly one variant.
     #[error(
         "a wheel's `variant.json` must describe exactly one variant, this one describes {count}"
     )]
-    NotOneVariant { count: usize },
+    NotOneVariant {
+        /// How many variants it describes.
+        count: usize,
+    },
 }
 
 /// Caps a name taken from untrusted input before it goes into an error message.

@@ -41,9 +41,13 @@ pub struct PropertyKey {
 /// The best supported value of one feature of a compatible variant, with its key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MatchedProperty {
+    /// The property's namespace (`nvidia`).
     pub namespace: String,
+    /// The property's feature (`cuda_version_lower_bound`).
     pub feature: String,
+    /// The best value the machine supports.
     pub value: String,
+    /// Where the property stands in the machine's preferences.
     pub key: PropertyKey,
 }
 

@@ -31,7 +31,9 @@ pub type Properties = BTreeMap<String, BTreeMap<String, Vec<String>>>;
 /// order carries meaning: `static-properties` and `default-priorities.property`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RankedFeature {
+    /// The feature name.
     pub name: String,
+    /// Its values, most preferred first.
     pub values: Vec<String>,
 }
 

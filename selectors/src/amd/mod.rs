@@ -23,16 +23,20 @@ const KFD_DEVICE: &str = "/dev/kfd";
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KfdError {
     #[error("no `gfx_target_version` line")]
+    /// The node has no `gfx_target_version` line.
     NoTarget,
     #[error("a CPU node (`gfx_target_version 0`)")]
+    /// The node is a CPU (`gfx_target_version 0`).
     CpuNode,
     #[error("`gfx_target_version {0}` names no gfx target")]
+    /// The `gfx_target_version` decodes to no gfx target; holds the number.
     BadTarget(u32),
 }
 
 /// One GPU node of the KFD topology.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KfdNode {
+    /// The node's LLVM gfx target (`gfx1100`).
     pub gfx: GfxTarget,
     /// PCI device id.
     pub device_id: Option<u16>,

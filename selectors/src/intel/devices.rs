@@ -9,9 +9,11 @@
 /// What the table knows of a device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IntelDevice {
+    /// The marketing name (`Arc B580`).
     pub name: &'static str,
     /// Level Zero device IP version, for XPU targets.
     pub device_ip: Option<&'static str>,
+    /// An integrated GPU rather than a discrete card.
     pub integrated: bool,
 }
 

@@ -12,7 +12,9 @@ pub struct ZeDevice {
     pub pci_device: u16,
     /// The device IP version, `arch.release.revision` (`20.1.0` for Battlemage).
     pub device_ip: String,
+    /// The device's name, where Level Zero gives one.
     pub name: Option<String>,
+    /// An integrated GPU, as Level Zero reports it.
     pub integrated: bool,
 }
 

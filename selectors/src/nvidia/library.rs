@@ -19,7 +19,9 @@ pub struct LibraryReport {
 /// One GPU as a library reports it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LibraryGpu {
+    /// The GPU's name (`NVIDIA H100 80GB HBM3`), where the library gives one.
     pub name: Option<String>,
+    /// The GPU's compute capability, where the library gives one.
     pub compute_capability: Option<ComputeCapability>,
     /// Integrated GPU (Jetson), where the library says.
     pub integrated: Option<bool>,
@@ -30,16 +32,28 @@ pub struct LibraryGpu {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LibraryError {
     #[error("not found (tried {0})")]
+    /// No candidate library loaded; holds the names tried.
     NotFound(String),
     #[error("`{library}` has no symbol `{symbol}`")]
-    MissingSymbol { library: String, symbol: String },
+    /// The library lacks a function the probe needs.
+    MissingSymbol {
+        /// The library's name.
+        library: String,
+        /// The missing function's name.
+        symbol: String,
+    },
     #[error("`{function}` failed with code {code}{}", describe(.message.as_deref()))]
+    /// A library function returned an error code.
     Call {
+        /// The function's name (`nvmlInit_v2`).
         function: &'static str,
+        /// The code it returned.
         code: i64,
+        /// The library's name for the code, where known.
         message: Option<String>,
     },
     #[error("this platform has no such library")]
+    /// The library does not exist on this OS.
     Unsupported,
 }
 

@@ -7,8 +7,10 @@ use wheelgate_resolver::DottedVersion;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProcfsError {
     #[error("no driver version in `{0}`")]
+    /// No driver version in the text; holds an excerpt of it.
     NoVersion(String),
     #[error("no `Model:` line in the GPU information")]
+    /// The GPU information file has no `Model:` line.
     NoModel,
 }
 

@@ -17,8 +17,11 @@ pub const LEGACY_QUERY: &str = "--query-gpu=driver_version,name";
 /// One GPU line of `nvidia-smi`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SmiGpu {
+    /// The driver version (`580.65.06`).
     pub driver_version: Option<DottedVersion>,
+    /// The GPU's compute capability (`9.0`).
     pub compute_capability: Option<ComputeCapability>,
+    /// The GPU's name (`NVIDIA H100 80GB HBM3`).
     pub name: Option<String>,
 }
 
@@ -26,8 +29,10 @@ pub struct SmiGpu {
 #[derive(Debug, thiserror::Error)]
 pub enum SmiError {
     #[error(transparent)]
+    /// `nvidia-smi` could not be run or failed.
     Command(#[from] CommandError),
     #[error("`nvidia-smi` listed no GPU: `{0}`")]
+    /// `nvidia-smi` printed no GPU line; holds the start of its output.
     NoGpu(String),
 }
 
