@@ -58,7 +58,7 @@ pub struct Explanation {
     /// Newest version first.
     pub versions: Vec<VersionExplanation>,
     /// Files left off for a reason other than their backend (wheel-variant files, names that do
-    /// not parse).
+    /// not parse, files an offline server's store does not hold).
     pub dropped: Vec<DroppedFile>,
 }
 
@@ -193,8 +193,16 @@ async fn explain_response(
         versions: Vec::new(),
         dropped: Vec::new(),
     };
+    // Offline, the page served is reduced to the stored files before selection: the
+    // explanation selects over the same page and lists what was left out and why.
+    let (page, left_out) = if state.config.offline {
+        let stored = super::offline::stored_only(&cached.page, &cached.url, &state.files);
+        (std::borrow::Cow::Owned(stored.page), stored.left_out)
+    } else {
+        (std::borrow::Cow::Borrowed(&cached.page), Vec::new())
+    };
     if selected {
-        let files = &cached.page.files;
+        let files = &page.files;
         let refs: Vec<FileRef<'_>> = files.iter().map(FileRef::from).collect();
         let selection = select_page(state.catalog, &machine, &policy, &project, &refs);
         explanation.versions = selection
@@ -226,12 +234,18 @@ async fn explain_response(
             state,
             &machine,
             &policy,
-            &cached.page,
+            &page,
             &cached.url,
             &mut explanation,
         )
         .await;
     }
+    explanation
+        .dropped
+        .extend(left_out.into_iter().map(|filename| DroppedFile {
+            filename,
+            reason: super::offline::NOT_MIRRORED.to_string(),
+        }));
     let mut response = if json {
         let body = serde_json::to_string_pretty(&explanation)
             .map_err(|err| ApiError::BadRequest(format!("cannot encode the explanation: {err}")))?;

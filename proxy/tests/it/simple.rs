@@ -360,6 +360,34 @@ async fn stale_page_when_the_upstream_fails_and_offline_serves_the_cache() {
     assert!(fresh.contains("\"filename\":\"torch-2.9.0"), "{fresh}");
     assert!(body.contains("\"name\":\"torch\""), "{body}");
     assert!(body.contains("\"files\":[]"), "{body}");
+    // The explanation says why: each left-out file, not mirrored.
+    let (status, _, explained) = get_with(
+        &format!("http://{offline}/explain/torch/"),
+        &[("accept", "application/json")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{explained}");
+    let explained: serde_json::Value = serde_json::from_str(&explained).unwrap();
+    let left_out: Vec<&serde_json::Value> = explained["dropped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["reason"] == wheelgate::server::offline::NOT_MIRRORED)
+        .collect();
+    assert!(
+        left_out
+            .iter()
+            .any(|d| d["filename"].as_str().unwrap().starts_with("torch-2.9.0")),
+        "{explained}"
+    );
+    assert!(
+        explained["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v["kept"].as_array().unwrap().is_empty()),
+        "nothing kept offline that the store lacks: {explained}"
+    );
     assert_eq!(
         get_with(&format!("http://{offline}/simple/filelock/"), &[])
             .await
