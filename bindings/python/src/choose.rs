@@ -214,11 +214,7 @@ fn version_choice(version: &VersionSelection, page: &ProjectPage) -> PyVersionCh
             .iter()
             .map(|considered| PyBuild {
                 backend: considered.backend.to_string(),
-                verdict: match &considered.rejection {
-                    None => "chosen",
-                    Some(rejection) if rejection.is_usable() => "usable",
-                    Some(_) => "rejected",
-                },
+                verdict: considered.verdict(),
                 reason: considered.rejection.as_ref().map(ToString::to_string),
             })
             .collect(),

@@ -286,11 +286,7 @@ fn explain_version(
         .iter()
         .map(|considered| BuildVerdict {
             backend: considered.backend.to_string(),
-            verdict: match &considered.rejection {
-                None => "chosen",
-                Some(rejection) if rejection.is_usable() => "usable",
-                Some(_) => "rejected",
-            },
+            verdict: considered.verdict(),
             reason: considered.rejection.as_ref().map(ToString::to_string),
         })
         .collect();

@@ -84,6 +84,13 @@ struct State {
     refused_total: u64,
 }
 
+impl State {
+    /// Refusing requests, or waiting on the probe it let through.
+    fn is_open(&self, now: Instant) -> bool {
+        self.open_until.is_some_and(|until| now < until) || self.probing_since.is_some()
+    }
+}
+
 /// The breakers of every upstream this server talks to: one entry per upstream host, a handful
 /// in all (hosts come from the configured upstreams and the pages they serve).
 #[derive(Debug, Default)]
@@ -179,8 +186,7 @@ impl Breakers {
             .map(|((upstream, requests), state)| BreakerView {
                 upstream: upstream.clone(),
                 requests: *requests,
-                open: state.open_until.is_some_and(|until| now < until)
-                    || state.probing_since.is_some(),
+                open: state.is_open(now),
                 consecutive_failures: state.consecutive_failures,
                 opened_total: state.opened_total,
                 refused_total: state.refused_total,
@@ -193,9 +199,10 @@ impl Breakers {
     /// Whether a breaker of `url`'s upstream (pages or files) is open now.
     pub fn is_open(&self, url: &str) -> bool {
         let label = upstream_label(url);
-        self.views()
-            .into_iter()
-            .any(|view| view.upstream == label && view.open)
+        let now = Instant::now();
+        self.lock()
+            .iter()
+            .any(|((upstream, _), state)| *upstream == label && state.is_open(now))
     }
 }
 

@@ -42,6 +42,18 @@ pub struct Considered {
     pub rejection: Option<Rejection>,
 }
 
+impl Considered {
+    /// The verdict in one word, as explanations show it: `chosen`, `usable` (runs here, lost on
+    /// preference) or `rejected` (does not run here, or has no file for this platform).
+    pub fn verdict(&self) -> &'static str {
+        match &self.rejection {
+            None => "chosen",
+            Some(rejection) if rejection.is_usable() => "usable",
+            Some(_) => "rejected",
+        }
+    }
+}
+
 impl std::fmt::Display for Considered {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.rejection {
