@@ -7,6 +7,7 @@ mod page;
 mod reason;
 mod release;
 mod signals;
+mod text_hash;
 
 pub use decide::{Considered, Decision, Offer, Policy, catalog_offers, class_order, decide};
 pub use page::{Disagreement, Dropped, FileRef, PageSelection, VersionSelection, select_page};

@@ -1,7 +1,7 @@
 //! Selection over an index page: group a project's files by version and backend, decide per
 //! version, and say which files a per-machine page keeps.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use pep440_rs::Version;
 
@@ -14,6 +14,7 @@ use crate::platform_tags::platform_matches;
 use super::decide::{Decision, Offer, Policy, decide};
 use super::reason::Rejection;
 use super::signals::{ParsedNames, Verdict, judge, read_signals};
+use super::text_hash::TextMap;
 
 /// One file of a project page, as selection needs it.
 #[derive(Debug, Clone, Copy)]
@@ -223,32 +224,35 @@ pub fn select_page(
 }
 
 /// Groups a page's files by public version and backend; what cannot be served goes to `dropped`.
+///
+/// This runs over every file of a page of thousands per cold request, so each distinct text
+/// (version, label, directory) is parsed once and each file costs a few hash lookups: files are
+/// gathered per version text into slots, and only the slots are sorted by version.
 fn group_by_version<'a>(
     catalog: &Catalog,
     project: &str,
     files: &[FileRef<'a>],
     dropped: &mut Vec<(usize, Dropped)>,
 ) -> BTreeMap<Version, VersionFiles<'a>> {
-    let mut versions: BTreeMap<Version, VersionFiles<'_>> = BTreeMap::new();
+    let mut slots: Vec<VersionSlot<'a>> = Vec::new();
     // Only torch and its release-train companions have a known default build for unlabelled
     // wheels; pytorch-triton and friends are published once, unlabelled, for every backend.
     let has_train = catalog.is_release_train_project(project);
-    // A page repeats each version and local label once per Python and platform: parse each
-    // distinct text once.
-    let mut parsed_versions: HashMap<&str, Option<Version>> = HashMap::new();
+    // A page repeats each version and local label once per Python and platform: each distinct
+    // version text maps to its slot (`None`: it does not parse).
+    let mut slot_of_text: TextMap<&str, Option<usize>> = TextMap::default();
     let mut parsed_names = ParsedNames::default();
     for (index, file) in files.iter().enumerate() {
         if file.filename.ends_with("-variants.json") {
             dropped.push((index, Dropped::Variant));
             continue;
         }
-        if !has_extension(file.filename, "whl") {
+        if !has_extension(file.filename, ".whl") {
             match file.filename.parse::<SdistFilename>() {
-                Ok(sdist) => versions
-                    .entry(sdist.version.without_local())
-                    .or_default()
-                    .neutral
-                    .push(index),
+                Ok(sdist) => {
+                    let slot = slot_for(&mut slots, sdist.version.without_local());
+                    slots[slot].neutral.push(index);
+                }
                 Err(err) => dropped.push((index, Dropped::Unparseable(err))),
             }
             continue;
@@ -260,14 +264,11 @@ fn group_by_version<'a>(
                 continue;
             }
         };
-        let public = parsed_versions.entry(wheel.version).or_insert_with(|| {
-            wheel
-                .version
-                .parse::<Version>()
-                .ok()
-                .map(Version::without_local)
+        let slot = *slot_of_text.entry(wheel.version).or_insert_with(|| {
+            let public = wheel.version.parse::<Version>().ok()?.without_local();
+            Some(slot_for(&mut slots, public))
         });
-        let Some(public) = public.clone() else {
+        let Some(slot) = slot else {
             let err = file
                 .filename
                 .parse::<crate::filename::WheelFilename>()
@@ -291,28 +292,84 @@ fn group_by_version<'a>(
                 continue;
             }
         };
-        let backend = signals.backend.or_else(|| {
+        let slot = &mut slots[slot];
+        let backend = match signals.backend {
+            Some(backend) => Some(backend),
             // An unlabelled wheel of a PyTorch release is the release's default build for the
             // wheel's platform (PyPI's torch on Linux x86_64 is a CUDA build).
-            has_train
-                .then(|| plain_backend(catalog, project, &public, &wheel))
-                .flatten()
-        });
-        versions
-            .entry(public)
-            .or_default()
-            .by_backend
-            .entry(backend)
-            .or_default()
-            .push((index, wheel, signals.directory_disagrees));
+            None if has_train => slot.plain_backend(catalog, project, &wheel),
+            None => None,
+        };
+        slot.add(backend, (index, wheel, signals.directory_disagrees));
     }
-    versions
+    slots
+        .into_iter()
+        .map(|slot| {
+            let files = VersionFiles {
+                by_backend: slot.wheels.into_iter().collect(),
+                neutral: slot.neutral,
+            };
+            (slot.version, files)
+        })
+        .collect()
 }
 
-fn has_extension(filename: &str, extension: &str) -> bool {
-    std::path::Path::new(filename)
-        .extension()
-        .is_some_and(|ext| ext.eq_ignore_ascii_case(extension))
+/// The files of one public version while a page is grouped.
+struct VersionSlot<'a> {
+    version: Version,
+    neutral: Vec<usize>,
+    /// Per backend (few per version, so a list beats a map).
+    wheels: Vec<(Option<Backend>, Vec<Wheel<'a>>)>,
+    /// The default build of an unlabelled wheel, per platform.
+    plain: Vec<(Platform, Option<Backend>)>,
+}
+
+impl<'a> VersionSlot<'a> {
+    fn add(&mut self, backend: Option<Backend>, wheel: Wheel<'a>) {
+        match self.wheels.iter_mut().find(|(b, _)| *b == backend) {
+            Some((_, wheels)) => wheels.push(wheel),
+            None => self.wheels.push((backend, vec![wheel])),
+        }
+    }
+
+    fn plain_backend(
+        &mut self,
+        catalog: &Catalog,
+        project: &str,
+        wheel: &WheelParts<'_>,
+    ) -> Option<Backend> {
+        let platform = wheel_platform(wheel)?;
+        if let Some((_, backend)) = self.plain.iter().find(|(p, _)| *p == platform) {
+            return backend.clone();
+        }
+        let train = catalog.train_release(project, &self.version);
+        let backend = catalog.plain_backend(train.release, platform);
+        self.plain.push((platform, backend.clone()));
+        backend
+    }
+}
+
+/// The slot of `version`, added when new (a version written two ways, `2.9` and `2.9.0`, is
+/// one version).
+fn slot_for(slots: &mut Vec<VersionSlot<'_>>, version: Version) -> usize {
+    if let Some(at) = slots.iter().position(|slot| slot.version == version) {
+        return at;
+    }
+    slots.push(VersionSlot {
+        version,
+        neutral: Vec::new(),
+        wheels: Vec::new(),
+        plain: Vec::new(),
+    });
+    slots.len() - 1
+}
+
+/// Whether `filename` ends in `suffix` (`.whl`), in any case; a byte comparison, as it runs
+/// for every file of a page.
+fn has_extension(filename: &str, suffix: &str) -> bool {
+    filename.len() >= suffix.len()
+        && filename.as_bytes()[filename.len() - suffix.len()..]
+            .eq_ignore_ascii_case(suffix.as_bytes())
 }
 
 /// Judges the files whose label and directory disagree (see [`super::signals`]): those the
@@ -362,17 +419,6 @@ fn judge_disagreements(
     }
     files.by_backend.retain(|_, wheels| !wheels.is_empty());
     notes
-}
-
-fn plain_backend(
-    catalog: &Catalog,
-    project: &str,
-    version: &Version,
-    wheel: &WheelParts<'_>,
-) -> Option<Backend> {
-    let platform = wheel_platform(wheel)?;
-    let train = catalog.train_release(project, version);
-    catalog.plain_backend(train.release, platform)
 }
 
 /// The platform a wheel is built for, from its first platform tag.

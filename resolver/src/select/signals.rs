@@ -6,7 +6,9 @@
 //! `/whl/cu130/`), nothing says which is right, so the file is judged by the stricter reading:
 //! it is kept only on a machine that runs both builds, and the explanation says so.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use super::text_hash::TextMap;
 
 use crate::backend::{Backend, BackendParseError};
 use crate::catalog::{Catalog, Release};
@@ -29,8 +31,8 @@ pub(super) struct Signals {
 /// and platform, so each distinct text is parsed once.
 #[derive(Debug, Default)]
 pub(super) struct ParsedNames<'a> {
-    labels: HashMap<&'a str, Result<Backend, BackendParseError>>,
-    directories: HashMap<&'a str, Option<Backend>>,
+    labels: TextMap<&'a str, Result<Backend, BackendParseError>>,
+    directories: TextMap<&'a str, Option<Backend>>,
 }
 
 /// Reads a wheel's signals. A label shaped like a backend (`cu…`, `rocm…`, `xpu…`, `cpu…`)
