@@ -1,5 +1,5 @@
 //! A fast hash for the short strings selection looks up once per file of a page (version texts,
-//! local labels, link directories): FNV-1a. The standard library's SipHash resists collision
+//! local labels, link directories): FNV-1a. The standard library's `SipHash` resists collision
 //! attacks, which these maps do not need (a page can only make its own selection slower, and
 //! holds a bounded number of distinct texts), and it was a tenth of a whole selection.
 
