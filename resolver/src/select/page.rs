@@ -122,9 +122,10 @@ impl PageSelection {
     }
 }
 
-/// One wheel of a version: its index on the page, its name's parts, and the backend its
-/// directory names where that disagrees with its label.
-type Wheel<'a> = (usize, WheelParts<'a>, Option<Backend>);
+/// One wheel of a version: its index on the page, its platform tags (`manylinux_2_28_x86_64`,
+/// dot-separated when several), and the backend its directory names where that disagrees with
+/// its label.
+type Wheel<'a> = (usize, &'a str, Option<Backend>);
 
 #[derive(Default)]
 struct VersionFiles<'a> {
@@ -143,7 +144,8 @@ pub fn select_page(
     files: &[FileRef<'_>],
 ) -> PageSelection {
     let project = normalize_name(project);
-    let mut dropped = Vec::new();
+    // Most files of a page are dropped (all but one build per version): sized once.
+    let mut dropped = Vec::with_capacity(files.len());
     let versions = group_by_version(catalog, &project, files, &mut dropped);
     let mut selections = Vec::new();
     for (version, files) in versions.into_iter().rev() {
@@ -177,7 +179,7 @@ pub fn select_page(
                     backend: backend.clone(),
                     has_platform_file: wheels
                         .iter()
-                        .any(|(_, w, _)| platform_matches(machine, w.platform_tags())),
+                        .any(|(_, platform, _)| platform_matches(machine, platform.split('.'))),
                 })
             })
             .collect();
@@ -215,7 +217,7 @@ pub fn select_page(
             kept,
         });
     }
-    dropped.sort_by_key(|(i, _)| *i);
+    dropped.sort_unstable_by_key(|(i, _)| *i);
     PageSelection {
         project,
         versions: selections,
@@ -241,6 +243,7 @@ fn group_by_version<'a>(
     // A page repeats each version and local label once per Python and platform: each distinct
     // version text maps to its slot (`None`: it does not parse).
     let mut slot_of_text: TextMap<&str, Option<usize>> = TextMap::default();
+    let mut slot_of_public: TextMap<&str, usize> = TextMap::default();
     let mut parsed_names = ParsedNames::default();
     for (index, file) in files.iter().enumerate() {
         if file.filename.ends_with("-variants.json") {
@@ -266,7 +269,17 @@ fn group_by_version<'a>(
         };
         let slot = *slot_of_text.entry(wheel.version).or_insert_with(|| {
             let public = wheel.version.parse::<Version>().ok()?.without_local();
-            Some(slot_for(&mut slots, public))
+            // `2.9.0+cu128` and `2.9.0+cpu` share a slot: found by the public text, without
+            // comparing versions, once the first of them made it.
+            let public_text = wheel
+                .version
+                .split_once('+')
+                .map_or(wheel.version, |(p, _)| p);
+            Some(
+                *slot_of_public
+                    .entry(public_text)
+                    .or_insert_with(|| slot_for(&mut slots, public)),
+            )
         });
         let Some(slot) = slot else {
             let err = file
@@ -300,7 +313,10 @@ fn group_by_version<'a>(
             None if has_train => slot.plain_backend(catalog, project, &wheel),
             None => None,
         };
-        slot.add(backend, (index, wheel, signals.directory_disagrees));
+        slot.add(
+            backend,
+            (index, wheel.platform, signals.directory_disagrees),
+        );
     }
     slots
         .into_iter()
@@ -328,7 +344,12 @@ impl<'a> VersionSlot<'a> {
     fn add(&mut self, backend: Option<Backend>, wheel: Wheel<'a>) {
         match self.wheels.iter_mut().find(|(b, _)| *b == backend) {
             Some((_, wheels)) => wheels.push(wheel),
-            None => self.wheels.push((backend, vec![wheel])),
+            None => {
+                // A version's build has one wheel per Python and platform: a dozen or more.
+                let mut wheels = Vec::with_capacity(16);
+                wheels.push(wheel);
+                self.wheels.push((backend, wheels));
+            }
         }
     }
 
