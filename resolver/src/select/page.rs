@@ -342,14 +342,13 @@ struct VersionSlot<'a> {
 
 impl<'a> VersionSlot<'a> {
     fn add(&mut self, backend: Option<Backend>, wheel: Wheel<'a>) {
-        match self.wheels.iter_mut().find(|(b, _)| *b == backend) {
-            Some((_, wheels)) => wheels.push(wheel),
-            None => {
-                // A version's build has one wheel per Python and platform: a dozen or more.
-                let mut wheels = Vec::with_capacity(16);
-                wheels.push(wheel);
-                self.wheels.push((backend, wheels));
-            }
+        if let Some((_, wheels)) = self.wheels.iter_mut().find(|(b, _)| *b == backend) {
+            wheels.push(wheel);
+        } else {
+            // A version's build has one wheel per Python and platform: a dozen or more.
+            let mut wheels = Vec::with_capacity(16);
+            wheels.push(wheel);
+            self.wheels.push((backend, wheels));
         }
     }
 
