@@ -71,6 +71,21 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     } else {
         resolve_access(&config)?
     };
+    for upstream in &access {
+        // Header names only: their values are secrets.
+        let headers: Vec<&str> = upstream
+            .headers
+            .keys()
+            .map(reqwest::header::HeaderName::as_str)
+            .collect();
+        info!(
+            section = %upstream.section,
+            origins = %upstream.origins.join(", "),
+            headers = %headers.join(", "),
+            ca_certificates = upstream.roots.len(),
+            "private upstream access configured"
+        );
+    }
     tokio::fs::create_dir_all(&config.cache_dir)
         .await
         .map_err(|source| StartError::CacheDir {
