@@ -1,7 +1,8 @@
 //! A private general upstream as companies run one (Artifactory, Nexus): HTTPS with a company
 //! CA, a bearer token and an `X-JFrog-Art-Api` header required on every request, PEP 691 JSON
-//! pages whose files are partly on the same host (relative links), partly on a CDN (absolute
-//! links to another origin), and a download redirected to that CDN. The proxy must trust the CA
+//! pages (and an older PEP 503 HTML one) whose files are partly on the same host (relative
+//! links), partly on a CDN (absolute links to another origin), and a download redirected to
+//! that CDN. The proxy must trust the CA
 //! for that upstream, send the credentials there and nowhere else, stop at start when a secret
 //! or the CA bundle cannot be read, and honour `HTTP_PROXY`.
 
@@ -42,6 +43,8 @@ struct Recorder {
     page: Arc<Mutex<String>>,
     /// Where the private upstream redirects `demo-1.2`.
     redirect_to: Arc<Mutex<String>>,
+    /// An older Artifactory's PEP 503 HTML page, its file on the CDN.
+    html_page: Arc<Mutex<String>>,
 }
 
 impl Recorder {
@@ -84,6 +87,11 @@ async fn private(State(recorder): State<Recorder>, uri: Uri, headers: HeaderMap)
             recorder.page.lock().unwrap().clone(),
         )
             .into_response(),
+        "/artifactory/api/pypi/pypi-remote/simple/legacy/" => (
+            [(header::CONTENT_TYPE, "text/html")],
+            recorder.html_page.lock().unwrap().clone(),
+        )
+            .into_response(),
         "/artifactory/api/pypi/pypi-remote/packages/demo-1.0-py3-none-any.whl" => {
             wheel("1.0").into_response()
         }
@@ -105,6 +113,7 @@ async fn cdn(State(recorder): State<Recorder>, uri: Uri, headers: HeaderMap) -> 
     match uri.path() {
         "/cdn/demo-1.1-py3-none-any.whl" => wheel("1.1").into_response(),
         "/cdn/presigned/demo-1.2-py3-none-any.whl" => wheel("1.2").into_response(),
+        "/cdn/legacy-2.0-py3-none-any.whl" => wheel("legacy 2.0").into_response(),
         _ => StatusCode::NOT_FOUND.into_response(),
     }
 }
@@ -160,6 +169,10 @@ impl Upstreams {
         *private_seen.page.lock().unwrap() = page(cdn_addr);
         *private_seen.redirect_to.lock().unwrap() =
             format!("http://{cdn_addr}/cdn/presigned/demo-1.2-py3-none-any.whl");
+        *private_seen.html_page.lock().unwrap() = format!(
+            "<!DOCTYPE html>\n<html><body><h1>Links for legacy</h1>\n<a href=\"http://{cdn_addr}/cdn/legacy-2.0-py3-none-any.whl#sha256={}\" data-requires-python=\"&gt;=3.9\">legacy-2.0-py3-none-any.whl</a><br/>\n</body></html>\n",
+            sha256(&wheel("legacy 2.0"))
+        );
         let router = Router::new()
             .fallback(private)
             .with_state(private_seen.clone());
@@ -275,6 +288,21 @@ async fn installs_from_a_private_upstream_over_tls_sending_credentials_only_to_i
         assert_eq!(status, StatusCode::OK, "{version}: {}", text(&body));
         assert_eq!(body, wheel(version), "{version}");
     }
+    // An HTML page (an older Artifactory) with an absolute link to the CDN.
+    let (status, body) = get(&format!("http://{}/simple/legacy/", proxy.addr)).await;
+    assert_eq!(status, StatusCode::OK, "{}", text(&body));
+    assert!(
+        text(&body).contains("\"url\":\"/files/legacy/legacy-2.0-py3-none-any.whl\""),
+        "{}",
+        text(&body)
+    );
+    let (status, body) = get(&format!(
+        "http://{}/files/legacy/legacy-2.0-py3-none-any.whl",
+        proxy.addr
+    ))
+    .await;
+    assert_eq!(status, StatusCode::OK, "{}", text(&body));
+    assert_eq!(body, wheel("legacy 2.0"));
     // A file the page does not list is never fetched from anywhere.
     let (status, _) = get(&format!(
         "http://{}/files/demo/demo-9.9-py3-none-any.whl",
@@ -309,7 +337,8 @@ async fn installs_from_a_private_upstream_over_tls_sending_credentials_only_to_i
     let cdn_paths: Vec<&str> = cdn.iter().map(|s| s.path.as_str()).collect();
     assert!(
         cdn_paths.contains(&"/cdn/demo-1.1-py3-none-any.whl")
-            && cdn_paths.contains(&"/cdn/presigned/demo-1.2-py3-none-any.whl"),
+            && cdn_paths.contains(&"/cdn/presigned/demo-1.2-py3-none-any.whl")
+            && cdn_paths.contains(&"/cdn/legacy-2.0-py3-none-any.whl"),
         "{cdn:?}"
     );
     for seen in &cdn {
