@@ -52,6 +52,10 @@ pub enum AccessError {
         "`{section}` sets the header `Authorization` besides `token` or `basic`; give one of them"
     )]
     AuthorizationHeaderTwice { section: String },
+    #[error(
+        "`{section}` gives credentials and its upstream URL `{url}` carries `user:password@` too; keep one (the section keeps them out of the file)"
+    )]
+    CredentialsTwice { section: String, url: String },
     #[error("`{section}` headers: `{name}` is not a valid header name")]
     HeaderName { section: String, name: String },
     #[error(
@@ -122,6 +126,18 @@ fn resolve_one(
     root: &str,
 ) -> Result<OriginAccess, AccessError> {
     let mut origins = vec![http_origin(section, root)?];
+    let authorizes = access.token.is_some()
+        || access.basic.is_some()
+        || access
+            .headers
+            .keys()
+            .any(|name| name.eq_ignore_ascii_case("authorization"));
+    if authorizes && Url::parse(root).is_ok_and(|url| !url.username().is_empty()) {
+        return Err(AccessError::CredentialsTwice {
+            section: section.to_string(),
+            url: crate::upstream::redact(root),
+        });
+    }
     for extra in &access.extra_origins {
         let origin = parse_origin(extra).ok_or_else(|| AccessError::NotAnOrigin {
             section: section.to_string(),
@@ -276,7 +292,9 @@ mod tests {
     fn config(section: &str) -> ServeConfig {
         let mut config: ServeConfig = toml::from_str(section).unwrap();
         config.pytorch_url = "https://download.example/whl".into();
-        config.pypi_url = "https://artifactory.example:8443/api/pypi/remote/simple".into();
+        if config.pypi_url == crate::config::DEFAULT_PYPI_URL {
+            config.pypi_url = "https://artifactory.example:8443/api/pypi/remote/simple".into();
+        }
         config
     }
 

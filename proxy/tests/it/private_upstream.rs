@@ -45,6 +45,8 @@ struct Recorder {
     redirect_to: Arc<Mutex<String>>,
     /// An older Artifactory's PEP 503 HTML page, its file on the CDN.
     html_page: Arc<Mutex<String>>,
+    /// The `Authorization` the private upstream requires (none set: `Bearer TOKEN`).
+    authorization: Arc<Mutex<Option<String>>>,
 }
 
 impl Recorder {
@@ -71,12 +73,19 @@ fn wheel(version: &str) -> Vec<u8> {
     format!("the bytes of demo {version}").into_bytes()
 }
 
-/// The private upstream: every request must carry the token and the API key, else 401.
+/// The private upstream: every request must carry the expected `Authorization` and the API key,
+/// else 401.
 async fn private(State(recorder): State<Recorder>, uri: Uri, headers: HeaderMap) -> Response {
     recorder.record(&uri, &headers);
+    let expected = recorder
+        .authorization
+        .lock()
+        .unwrap()
+        .clone()
+        .unwrap_or_else(|| format!("Bearer {TOKEN}"));
     let authorized = headers
         .get(header::AUTHORIZATION)
-        .is_some_and(|v| v == format!("Bearer {TOKEN}").as_str())
+        .is_some_and(|v| v == expected.as_str())
         && headers.get("x-jfrog-art-api").is_some_and(|v| v == API_KEY);
     if !authorized {
         return (StatusCode::UNAUTHORIZED, "credentials required").into_response();
@@ -399,6 +408,36 @@ async fn extra_origins_get_the_credentials_too() {
     let cdn = upstreams.cdn_seen.seen();
     assert_eq!(cdn.len(), 1, "{cdn:?}");
     assert_eq!(cdn[0].api_key.as_deref(), Some(API_KEY));
+}
+
+#[tokio::test]
+async fn basic_credentials_from_a_file_reach_a_nexus_style_upstream() {
+    let upstreams = Upstreams::start().await;
+    // `ci:pa55 word` (RFC 7617: user, colon, password, base64).
+    *upstreams.private_seen.authorization.lock().unwrap() =
+        Some("Basic Y2k6cGE1NSB3b3Jk".to_string());
+    std::fs::write(upstreams.file("password"), "pa55 word\n").unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let mut config = upstreams.config(cache.path());
+    config.upstreams.pypi.token = None;
+    config.upstreams.pypi.basic = Some(wheelgate::config::upstreams::BasicCredentials {
+        user: "ci".into(),
+        password: SecretSource::File(upstreams.file("password")),
+    });
+    let proxy = start_proxy(config, cache).await;
+    let (status, body) = get(&format!(
+        "http://{}/files/demo/demo-1.0-py3-none-any.whl",
+        proxy.addr
+    ))
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "{}: {:?}",
+        text(&body),
+        upstreams.private_seen.seen()
+    );
+    assert_eq!(body, wheel("1.0"));
 }
 
 /// Kills a server the test started when the test ends, passed or not.
