@@ -4,7 +4,8 @@
 //! links), partly on a CDN (absolute links to another origin), and a download redirected to
 //! that CDN. The proxy must trust the CA
 //! for that upstream, send the credentials there and nowhere else, stop at start when a secret
-//! or the CA bundle cannot be read, and honour `HTTP_PROXY`.
+//! or the CA bundle cannot be read, and honour `HTTP_PROXY` and `HTTPS_PROXY` (a `CONNECT`
+//! tunnel to the private upstream, its certificate checked against the CA bundle).
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -26,6 +27,9 @@ const TOKEN: &str = "tok-7f3a9c-private";
 const API_KEY: &str = "AKCp8k-api-key";
 const PAGE: &str = "/artifactory/api/pypi/pypi-remote/simple/demo/";
 const PIP_ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01";
+/// The private upstream's name when reached through an `HTTPS_PROXY` (`.invalid` never
+/// resolves, RFC 2606: only the proxy can connect to it).
+const ARTIFACTORY_HOST: &str = "artifactory.wheelgate-test.invalid";
 const CPU_MACHINE: &str = r#"{"platform":"linux-x86_64","glibc":"2.36"}"#;
 
 /// One request as a server saw it: path, and the credentials it carried.
@@ -185,7 +189,7 @@ impl Upstreams {
         let router = Router::new()
             .fallback(private)
             .with_state(private_seen.clone());
-        let private = TlsServer::start(&ca, router).await;
+        let private = TlsServer::start(&ca, &[ARTIFACTORY_HOST], router).await;
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("ca.pem"), &ca.pem).unwrap();
         std::fs::write(dir.path().join("token"), format!("{TOKEN}\n")).unwrap();
@@ -562,6 +566,23 @@ fn config_show_names_where_the_secret_comes_from_never_its_value() {
     );
 }
 
+/// The address `wheelgate serve` says it listens on, from its first line of output.
+async fn listening_address(stdout: std::process::ChildStdout) -> String {
+    let first = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        line
+    })
+    .await
+    .unwrap();
+    first
+        .split("listening on http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_string()
+}
+
 /// A forward proxy: answers what `HTTP_PROXY` clients send it (absolute-form requests for hosts
 /// that do not exist), recording each request's target.
 async fn forward_proxy(State(recorder): State<Recorder>, uri: Uri, headers: HeaderMap) -> Response {
@@ -605,19 +626,7 @@ async fn http_proxy_from_the_environment_carries_every_upstream_request() {
     .unwrap();
     let stdout = child.stdout.take().unwrap();
     let _server = Server(child);
-    let first = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).unwrap();
-        line
-    })
-    .await
-    .unwrap();
-    let address = first
-        .split("listening on http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {first:?}"))
-        .to_string();
+    let address = listening_address(stdout).await;
     let (status, body) = get(&format!("http://{address}/simple/demo/")).await;
     assert_eq!(status, StatusCode::OK, "{}", text(&body));
     let (status, body) = get(&format!(
@@ -633,5 +642,104 @@ async fn http_proxy_from_the_environment_carries_every_upstream_request() {
                 &"http://files.wheelgate-test.invalid/demo-1.1-py3-none-any.whl".to_string()
             ),
         "{targets:?}"
+    );
+}
+
+/// An `HTTPS_PROXY` as companies run one: `CONNECT host:port`, then bytes both ways. Every
+/// tunnel goes to `target` whatever host was asked for; the hosts asked for are recorded.
+async fn connect_proxy(target: SocketAddr) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&asked);
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            let record = Arc::clone(&record);
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if client.read_exact(&mut byte).await.is_err() {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let Some(authority) = head
+                    .lines()
+                    .next()
+                    .and_then(|line| line.strip_prefix("CONNECT "))
+                    .and_then(|rest| rest.split(' ').next())
+                else {
+                    let _ = client
+                        .write_all(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+                        .await;
+                    return;
+                };
+                record.lock().unwrap().push(authority.to_string());
+                let Ok(mut upstream) = tokio::net::TcpStream::connect(target).await else {
+                    return;
+                };
+                let _ = client
+                    .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                    .await;
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+            });
+        }
+    });
+    (addr, asked)
+}
+
+#[tokio::test]
+async fn https_proxy_tunnels_to_a_private_upstream_trusted_by_its_ca_bundle() {
+    let upstreams = Upstreams::start().await;
+    let (proxy_addr, asked) = connect_proxy(upstreams.private.addr).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "pypi_url = \"https://{ARTIFACTORY_HOST}/artifactory/api/pypi/pypi-remote/simple\"\n\
+             [upstreams.pypi]\n\
+             token = {{ file = {} }}\n\
+             headers = {{ \"X-JFrog-Art-Api\" = {{ env = \"ARTIFACTORY_API_KEY\" }} }}\n\
+             ca_bundle = {}\n",
+            toml::Value::String(upstreams.file("token").display().to_string()),
+            toml::Value::String(upstreams.file("ca.pem").display().to_string()),
+        ),
+    );
+    let mut child = wheelgate(
+        &["serve", "--config", &config, "--listen", "127.0.0.1:0"],
+        &[
+            ("HTTPS_PROXY", &format!("http://{proxy_addr}")),
+            ("ARTIFACTORY_API_KEY", API_KEY),
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _server = Server(child);
+    let address = listening_address(stdout).await;
+    let (status, body) = get(&format!("http://{address}/simple/demo/")).await;
+    assert_eq!(status, StatusCode::OK, "{}", text(&body));
+    let (status, body) = get(&format!(
+        "http://{address}/files/demo/demo-1.0-py3-none-any.whl"
+    ))
+    .await;
+    assert_eq!(status, StatusCode::OK, "{}", text(&body));
+    assert_eq!(body, wheel("1.0"));
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(
+        asked,
+        vec![format!("{ARTIFACTORY_HOST}:443"); asked.len().max(1)],
+        "every request, and at least one, went through the tunnel"
+    );
+    let seen = upstreams.private_seen.seen();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(
+        seen.iter().all(|s| s.api_key.as_deref() == Some(API_KEY)),
+        "{seen:?}"
     );
 }

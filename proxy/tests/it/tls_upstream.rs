@@ -42,9 +42,11 @@ impl TestCa {
         }
     }
 
-    /// A rustls server configuration with a certificate for `127.0.0.1` signed by this CA.
-    fn server_config(&self) -> Arc<ServerConfig> {
-        let params = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    /// A rustls server configuration with a certificate for `names` (host names or IP
+    /// addresses) signed by this CA.
+    fn server_config(&self, names: &[&str]) -> Arc<ServerConfig> {
+        let names: Vec<String> = names.iter().map(ToString::to_string).collect();
+        let params = CertificateParams::new(names).unwrap();
         let key = KeyPair::generate().unwrap();
         let certificate = params.signed_by(&key, &self.issuer).unwrap();
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
@@ -72,13 +74,16 @@ impl Drop for TlsServer {
 }
 
 impl TlsServer {
-    pub async fn start(ca: &TestCa, router: Router) -> TlsServer {
+    /// Serves `router` with a certificate for `127.0.0.1` and the other `names` given.
+    pub async fn start(ca: &TestCa, names: &[&str], router: Router) -> TlsServer {
+        let mut all = vec!["127.0.0.1"];
+        all.extend_from_slice(names);
         let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = tcp.local_addr().unwrap();
         let failed_handshakes = Arc::new(AtomicUsize::new(0));
         let listener = TlsListener {
             tcp,
-            acceptor: TlsAcceptor::from(ca.server_config()),
+            acceptor: TlsAcceptor::from(ca.server_config(&all)),
             failed_handshakes: Arc::clone(&failed_handshakes),
         };
         let task = tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
