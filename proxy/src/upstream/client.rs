@@ -352,6 +352,11 @@ impl UpstreamClient {
             || status == StatusCode::FORBIDDEN
             || status == StatusCode::GONE
         {
+            if status == StatusCode::FORBIDDEN && self.transport.has_access(url) {
+                // Taken as "no such project" (what download.pytorch.org means by it), but from
+                // an upstream given credentials it may be a permission the token lacks.
+                warn!(url = %redact(url), "a private upstream answered 403; taken as no such project (check its credentials' permissions if the project exists)");
+            }
             return Ok(PageResponse::NotFound);
         }
         if !status.is_success() {

@@ -104,6 +104,11 @@ impl Transport {
         }
     }
 
+    /// Whether requests to `url` carry a private upstream's access.
+    pub(super) fn has_access(&self, url: &str) -> bool {
+        Url::parse(url).is_ok_and(|url| self.scoped_for(&url).is_some())
+    }
+
     fn scoped_for(&self, url: &Url) -> Option<&Scoped> {
         self.scoped
             .iter()
