@@ -16,6 +16,12 @@ pub use auth::AuthConfig;
 pub mod limits;
 pub use limits::LimitsConfig;
 
+pub mod secrets;
+pub use secrets::SecretSource;
+
+pub mod upstreams;
+pub use upstreams::{UpstreamAccessConfig, UpstreamsConfig};
+
 /// Default listen address: loopback only, so a proxy started on a laptop is not an open index
 /// for the network; a shared server sets `--listen 0.0.0.0:3141`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:3141";
@@ -63,6 +69,10 @@ pub struct ServeConfig {
     pub auth: AuthConfig,
     /// `[limits]`: timeouts, size limits, the connection cap and the upstream breakers.
     pub limits: LimitsConfig,
+    /// `[upstreams.pytorch]`, `[upstreams.pypi]`: credentials, headers and CA bundles of
+    /// private upstreams (none by default).
+    #[serde(skip_serializing_if = "UpstreamsConfig::is_empty")]
+    pub upstreams: UpstreamsConfig,
 }
 
 impl Default for ServeConfig {
@@ -81,6 +91,7 @@ impl Default for ServeConfig {
             shutdown_grace_secs: DEFAULT_SHUTDOWN_GRACE_SECS,
             auth: AuthConfig::default(),
             limits: LimitsConfig::default(),
+            upstreams: UpstreamsConfig::default(),
         }
     }
 }
@@ -107,7 +118,7 @@ impl ServeConfig {
         })?;
         toml::from_str(&text).map_err(|err| ConfigError::Parse {
             path: path.to_path_buf(),
-            message: err.to_string(),
+            message: parse_message(&text, &err),
         })
     }
 
@@ -120,6 +131,19 @@ impl ServeConfig {
     pub fn pypi_root(&self) -> &str {
         self.pypi_url.trim_end_matches('/')
     }
+}
+
+/// The message of a parse error: toml's own (with the offending line), except for a refused
+/// plain-text secret, whose line holds the secret: then only its line number and the refusal.
+fn parse_message(text: &str, err: &toml::de::Error) -> String {
+    if !secrets::is_plain_text_refusal(err.message()) {
+        return err.to_string();
+    }
+    let line = err
+        .span()
+        .and_then(|span| text.get(..span.start))
+        .map_or(0, |before| before.matches('\n').count() + 1);
+    format!("line {line}: {}", err.message())
 }
 
 /// `$XDG_CACHE_HOME/wheelgate`, else `~/.cache/wheelgate`, else `./wheelgate-cache`.
@@ -227,5 +251,19 @@ mod tests {
         std::fs::write(&path, "lisen = \"x\"\n").unwrap();
         let err = ServeConfig::from_file(&path).unwrap_err().to_string();
         assert!(err.contains("lisen"), "{err}");
+    }
+
+    #[test]
+    fn a_refused_plain_text_secret_is_not_repeated_in_the_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wheelgate.toml");
+        std::fs::write(
+            &path,
+            "offline = false\n[upstreams.pypi]\ntoken = \"hunter2-secret\"\n",
+        )
+        .unwrap();
+        let err = ServeConfig::from_file(&path).unwrap_err().to_string();
+        assert!(!err.contains("hunter2-secret"), "{err}");
+        assert!(err.contains("line 3") && err.contains("{ env = "), "{err}");
     }
 }

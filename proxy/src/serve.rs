@@ -11,7 +11,7 @@ use crate::cache::index::IndexCache;
 use crate::cache::lock::{CacheDirLock, LockError};
 use crate::config::ServeConfig;
 use crate::server::{AppState, app};
-use crate::upstream::{ClientSettings, UpstreamClient, UpstreamError};
+use crate::upstream::{AccessError, ClientSettings, UpstreamClient, UpstreamError, resolve_access};
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +30,8 @@ pub enum StartError {
     ObjectStore(#[from] Box<BucketError>),
     #[error(transparent)]
     Client(#[from] UpstreamError),
+    #[error(transparent)]
+    Access(#[from] AccessError),
     #[error("cannot describe this machine")]
     Detect(#[from] wheelgate_selectors::DetectError),
     #[error(
@@ -62,6 +64,28 @@ pub fn default_machine(config: &ServeConfig) -> Result<(Machine, Policy), StartE
 
 /// Builds the server's state: caches opened, client built, machine known.
 pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
+    // First, so a missing token or CA bundle stops the start before anything else is done.
+    // Offline, no upstream is asked: its secrets need not be there.
+    let access = if config.offline {
+        Vec::new()
+    } else {
+        resolve_access(&config)?
+    };
+    for upstream in &access {
+        // Header names only: their values are secrets.
+        let headers: Vec<&str> = upstream
+            .headers
+            .keys()
+            .map(reqwest::header::HeaderName::as_str)
+            .collect();
+        info!(
+            section = %upstream.section,
+            origins = %upstream.origins.join(", "),
+            headers = %headers.join(", "),
+            ca_certificates = upstream.roots.len(),
+            "private upstream access configured"
+        );
+    }
     tokio::fs::create_dir_all(&config.cache_dir)
         .await
         .map_err(|source| StartError::CacheDir {
@@ -90,8 +114,11 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     let files =
         FileCache::open_with_bucket(config.cache_dir.clone(), config.cache_max_bytes, bucket)?;
     let metrics = Arc::new(crate::metrics::Metrics::default());
-    let client = UpstreamClient::new(&ClientSettings::from_limits(&config.limits))?
-        .with_metrics(Arc::clone(&metrics));
+    let settings = ClientSettings {
+        access,
+        ..ClientSettings::from_limits(&config.limits)
+    };
+    let client = UpstreamClient::new(&settings)?.with_metrics(Arc::clone(&metrics));
     Ok(AppState {
         config: Arc::new(config),
         client,

@@ -3,6 +3,11 @@
 //! `pip config`), secrets redacted: passwords, tokens and keys become `***`, and a URL's
 //! `user:password@` becomes `user:***@`.
 //!
+//! `[upstreams.*]` holds no secret (plain-text secrets are refused when the file is read), so it
+//! is shown as it is, followed by a comment per private upstream saying where each secret comes
+//! from and whether it is there now (`<from env FOO, set>`), and the outgoing proxy variables
+//! reqwest honours (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`).
+//!
 //! Sources come from clap's own record of each argument (`ArgMatches::value_source`), so a value
 //! given both in the environment and as a flag shows the flag, as `serve` uses it.
 
@@ -176,7 +181,54 @@ fn render(args: &ServeArgs, matches: Option<&ArgMatches>) -> Result<String, Conf
     }
     out.push('\n');
     emit(&mut out, &[], &table, &sources);
+    out.push('\n');
+    out.push_str(&upstream_access(&config));
+    out.push_str(&proxy_environment(|name| std::env::var(name).ok()));
     Ok(out)
+}
+
+/// One comment line per setting of each private upstream, never a secret's value.
+fn upstream_access(config: &ServeConfig) -> String {
+    let mut out = String::from(
+        "# Private upstreams (`[upstreams.*]`; secrets are shown only as where they come from):\n",
+    );
+    let sections = [
+        ("pytorch", config.pytorch_root(), &config.upstreams.pytorch),
+        ("pypi", config.pypi_root(), &config.upstreams.pypi),
+    ];
+    for (name, root, access) in sections {
+        let root = redact_url(root);
+        let lines = access.describe();
+        if lines.is_empty() {
+            let _ = writeln!(
+                out,
+                "#   {name} ({root}): no credentials; the system's trust store"
+            );
+        }
+        for line in lines {
+            let _ = writeln!(out, "#   {name} ({root}): {line}");
+        }
+    }
+    out
+}
+
+/// The outgoing proxy variables as reqwest reads them (the upper-case name first, then the
+/// lower-case one), credentials in their URLs redacted.
+fn proxy_environment(var: impl Fn(&str) -> Option<String>) -> String {
+    let mut out = String::from(
+        "# Outgoing proxies from the environment (every upstream request honours them):\n",
+    );
+    for upper in ["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY"] {
+        let lower = upper.to_ascii_lowercase();
+        let found = [upper, lower.as_str()]
+            .into_iter()
+            .find_map(|name| var(name).map(|value| (name, value)));
+        let _ = match found {
+            Some((name, value)) => writeln!(out, "#   {name} = {}", redact_url(&value)),
+            None => writeln!(out, "#   {upper} <unset>"),
+        };
+    }
+    out
 }
 
 fn display_path(path: &std::path::Path) -> String {
@@ -249,6 +301,10 @@ fn is_secret_key(key: &str) -> bool {
 
 fn redact_table(table: &mut Table) {
     for (key, value) in table.iter_mut() {
+        if key == "upstreams" {
+            // Names of variables and files only: a secret written there is refused on reading.
+            continue;
+        }
         if is_secret_key(key) {
             redact_all(value);
         } else {
@@ -382,6 +438,47 @@ bearer = ["tok-abc"]
         assert!(parsed.offline);
         assert_eq!(parsed.pypi_url, "https://pypi.example/simple");
         assert_eq!(parsed.cache_dir, dir.path());
+    }
+
+    #[test]
+    fn private_upstreams_show_where_secrets_come_from_and_the_proxies() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wheelgate.toml");
+        std::fs::write(
+            &path,
+            r#"
+pypi_url = "https://artifactory.example/api/pypi/remote/simple"
+[upstreams.pypi]
+token = { env = "WHEELGATE_TEST_SURELY_UNSET_TOKEN" }
+headers = { "X-JFrog-Art-Api" = { file = "/surely/absent/key" } }
+"#,
+        )
+        .unwrap();
+        let text = show(&["--config", path.to_str().unwrap()]);
+        for line in [
+            "[upstreams.pypi.token]  # file",
+            "env = \"WHEELGATE_TEST_SURELY_UNSET_TOKEN\"  # file",
+            "#   pypi (https://artifactory.example/api/pypi/remote/simple): Authorization: Bearer <from env WHEELGATE_TEST_SURELY_UNSET_TOKEN, unset>",
+            "#   pypi (https://artifactory.example/api/pypi/remote/simple): X-JFrog-Art-Api: <from file /surely/absent/key, unreadable>",
+            "#   pytorch (https://download.pytorch.org/whl): no credentials; the system's trust store",
+        ] {
+            assert!(text.contains(line), "missing `{line}` in\n{text}");
+        }
+        let parsed: ServeConfig = toml::from_str(&text).unwrap();
+        assert!(!parsed.upstreams.pypi.is_empty());
+        let env = proxy_environment(|name| match name {
+            "HTTPS_PROXY" => Some("http://alice:s3cret@proxy.example:3128".into()),
+            "no_proxy" => Some("localhost,.internal".into()),
+            _ => None,
+        });
+        for line in [
+            "#   HTTPS_PROXY = http://alice:***@proxy.example:3128",
+            "#   HTTP_PROXY <unset>",
+            "#   no_proxy = localhost,.internal",
+        ] {
+            assert!(env.contains(line), "missing `{line}` in\n{env}");
+        }
+        assert!(!env.contains("s3cret"), "{env}");
     }
 
     #[test]

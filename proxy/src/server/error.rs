@@ -30,9 +30,9 @@ fn client_message(error: &IndexError) -> String {
                     format!("sent a page over the limit of {limit} bytes")
                 }
                 UpstreamError::Truncated { .. } => "sent a page cut short".to_string(),
-                UpstreamError::Request { .. } | UpstreamError::Build(_) => {
-                    "could not be reached".to_string()
-                }
+                UpstreamError::Request { .. }
+                | UpstreamError::Build(_)
+                | UpstreamError::BuildScoped { .. } => "could not be reached".to_string(),
             };
             format!(
                 "the upstream `{upstream}` {what}, and this server has no cached copy of the page; try again later"

@@ -1,6 +1,9 @@
-//! The HTTP client for upstream indexes and file hosts: rustls, connect and read timeouts,
-//! bounded retries with backoff for idempotent requests, `HTTPS_PROXY`/`NO_PROXY` from the
-//! environment (reqwest's system proxy support), connection reuse, compressed index responses.
+//! The HTTP client for upstream indexes and file hosts: rustls with the system's trust store
+//! (reqwest's platform verifier, which on Linux reads the system bundle or `SSL_CERT_FILE`),
+//! connect and read timeouts, bounded retries with backoff for idempotent requests,
+//! `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY`/`NO_PROXY` from the environment (reqwest's system proxy
+//! support), connection reuse, compressed index responses. Each private upstream's credentials
+//! and CA bundle apply to its origins only ([`super::transport`]).
 //!
 //! Every page fetch is bounded twice: each attempt (connection, headers and whole body) by
 //! `attempt_timeout`, and all attempts together by `deadline`, so an upstream that stalls or
@@ -16,7 +19,9 @@ use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, ETAG, HeaderMap, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED};
 use tracing::{debug, warn};
 
+use super::access::OriginAccess;
 use super::breaker::{Admission, BreakerSettings, Breakers, RequestKind};
+use super::transport::Transport;
 use crate::metrics::{Metrics, UpstreamOutcome, upstream_label};
 
 /// Timeouts, retries and limits of the upstream client.
@@ -35,6 +40,9 @@ pub struct ClientSettings {
     pub max_page_bytes: u64,
     pub breaker: BreakerSettings,
     pub user_agent: String,
+    /// Credentials, headers and CA bundles of private upstreams, each for its origins
+    /// (`[upstreams.*]`, read by [`super::resolve_access`]).
+    pub access: Vec<OriginAccess>,
 }
 
 impl Default for ClientSettings {
@@ -48,6 +56,7 @@ impl Default for ClientSettings {
             max_page_bytes: crate::config::limits::DEFAULT_MAX_PAGE_BYTES,
             breaker: BreakerSettings::default(),
             user_agent: format!("wheelgate/{}", env!("CARGO_PKG_VERSION")),
+            access: Vec::new(),
         }
     }
 }
@@ -73,6 +82,12 @@ impl ClientSettings {
 pub enum UpstreamError {
     #[error("could not build the HTTP client")]
     Build(#[source] reqwest::Error),
+    #[error("could not build the HTTP client for `{section}` (its `ca_bundle`?)")]
+    BuildScoped {
+        section: String,
+        #[source]
+        source: reqwest::Error,
+    },
     #[error("request to `{url}` failed")]
     Request {
         url: String,
@@ -114,6 +129,7 @@ impl UpstreamError {
             | UpstreamError::Truncated { .. } => true,
             UpstreamError::Status { status, .. } => status.is_server_error(),
             UpstreamError::Build(_)
+            | UpstreamError::BuildScoped { .. }
             | UpstreamError::CircuitOpen { .. }
             | UpstreamError::PageTooLarge { .. } => false,
         }
@@ -129,7 +145,7 @@ impl UpstreamError {
             | UpstreamError::PageTooLarge { url, .. }
             | UpstreamError::Truncated { url, .. } => Some(upstream_label(url)),
             UpstreamError::CircuitOpen { upstream, .. } => Some(upstream.clone()),
-            UpstreamError::Build(_) => None,
+            UpstreamError::Build(_) | UpstreamError::BuildScoped { .. } => None,
         }
     }
 }
@@ -159,7 +175,7 @@ pub enum PageResponse {
 /// The shared upstream client; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct UpstreamClient {
-    http: reqwest::Client,
+    transport: Transport,
     retries: u32,
     attempt_timeout: Duration,
     deadline: Duration,
@@ -170,15 +186,8 @@ pub struct UpstreamClient {
 
 impl UpstreamClient {
     pub fn new(settings: &ClientSettings) -> Result<Self, UpstreamError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(settings.connect_timeout)
-            .read_timeout(settings.read_timeout)
-            .user_agent(settings.user_agent.clone())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .build()
-            .map_err(UpstreamError::Build)?;
         Ok(UpstreamClient {
-            http,
+            transport: Transport::build(settings)?,
             retries: settings.retries,
             attempt_timeout: settings.attempt_timeout,
             deadline: settings.deadline,
@@ -205,9 +214,10 @@ impl UpstreamClient {
         &self.breakers
     }
 
-    /// The underlying client, for streaming file downloads.
+    /// The underlying client without any private upstream's credentials or CA bundle (those
+    /// go only through [`UpstreamClient::get_page`] and [`UpstreamClient::get_stream`]).
     pub fn http(&self) -> &reqwest::Client {
-        &self.http
+        self.transport.default_client()
     }
 
     /// Fetches an index page, conditionally when `validators` are given, within the deadline.
@@ -330,10 +340,8 @@ impl UpstreamClient {
             source,
         };
         let mut response = self
-            .http
-            .get(url)
-            .headers(headers.clone())
-            .send()
+            .transport
+            .get(url, headers)
             .await
             .map_err(request_error)?;
         let status = response.status();
@@ -344,6 +352,11 @@ impl UpstreamClient {
             || status == StatusCode::FORBIDDEN
             || status == StatusCode::GONE
         {
+            if status == StatusCode::FORBIDDEN && self.transport.has_access(url) {
+                // Taken as "no such project" (what download.pytorch.org means by it), but from
+                // an upstream given credentials it may be a permission the token lacks.
+                warn!(url = %redact(url), "a private upstream answered 403; taken as no such project (check its credentials' permissions if the project exists)");
+            }
             return Ok(PageResponse::NotFound);
         }
         if !status.is_success() {
@@ -447,22 +460,20 @@ impl UpstreamClient {
         let mut attempt = 0;
         loop {
             let started = Instant::now();
-            let result = match tokio::time::timeout(
-                self.attempt_timeout,
-                self.http.get(url).headers(headers.clone()).send(),
-            )
-            .await
-            {
-                Ok(Ok(response)) => Ok(response),
-                Ok(Err(source)) => Err(UpstreamError::Request {
-                    url: redact(url),
-                    source,
-                }),
-                Err(_) => Err(UpstreamError::Timeout {
-                    url: redact(url),
-                    secs: self.attempt_timeout.as_secs_f64(),
-                }),
-            };
+            let result =
+                match tokio::time::timeout(self.attempt_timeout, self.transport.get(url, &headers))
+                    .await
+                {
+                    Ok(Ok(response)) => Ok(response),
+                    Ok(Err(source)) => Err(UpstreamError::Request {
+                        url: redact(url),
+                        source,
+                    }),
+                    Err(_) => Err(UpstreamError::Timeout {
+                        url: redact(url),
+                        secs: self.attempt_timeout.as_secs_f64(),
+                    }),
+                };
             let outcome = match &result {
                 Ok(response) if response.status().is_server_error() => UpstreamOutcome::ServerError,
                 Ok(_) => UpstreamOutcome::Answered,

@@ -1,0 +1,159 @@
+//! Which HTTP client and which headers a request to an upstream URL uses, and redirects across
+//! origins: the one place that decides where credentials go.
+//!
+//! Origins with `[upstreams.*]` access get their own client (the system's roots plus the
+//! section's CA bundle) and their headers. Those clients follow redirects only within the
+//! origin; a redirect to another origin (Artifactory sending a download to a presigned bucket
+//! URL) comes back here and is followed with *that* origin's access, usually none. reqwest
+//! alone would strip `Authorization` on such a redirect but forward every other header
+//! (`X-JFrog-Art-Api`) to the new host. Every other URL goes through the default client, which
+//! carries none of these headers and follows redirects itself.
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, LOCATION};
+use reqwest::redirect::{Attempt, Policy};
+use reqwest::{Response, StatusCode, Url};
+
+use super::access::{OriginAccess, origin_of};
+use super::client::{ClientSettings, UpstreamError};
+
+/// Redirects followed per request, across origins and within them (reqwest's own default).
+const MAX_REDIRECTS: usize = 10;
+
+/// The default client and one client per origin with access settings.
+#[derive(Debug, Clone)]
+pub(super) struct Transport {
+    default: reqwest::Client,
+    scoped: Vec<Scoped>,
+}
+
+#[derive(Debug, Clone)]
+struct Scoped {
+    access: OriginAccess,
+    client: reqwest::Client,
+}
+
+impl Transport {
+    pub(super) fn build(settings: &ClientSettings) -> Result<Transport, UpstreamError> {
+        let default = builder(settings).build().map_err(UpstreamError::Build)?;
+        let scoped = settings
+            .access
+            .iter()
+            .map(|access| {
+                let client = builder(settings)
+                    .redirect(Policy::custom(same_origin_only))
+                    .tls_certs_merge(access.roots.iter().cloned())
+                    .build()
+                    .map_err(|source| UpstreamError::BuildScoped {
+                        section: access.section.clone(),
+                        source,
+                    })?;
+                Ok(Scoped {
+                    access: access.clone(),
+                    client,
+                })
+            })
+            .collect::<Result<_, UpstreamError>>()?;
+        Ok(Transport { default, scoped })
+    }
+
+    /// The client without any upstream's access.
+    pub(super) fn default_client(&self) -> &reqwest::Client {
+        &self.default
+    }
+
+    /// A GET of `url` with `headers`, plus the access of `url`'s origin, following redirects;
+    /// each hop to another origin gets that origin's access only.
+    pub(super) async fn get(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+    ) -> Result<Response, reqwest::Error> {
+        let mut current = url.to_string();
+        let mut hops = 0;
+        loop {
+            let parsed = Url::parse(&current).ok();
+            let Some(scoped) = parsed.as_ref().and_then(|url| self.scoped_for(url)) else {
+                // No access of ours to leak: reqwest follows redirects (and strips a URL's own
+                // `user:password@` credentials when one leaves the host).
+                return self
+                    .default
+                    .get(&current)
+                    .headers(headers.clone())
+                    .send()
+                    .await;
+            };
+            let mut with_access = headers.clone();
+            for (name, value) in &scoped.access.headers {
+                with_access.insert(name, value.clone());
+            }
+            let response = scoped
+                .client
+                .get(&current)
+                .headers(with_access)
+                .send()
+                .await?;
+            match next_hop(&response) {
+                Some(next) if hops < MAX_REDIRECTS => {
+                    hops += 1;
+                    current = next;
+                }
+                _ => return Ok(response),
+            }
+        }
+    }
+
+    /// Whether requests to `url` carry a private upstream's access.
+    pub(super) fn has_access(&self, url: &str) -> bool {
+        Url::parse(url).is_ok_and(|url| self.scoped_for(&url).is_some())
+    }
+
+    fn scoped_for(&self, url: &Url) -> Option<&Scoped> {
+        self.scoped
+            .iter()
+            .find(|scoped| scoped.access.applies_to(url))
+    }
+}
+
+fn builder(settings: &ClientSettings) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .connect_timeout(settings.connect_timeout)
+        .read_timeout(settings.read_timeout)
+        .user_agent(settings.user_agent.clone())
+        .pool_idle_timeout(Duration::from_secs(90))
+}
+
+/// The redirect policy of a client with access: within its origin only (the headers it carries
+/// are meant for that origin); a redirect elsewhere is returned to [`Transport::get`].
+fn same_origin_only(attempt: Attempt<'_>) -> reqwest::redirect::Action {
+    let same = attempt
+        .previous()
+        .last()
+        .is_some_and(|previous| origin_of(previous) == origin_of(attempt.url()));
+    if attempt.previous().len() > MAX_REDIRECTS {
+        attempt.error("too many redirects")
+    } else if same {
+        attempt.follow()
+    } else {
+        attempt.stop()
+    }
+}
+
+/// The absolute http(s) URL a redirect response points at.
+fn next_hop(response: &Response) -> Option<String> {
+    let redirect = matches!(
+        response.status(),
+        StatusCode::MOVED_PERMANENTLY
+            | StatusCode::FOUND
+            | StatusCode::SEE_OTHER
+            | StatusCode::TEMPORARY_REDIRECT
+            | StatusCode::PERMANENT_REDIRECT
+    );
+    if !redirect {
+        return None;
+    }
+    let location = response.headers().get(LOCATION)?.to_str().ok()?;
+    let next = response.url().join(location).ok()?;
+    matches!(next.scheme(), "http" | "https").then(|| next.to_string())
+}
