@@ -16,6 +16,9 @@ pub use auth::AuthConfig;
 pub mod limits;
 pub use limits::LimitsConfig;
 
+pub mod networks;
+pub use networks::{ClientNetworks, NetworkRule};
+
 /// Default listen address: loopback only, so a proxy started on a laptop is not an open index
 /// for the network; a shared server sets `--listen 0.0.0.0:3141`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:3141";
@@ -63,6 +66,12 @@ pub struct ServeConfig {
     pub auth: AuthConfig,
     /// `[limits]`: timeouts, size limits, the connection cap and the upstream breakers.
     pub limits: LimitsConfig,
+    /// Peers (load balancers) whose `X-Forwarded-For` / `Forwarded` headers name the client;
+    /// from anyone else those headers are ignored.
+    pub trusted_proxies: Vec<String>,
+    /// `[[networks]]`: client networks mapped to machines; the first matching rule decides
+    /// what `/simple/` resolves for (`config/networks.rs`).
+    pub networks: Vec<NetworkRule>,
 }
 
 impl Default for ServeConfig {
@@ -81,6 +90,8 @@ impl Default for ServeConfig {
             shutdown_grace_secs: DEFAULT_SHUTDOWN_GRACE_SECS,
             auth: AuthConfig::default(),
             limits: LimitsConfig::default(),
+            trusted_proxies: Vec::new(),
+            networks: Vec::new(),
         }
     }
 }
