@@ -60,6 +60,7 @@ async fn config(networks_toml: &str) -> (ServeConfig, Fake, tempfile::TempDir) {
         torch_page(&["cpu", "cu126", "cu128", "cu130"]),
     );
     upstream.add_page("/whl/cpu/torch/", torch_page(&["cpu"]));
+    upstream.add_page("/whl/cu126/torch/", torch_page(&["cu126"]));
     let cache = tempfile::tempdir().unwrap();
     let mut config: ServeConfig = toml::from_str(networks_toml).unwrap();
     config.pytorch_url = upstream.url("/whl");
@@ -196,22 +197,26 @@ async fn a_loopback_client_gets_its_networks_machine_and_a_forged_header_changes
     );
 }
 
-/// 127.0.0.1 (the tests' client) trusted as a proxy; a GPU network and a V100 network.
-fn two_networks() -> String {
+/// 127.0.0.1 (the tests' client) trusted as a proxy; a GPU network, a V100 network, and one
+/// that pins `cu126` on the server's (CPU-only) machine.
+fn three_networks() -> String {
     format!(
         "trusted_proxies = [\"127.0.0.1\"]\n\
          [[networks]]\nname = \"gpu\"\ncidr = [\"10.1.0.0/16\", \"fd00:1::/64\"]\n{H100_RULE}\n\
-         [[networks]]\nname = \"v100\"\ncidr = [\"10.2.0.0/16\"]\ntoken = \"{V100_TOKEN}\"\n"
+         [[networks]]\nname = \"v100\"\ncidr = [\"10.2.0.0/16\"]\ntoken = \"{V100_TOKEN}\"\n\
+         [[networks]]\nname = \"pinned\"\ncidr = [\"10.3.0.0/16\"]\nbackend = \"cu126\"\n"
     )
 }
 
 #[tokio::test]
 async fn behind_a_trusted_proxy_the_forwarded_client_picks_the_rule() {
-    let proxy = start(&two_networks()).await;
+    let proxy = start(&three_networks()).await;
     for (headers, expected) in [
         (vec![("x-forwarded-for", "10.1.2.3")], "cu130"),
         (vec![("x-forwarded-for", "10.2.0.9")], "cu128"),
         (vec![("x-forwarded-for", "192.0.2.1")], "cpu"),
+        // The rule's pin, as `/b/cu126/` pins it: the page of that backend's directory.
+        (vec![("x-forwarded-for", "10.3.4.5")], "cu126"),
         (vec![], "cpu"),
         // A client writing its own header: the proxy appends the real address on the right.
         (vec![("x-forwarded-for", "10.1.2.3, 10.2.0.9")], "cu128"),
@@ -283,7 +288,7 @@ async fn behind_a_trusted_proxy_the_forwarded_client_picks_the_rule() {
 
 #[tokio::test]
 async fn the_status_page_lists_the_rules_and_marks_the_askers() {
-    let proxy = start(&two_networks()).await;
+    let proxy = start(&three_networks()).await;
     let status = format!("http://{}/", proxy.addr);
     let (code, _, html) = get(&status, &[("x-forwarded-for", "10.1.2.3")]).await;
     assert_eq!(code, StatusCode::OK);
@@ -296,6 +301,10 @@ async fn the_status_page_lists_the_rules_and_marks_the_askers() {
         "{html}"
     );
     assert!(html.contains("<td>v100</td>"), "{html}");
+    assert!(
+        html.contains("<td>the server&#39;s; backend pinned to cu126</td>"),
+        "{html}"
+    );
     assert!(
         html.contains("<code>10.1.0.0/16, fd00:1::/64</code>"),
         "{html}"
@@ -315,7 +324,7 @@ async fn the_status_page_lists_the_rules_and_marks_the_askers() {
 
 #[tokio::test]
 async fn two_networks_never_share_a_rendered_page() {
-    let proxy = start(&two_networks()).await;
+    let proxy = start(&three_networks()).await;
     let url = format!("http://{}/simple/torch/", proxy.addr);
     let mut seen = Vec::new();
     // Alternating, so each network's request comes right after the other's rendering is cached.
