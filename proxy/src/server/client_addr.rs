@@ -394,7 +394,20 @@ pub struct Client {
 
 impl Client {
     /// The client of a request from `peer` with `headers`; logs a refused forwarded header.
+    /// Without rules the address decides nothing, so forwarded headers are not read at all: a
+    /// load balancer's header on every request of a server without `[[networks]]` is no cause
+    /// for a log line.
     pub fn of(peer: Option<IpAddr>, headers: &HeaderMap, networks: &ClientNetworks) -> Client {
+        if networks.rules.is_empty() {
+            return Client {
+                address: peer.map(|ip| ClientAddress {
+                    ip: ip.to_canonical(),
+                    via: Via::Peer,
+                }),
+                rule: None,
+                refusal: None,
+            };
+        }
         let (address, refusal) = client_address(peer, headers, networks);
         if let Some(refusal) = &refusal {
             log_refusal(refusal);
@@ -703,6 +716,20 @@ mod tests {
         let (address, refusal) = client_address(Some(ip("10.0.0.5")), &map, &networks(&trusted));
         assert_eq!(address.unwrap().ip, ip("10.0.0.5"));
         assert!(refusal.unwrap().to_string().contains("not ASCII text"));
+    }
+
+    #[test]
+    fn without_rules_forwarded_headers_are_not_read() {
+        let forged = headers(&[("x-forwarded-for", "10.1.2.3")]);
+        let client = Client::of(
+            Some(ip("::ffff:192.0.2.50")),
+            &forged,
+            &networks(&["192.0.2.0/24"]),
+        );
+        assert_eq!(client.address.unwrap().ip, ip("192.0.2.50"));
+        assert_eq!(client.address.unwrap().via, Via::Peer);
+        assert_eq!(client.refusal, None);
+        assert!(client.rule.is_none());
     }
 
     #[test]

@@ -61,9 +61,9 @@ pub struct Explanation {
     /// Files left off for a reason other than their backend (wheel-variant files, names that do
     /// not parse, files an offline server's store does not hold).
     pub dropped: Vec<DroppedFile>,
-    /// Under `/explain/` (no prefix): the asking client's address and the `[[networks]]` rule
-    /// that decided the machine, or that none did. Absent under `/b/` and `/m/`, whose URL
-    /// decides.
+    /// Under `/explain/` (no prefix) with `[[networks]]` configured: the asking client's address
+    /// and the rule that decided the machine, or that none did. Absent under `/b/` and `/m/`,
+    /// whose URL decides, and without rules.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientReport>,
 }
@@ -107,7 +107,7 @@ async fn explain_default(
     headers: HeaderMap,
     Query(query): Query<ExplainQuery>,
 ) -> Result<Response, ApiError> {
-    let report = client.report();
+    let report = (!state.networks.rules.is_empty()).then(|| client.report());
     explain_response(
         &state,
         &Target::Default(client.rule),
@@ -115,7 +115,7 @@ async fn explain_default(
         &project,
         &headers,
         &query,
-        Some(report),
+        report,
     )
     .await
 }

@@ -164,8 +164,7 @@ fn render_clients(out: &mut String, state: &AppState, base: &str) {
 /// The `[[networks]]` rules, the one holding the asking client marked, and the trusted proxies.
 fn render_networks(out: &mut String, state: &AppState, client: &Client) {
     let networks = &state.networks;
-    if networks.rules.is_empty() && networks.trusted_proxies.is_empty() && client.refusal.is_none()
-    {
+    if networks.rules.is_empty() {
         return;
     }
     let _ = write!(
@@ -180,41 +179,37 @@ fn render_networks(out: &mut String, state: &AppState, client: &Client) {
             inline_code(&refusal.to_string())
         );
     }
-    if !networks.rules.is_empty() {
-        out.push_str(
-            "<table><thead><tr><th>Rule</th><th>Networks</th><th>Machine</th></tr></thead>",
+    out.push_str("<table><thead><tr><th>Rule</th><th>Networks</th><th>Machine</th></tr></thead>");
+    for rule in &networks.rules {
+        let matched = client
+            .rule
+            .as_ref()
+            .is_some_and(|r| std::sync::Arc::ptr_eq(r, rule));
+        let cidrs: Vec<String> = rule.cidrs.iter().map(ToString::to_string).collect();
+        let machine = rule
+            .machine
+            .as_ref()
+            .map_or_else(|| "the server's".to_string(), describe_machine);
+        let pinned = rule
+            .pinned
+            .as_ref()
+            .map(|b| format!("; backend pinned to {b}"))
+            .unwrap_or_default();
+        let _ = write!(
+            out,
+            "<tr><td>{}{}</td><td><code>{}</code></td><td>{}{}</td></tr>",
+            escape(&rule.label),
+            if matched {
+                " <span class=\"chosen\">this client</span>"
+            } else {
+                ""
+            },
+            escape(&cidrs.join(", ")),
+            escape(&machine),
+            escape(&pinned),
         );
-        for rule in &networks.rules {
-            let matched = client
-                .rule
-                .as_ref()
-                .is_some_and(|r| std::sync::Arc::ptr_eq(r, rule));
-            let cidrs: Vec<String> = rule.cidrs.iter().map(ToString::to_string).collect();
-            let machine = rule
-                .machine
-                .as_ref()
-                .map_or_else(|| "the server's".to_string(), describe_machine);
-            let pinned = rule
-                .pinned
-                .as_ref()
-                .map(|b| format!("; backend pinned to {b}"))
-                .unwrap_or_default();
-            let _ = write!(
-                out,
-                "<tr><td>{}{}</td><td><code>{}</code></td><td>{}{}</td></tr>",
-                escape(&rule.label),
-                if matched {
-                    " <span class=\"chosen\">this client</span>"
-                } else {
-                    ""
-                },
-                escape(&cidrs.join(", ")),
-                escape(&machine),
-                escape(&pinned),
-            );
-        }
-        out.push_str("</table>\n<p>The first rule holding a client's address wins; other clients get the server's machine.</p>\n");
     }
+    out.push_str("</table>\n<p>The first rule holding a client's address wins; other clients get the server's machine.</p>\n");
     let trusted: Vec<String> = networks
         .trusted_proxies
         .iter()
