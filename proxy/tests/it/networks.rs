@@ -406,6 +406,57 @@ async fn a_bad_rule_stops_the_start_with_the_rule_named() {
     }
 }
 
+/// A `wheelgate serve` child process, killed on drop.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn serve_names_the_rules_after_the_servers_machine() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wheelgate.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "trusted_proxies = [\"10.0.0.5\"]\noffline = true\n\
+             machine = {{ platform = \"linux-x86_64\" }}\n\
+             [[networks]]\nname = \"gpu\"\ncidr = [\"10.1.0.0/16\", \"fd00:1::/64\"]\n{H100_RULE}\n\
+             [[networks]]\ncidr = [\"10.2.0.0/16\"]\ntoken = \"1-lx-g2.39\"\n"
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wheelgate"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&path)
+        .arg("--cache-dir")
+        .arg(dir.path().join("cache"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _server = Server(child);
+    let lines: Vec<String> = BufReader::new(stdout)
+        .lines()
+        .take(3)
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        lines[1],
+        "machine for /simple/ (from the configuration): linux-x86_64; no GPU"
+    );
+    assert_eq!(
+        lines[2],
+        "but for clients in a [[networks]] rule, first match wins: gpu 10.1.0.0/16 fd00:1::/64, #2 10.2.0.0/16 (their machines on the status page); trusted proxies: 10.0.0.5/32"
+    );
+}
+
 #[test]
 fn config_show_prints_the_rules_and_serve_refuses_a_bad_one() {
     let dir = tempfile::tempdir().unwrap();
