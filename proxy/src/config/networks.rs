@@ -38,7 +38,8 @@ use wheelgate_resolver::{Backend, Catalog, Machine, Platform};
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkRule {
-    /// A name for the status page, `/explain/` and the logs (default: `#<position>`).
+    /// A name for the status page, `/explain/` and the logs: letters, digits, `.`, `_`, `-`
+    /// (default: `#<position>`, counted from 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The client networks, `10.1.0.0/16` or `fd00:1::/64`; a bare address is one host.
@@ -136,6 +137,10 @@ pub enum NetworksError {
     #[error("two [[networks]] rules are named `{0}`; names must tell rules apart")]
     DuplicateName(String),
     #[error(
+        "the [[networks]] rule name `{0}` is not usable; use letters, digits, `.`, `_` and `-` (at most 64)"
+    )]
+    Name(String),
+    #[error(
         "the [[networks]] rule `{rule}` names no machine; give `machine`, `token`, `token_file` or `backend`"
     )]
     NoMachine { rule: String },
@@ -225,8 +230,8 @@ impl NetworkRule {
     /// The rule as messages and pages name it: its name, else `#<position>` (from 1).
     pub fn label(&self, position: usize) -> String {
         match &self.name {
-            Some(name) if !name.trim().is_empty() => name.trim().to_string(),
-            _ => format!("#{position}"),
+            Some(name) => name.clone(),
+            None => format!("#{position}"),
         }
     }
 }
@@ -287,6 +292,9 @@ fn resolve_rule(
     server_platform: Option<Platform>,
 ) -> Result<ClientNetwork, NetworksError> {
     let label = rule.label(position);
+    if rule.name.is_some() && !is_name(&label) {
+        return Err(NetworksError::Name(label.escape_default().to_string()));
+    }
     if rule.cidr.is_empty() {
         return Err(NetworksError::NoCidr { rule: label });
     }
@@ -412,6 +420,15 @@ fn rule_machine(
         return Ok((Some(machine), MachineSource::TokenFile(path.clone())));
     }
     Ok((None, MachineSource::Server))
+}
+
+/// A rule name as pages, logs and messages show it in backticks: no markup, no backtick, and
+/// never `#<n>`, the label of an unnamed rule.
+fn is_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// A token file's text: a token, or `wheelgate detect --json` output (as `select --machine`
@@ -642,6 +659,12 @@ token = "1-lx-g2.39"
             text.contains("two [[networks]] rules are named `a`"),
             "{text}"
         );
+        let text =
+            error("[[networks]]\nname = \"#2\"\ncidr = [\"10.0.0.0/8\"]\nbackend = \"cpu\"\n");
+        assert!(text.contains("rule name `#2` is not usable"), "{text}");
+        let text =
+            error("[[networks]]\nname = \"a`<b>\"\ncidr = [\"10.0.0.0/8\"]\nbackend = \"cpu\"\n");
+        assert!(text.contains("rule name `a`<b>` is not usable"), "{text}");
     }
 
     #[test]
