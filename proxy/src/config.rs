@@ -21,6 +21,8 @@ pub use secrets::SecretSource;
 
 pub mod upstreams;
 pub use upstreams::{UpstreamAccessConfig, UpstreamsConfig};
+pub mod networks;
+pub use networks::{ClientNetworks, NetworkRule};
 
 /// Default listen address: loopback only, so a proxy started on a laptop is not an open index
 /// for the network; a shared server sets `--listen 0.0.0.0:3141`.
@@ -73,6 +75,12 @@ pub struct ServeConfig {
     /// private upstreams (none by default).
     #[serde(skip_serializing_if = "UpstreamsConfig::is_empty")]
     pub upstreams: UpstreamsConfig,
+    /// Peers (load balancers) whose `X-Forwarded-For` / `Forwarded` headers name the client;
+    /// from anyone else those headers are ignored.
+    pub trusted_proxies: Vec<String>,
+    /// `[[networks]]`: client networks mapped to machines; the first matching rule decides
+    /// what `/simple/` resolves for (`config/networks.rs`).
+    pub networks: Vec<NetworkRule>,
 }
 
 impl Default for ServeConfig {
@@ -92,6 +100,8 @@ impl Default for ServeConfig {
             auth: AuthConfig::default(),
             limits: LimitsConfig::default(),
             upstreams: UpstreamsConfig::default(),
+            trusted_proxies: Vec::new(),
+            networks: Vec::new(),
         }
     }
 }

@@ -32,6 +32,8 @@ pub enum StartError {
     Client(#[from] UpstreamError),
     #[error(transparent)]
     Access(#[from] AccessError),
+    #[error(transparent)]
+    Networks(#[from] crate::config::networks::NetworksError),
     #[error("cannot describe this machine")]
     Detect(#[from] wheelgate_selectors::DetectError),
     #[error(
@@ -95,6 +97,16 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     // Before anything in the directory is touched: leftovers are cleaned only under the lock.
     let lock = CacheDirLock::acquire(&config.cache_dir, &config.listen.to_string())?;
     let (machine, policy) = default_machine(&config)?;
+    let networks = crate::config::ClientNetworks::resolve(
+        &config.networks,
+        &config.trusted_proxies,
+        Catalog::embedded(),
+        Some(machine.platform),
+    )?;
+    for rule in &networks.rules {
+        let cidrs: Vec<String> = rule.cidrs.iter().map(ToString::to_string).collect();
+        info!(rule = %rule.label, cidr = %cidrs.join(", "), machine = %rule.machine.as_ref().map_or_else(|| "the server's".to_string(), crate::server::explain::describe_machine), pinned = ?rule.pinned.as_ref().map(ToString::to_string), "client network");
+    }
     let mut config = config;
     config.policy = policy;
     let index = IndexCache::new(
@@ -126,6 +138,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         index: Arc::new(index),
         files: Arc::new(files),
         default_machine: Arc::new(machine),
+        networks: Arc::new(networks),
         rendered: Arc::default(),
         metrics,
         cache_lock: Arc::new(lock),

@@ -14,7 +14,9 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use crate::config::{ConfigError, DEFAULT_PYPI_URL, ServeConfig};
+use crate::config::networks::{MachineSource, NetworksError};
+use crate::config::{ClientNetworks, ConfigError, DEFAULT_PYPI_URL, ServeConfig};
+use crate::server::explain::describe_machine;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory};
 use toml::{Table, Value};
@@ -52,6 +54,8 @@ pub enum ConfigShowError {
     Serialize(#[source] toml::ser::Error),
     #[error("could not write the output")]
     Output(#[from] io::Error),
+    #[error(transparent)]
+    Networks(#[from] NetworksError),
 }
 
 /// Runs `wheelgate config ...`.
@@ -156,8 +160,20 @@ fn render(args: &ServeArgs, matches: Option<&ArgMatches>) -> Result<String, Conf
         .as_ref()
         .and_then(|path| std::fs::read_to_string(path).ok())
         .and_then(|text| text.parse::<Table>().ok());
+    // Checked as `serve` checks them, so `config show` finds a bad rule before a start does.
+    let networks = ClientNetworks::resolve(
+        &config.networks,
+        &config.trusted_proxies,
+        wheelgate_resolver::Catalog::embedded(),
+        config.machine.as_ref().map(|m| m.platform),
+    )?;
     let mut table = Table::try_from(&config).map_err(ConfigShowError::Serialize)?;
+    // A rule's `token` and `token_file` describe hardware, not a secret: shown as written.
+    let rules = table.remove("networks");
     redact_table(&mut table);
+    if let Some(rules) = rules {
+        table.insert("networks".to_string(), rules);
+    }
     let sources = Sources {
         matches,
         file,
@@ -179,6 +195,7 @@ fn render(args: &ServeArgs, matches: Option<&ArgMatches>) -> Result<String, Conf
              (`wheelgate detect`)\n",
         );
     }
+    describe_networks(&mut out, &networks);
     out.push('\n');
     emit(&mut out, &[], &table, &sources);
     out.push('\n');
@@ -229,6 +246,61 @@ fn proxy_environment(var: impl Fn(&str) -> Option<String>) -> String {
         };
     }
     out
+}
+
+/// The rules as `serve` reads them, one comment line each: the first holding a client's address
+/// decides its machine.
+fn describe_networks(out: &mut String, networks: &ClientNetworks) {
+    if networks.rules.is_empty() && networks.trusted_proxies.is_empty() {
+        return;
+    }
+    if !networks.rules.is_empty() {
+        out.push_str(
+            "# networks, in order (the first rule holding a client's address decides its \
+             machine; other clients get the machine above):\n",
+        );
+    }
+    for rule in &networks.rules {
+        let cidrs: Vec<String> = rule.cidrs.iter().map(ToString::to_string).collect();
+        let machine = rule
+            .machine
+            .as_ref()
+            .map_or_else(|| "the server's machine".to_string(), describe_machine);
+        let source = match &rule.source {
+            MachineSource::Token => " (from its token)".to_string(),
+            MachineSource::TokenFile(path) => format!(" (from `{}`)", path.display()),
+            MachineSource::Inline | MachineSource::Server => String::new(),
+        };
+        let pinned = rule
+            .pinned
+            .as_ref()
+            .map(|b| format!("; backend pinned to {b}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "#   {}: {} -> {machine}{source}{pinned}",
+            rule.label,
+            cidrs.join(", ")
+        );
+    }
+    let trusted: Vec<String> = networks
+        .trusted_proxies
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let _ = writeln!(
+        out,
+        "# trusted_proxies: {}",
+        if trusted.is_empty() {
+            "none (X-Forwarded-For and Forwarded are ignored; the connection's peer is the client)"
+                .to_string()
+        } else {
+            format!(
+                "{} (their X-Forwarded-For / Forwarded headers name the client)",
+                trusted.join(", ")
+            )
+        }
+    );
 }
 
 fn display_path(path: &std::path::Path) -> String {
@@ -479,6 +551,76 @@ headers = { "X-JFrog-Art-Api" = { file = "/surely/absent/key" } }
             assert!(env.contains(line), "missing `{line}` in\n{env}");
         }
         assert!(!env.contains("s3cret"), "{env}");
+    }
+
+    #[test]
+    fn shows_the_network_rules_in_order_and_refuses_a_bad_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let token_file = dir.path().join("laptops.token");
+        std::fs::write(&token_file, "1-lx-g2.39\n").unwrap();
+        let path = dir.path().join("wheelgate.toml");
+        let write = |rules: &str| {
+            std::fs::write(
+                &path,
+                format!(
+                    "trusted_proxies = [\"10.0.0.5\"]\n\
+                     [[networks]]\nname = \"gpu\"\ncidr = [\"10.1.0.0/16\"]\n\
+                     machine = {{ platform = \"linux-x86_64\", nvidia = {{ driver_version = \"580.65.06\", gpus = [{{ compute_capability = \"9.0\" }}] }} }}\n\
+                     [[networks]]\nname = \"laptops\"\ncidr = [\"10.2.0.0/16\"]\ntoken_file = {:?}\n{rules}",
+                    token_file.display().to_string()
+                ),
+            )
+            .unwrap();
+        };
+        write("[[networks]]\ncidr = [\"10.3.0.0/16\"]\ntoken = \"1-ma\"\n");
+        let cache = dir.path().to_str().unwrap();
+        let text = show(&["--config", path.to_str().unwrap(), "--cache-dir", cache]);
+        for line in [
+            "#   gpu: 10.1.0.0/16 -> linux-x86_64; NVIDIA driver 580.65.06: GPU 0 (compute capability 9.0)\n",
+            &format!(
+                "#   laptops: 10.2.0.0/16 -> linux-x86_64, glibc 2.39; no GPU (from `{}`)\n",
+                token_file.display()
+            ),
+            "#   #3: 10.3.0.0/16 -> macos-arm64; no GPU (from its token)\n",
+            "# trusted_proxies: 10.0.0.5/32 (their X-Forwarded-For / Forwarded headers name the client)\n",
+            "trusted_proxies = [\"10.0.0.5\"]  # file",
+            "[[networks]]  # file",
+            "name = \"gpu\"  # file",
+            "token = \"1-ma\"  # file",
+            "[networks.machine]  # file",
+        ] {
+            assert!(text.contains(line), "missing `{line}` in\n{text}");
+        }
+        assert!(text.find("#   gpu").unwrap() < text.find("#   laptops").unwrap());
+        // The output is still the same configuration.
+        let parsed: ServeConfig = toml::from_str(&text).unwrap();
+        assert_eq!(parsed.networks.len(), 3);
+        assert_eq!(
+            parsed.networks[1].token_file.as_deref(),
+            Some(token_file.as_path())
+        );
+
+        write("[[networks]]\nname = \"inner\"\ncidr = [\"10.1.2.0/24\"]\nbackend = \"cpu\"\n");
+        let full = [
+            "wheelgate",
+            "config",
+            "show",
+            "--config",
+            path.to_str().unwrap(),
+            "--cache-dir",
+            cache,
+        ];
+        let Command::Config(ConfigArgs {
+            command: ConfigCommand::Show(args),
+        }) = Cli::try_parse_from(full).unwrap().command
+        else {
+            panic!("not config show")
+        };
+        let err = render(&args.serve, None).unwrap_err().to_string();
+        assert!(
+            err.contains("`10.1.2.0/24` of the [[networks]] rule `inner` lies inside `10.1.0.0/16` of the rule `gpu`"),
+            "{err}"
+        );
     }
 
     #[test]

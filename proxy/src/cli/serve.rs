@@ -187,7 +187,7 @@ pub fn start_lines(state: &AppState, local: SocketAddr) -> Vec<String> {
     } else {
         ""
     };
-    vec![
+    let mut lines = vec![
         format!(
             "wheelgate {}: listening on http://{local}/ (status page there)",
             env!("CARGO_PKG_VERSION")
@@ -213,5 +213,38 @@ pub fn start_lines(state: &AppState, local: SocketAddr) -> Vec<String> {
             human_bytes(config.cache_max_bytes)
         ),
         format!("pip install torch --index-url http://{host}/simple/{elsewhere}"),
-    ]
+    ];
+    if let Some(line) = networks_line(&state.networks) {
+        lines.insert(2, line);
+    }
+    lines
+}
+
+/// With `[[networks]]`: the rules that take precedence over the machine line before it.
+fn networks_line(networks: &crate::config::ClientNetworks) -> Option<String> {
+    if networks.rules.is_empty() {
+        return None;
+    }
+    let rules: Vec<String> = networks
+        .rules
+        .iter()
+        .map(|rule| {
+            let cidrs: Vec<String> = rule.cidrs.iter().map(ToString::to_string).collect();
+            format!("{} {}", rule.label, cidrs.join(" "))
+        })
+        .collect();
+    let trusted: Vec<String> = networks
+        .trusted_proxies
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    Some(format!(
+        "but for clients in a [[networks]] rule, first match wins: {} (their machines on the status page); trusted proxies: {}",
+        rules.join(", "),
+        if trusted.is_empty() {
+            "none".to_string()
+        } else {
+            trusted.join(", ")
+        }
+    ))
 }

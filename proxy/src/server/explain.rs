@@ -20,6 +20,7 @@ use wheelgate_resolver::filename::normalize_name;
 use wheelgate_resolver::select::{Dropped, FileRef, select_page};
 use wheelgate_resolver::{Machine, Policy};
 
+use super::client_addr::{Client, ClientReport};
 use super::error::ApiError;
 use super::lookup::project_page;
 use super::simple::{Target, check_project_name, machine_and_policy, parse_backend, parse_token};
@@ -60,6 +61,11 @@ pub struct Explanation {
     /// Files left off for a reason other than their backend (wheel-variant files, names that do
     /// not parse, files an offline server's store does not hold).
     pub dropped: Vec<DroppedFile>,
+    /// Under `/explain/` (no prefix) with `[[networks]]` configured: the asking client's address
+    /// and the rule that decided the machine, or that none did. Absent under `/b/` and `/m/`,
+    /// whose URL decides, and without rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientReport>,
 }
 
 /// One version: the build kept and why every other was not.
@@ -96,11 +102,22 @@ pub struct DroppedFile {
 
 async fn explain_default(
     State(state): State<AppState>,
+    client: Client,
     Path(project): Path<String>,
     headers: HeaderMap,
     Query(query): Query<ExplainQuery>,
 ) -> Result<Response, ApiError> {
-    explain_response(&state, &Target::Default, "", &project, &headers, &query).await
+    let report = (!state.networks.rules.is_empty()).then(|| client.report());
+    explain_response(
+        &state,
+        &Target::Default(client.rule),
+        "",
+        &project,
+        &headers,
+        &query,
+        report,
+    )
+    .await
 }
 
 async fn explain_pinned(
@@ -118,6 +135,7 @@ async fn explain_pinned(
         &project,
         &headers,
         &query,
+        None,
     )
     .await
 }
@@ -137,6 +155,7 @@ async fn explain_token(
         &project,
         &headers,
         &query,
+        None,
     )
     .await
 }
@@ -169,6 +188,7 @@ async fn explain_response(
     raw: &str,
     headers: &HeaderMap,
     query: &ExplainQuery,
+    client: Option<ClientReport>,
 ) -> Result<Response, ApiError> {
     let project = normalize_name(raw);
     if project != raw {
@@ -192,6 +212,7 @@ async fn explain_response(
         selected,
         versions: Vec::new(),
         dropped: Vec::new(),
+        client,
     };
     // Offline, the page served is reduced to the stored files before selection: the
     // explanation selects over the same page and lists what was left out and why.
@@ -335,6 +356,12 @@ pub fn render_html(explanation: &Explanation) -> String {
             .unwrap_or_default(),
         upstream = escape(&explanation.upstream_url),
     );
+    if let Some(client) = &explanation.client {
+        let _ = writeln!(out, "<p>{}</p>", inline_code(&client.summary));
+        if let Some(refused) = &client.refused {
+            let _ = writeln!(out, "<p class=\"muted\">{}</p>", inline_code(refused));
+        }
+    }
     if !explanation.selected {
         out.push_str(
             "<p>This project comes from the general upstream: its page is passed through whole, \
@@ -389,6 +416,19 @@ pub fn render_html(explanation: &Explanation) -> String {
         out.push_str("</table>\n");
     }
     out.push_str("</main></body></html>\n");
+    out
+}
+
+/// Escaped text with its `backticked` parts shown as code.
+pub fn inline_code(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 32);
+    for (i, part) in text.split('`').enumerate() {
+        if i % 2 == 1 {
+            let _ = write!(out, "<code>{}</code>", escape(part));
+        } else {
+            out.push_str(&escape(part));
+        }
+    }
     out
 }
 

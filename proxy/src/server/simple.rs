@@ -21,6 +21,7 @@ use wheelgate_resolver::index::{
 };
 use wheelgate_resolver::{Backend, Machine, Policy};
 
+use super::client_addr::{Client, network_machine};
 use super::error::ApiError;
 use super::explain::{explain_url, page_comment, with_leading_comment};
 use super::lookup::project_page;
@@ -28,10 +29,13 @@ use super::negotiate::{Format, negotiate};
 use super::rewrite::rewrite_page;
 use super::state::AppState;
 use super::useragent::{parse_user_agent, refine};
+use crate::config::networks::ClientNetwork;
 use crate::upstream::{Upstream, route};
 
 /// Index pages are revalidated by installers after this long (what pip expects).
 const INDEX_CACHE_CONTROL: &str = "max-age=600, public";
+/// The same, for pages that depend on the client's network (`[[networks]]`).
+const INDEX_CACHE_CONTROL_PER_NETWORK: &str = "max-age=600, private";
 /// Rendered pages kept for reuse; cleared whole when full (pages are cheap to rebuild).
 const RENDERED_LIMIT: usize = 4096;
 /// And at most this many bytes of them, so large pages rendered for many machines cannot add up.
@@ -57,7 +61,8 @@ pub struct FormatQuery {
 
 /// Which machine and policy a route resolves for.
 pub(super) enum Target {
-    Default,
+    /// `/simple/`: the machine of the `[[networks]]` rule holding the client, else the server's.
+    Default(Option<Arc<ClientNetwork>>),
     Pinned(Backend),
     Token(Box<Machine>),
 }
@@ -149,13 +154,14 @@ async fn root_token(
 
 async fn project_default(
     State(state): State<AppState>,
+    client: Client,
     Path(project): Path<String>,
     headers: HeaderMap,
     Query(query): Query<FormatQuery>,
 ) -> Result<Response, ApiError> {
     project_response(
         &state,
-        Target::Default,
+        Target::Default(client.rule),
         "/simple",
         &project,
         &headers,
@@ -307,9 +313,10 @@ pub(super) fn check_project_name(project: &str, raw: &str) -> Result<(), ApiErro
     Ok(())
 }
 
-/// The machine and policy a route resolves for: the server's machine, with a pinned backend, or
-/// the token's machine; moved to the client's platform when its User-Agent says it runs
-/// elsewhere (a Mac client never gets Linux builds).
+/// The machine and policy a route resolves for: the client network's machine (with the rule's
+/// pinned backend) or the server's, the server's with a pinned backend, or the token's machine;
+/// moved to the client's platform when its User-Agent says it runs elsewhere (a Mac client never
+/// gets Linux builds).
 pub(super) fn machine_and_policy<'a>(
     state: &'a AppState,
     target: &'a Target,
@@ -317,7 +324,11 @@ pub(super) fn machine_and_policy<'a>(
 ) -> (Cow<'a, Machine>, Policy) {
     let mut policy: Policy = state.config.policy.clone();
     let base: &Machine = match target {
-        Target::Default => &state.default_machine,
+        Target::Default(rule) => {
+            let (machine, network_policy) = network_machine(state, rule.as_deref());
+            policy = network_policy;
+            machine
+        }
         Target::Pinned(backend) => {
             policy.pinned = Some(backend.clone());
             &state.default_machine
@@ -372,6 +383,10 @@ async fn project_response(
             String::new()
         },
     };
+    // Which machine a `/simple/` page is rewritten for depends on the client's network once
+    // rules exist: a shared cache between clients and this server must not hand one network's
+    // page to another.
+    let per_network = matches!(target, Target::Default(_)) && !state.networks.rules.is_empty();
     let rendered = if let Some(hit) = state.rendered.get(&key, cached.generation) {
         hit
     } else {
@@ -408,12 +423,14 @@ async fn project_response(
         state.rendered.put(key, rendered.clone());
         rendered
     };
-    Ok(page_response(
-        headers,
-        format,
-        rendered.body,
-        &rendered.etag,
-    ))
+    let mut response = page_response(headers, format, rendered.body, &rendered.etag);
+    if per_network {
+        response.headers_mut().insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static(INDEX_CACHE_CONTROL_PER_NETWORK),
+        );
+    }
+    Ok(response)
 }
 
 fn etag_of(body: &[u8]) -> HeaderValue {

@@ -6,7 +6,7 @@ use wheelgate_resolver::{Catalog, Machine};
 
 use crate::cache::files::FileCache;
 use crate::cache::index::IndexCache;
-use crate::config::ServeConfig;
+use crate::config::{ClientNetworks, ServeConfig};
 use crate::upstream::UpstreamClient;
 
 /// Everything a request handler needs.
@@ -19,8 +19,10 @@ pub struct AppState {
     pub index: Arc<IndexCache>,
     /// Cached files (wheels, sdists, `.metadata`).
     pub files: Arc<FileCache>,
-    /// The machine `/simple/` resolves for.
+    /// The machine `/simple/` resolves for when no `[[networks]]` rule holds the client.
     pub default_machine: Arc<Machine>,
+    /// `[[networks]]` and `trusted_proxies`, checked at start.
+    pub networks: Arc<ClientNetworks>,
     /// Rewritten pages, reused while their upstream page is unchanged.
     pub rendered: super::simple::SharedRendered,
     /// Request, cache and upstream counters (`/metrics`, the status page).

@@ -15,11 +15,13 @@ use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use wheelgate_resolver::{Machine, select_release, token};
+use wheelgate_resolver::{Machine, Policy, select_release, token};
 
 use crate::metrics::UpstreamHealth;
 use crate::upstream::redact;
 
+use super::client_addr::{Client, network_machine};
+use super::explain::{describe_machine, inline_code};
 use super::state::AppState;
 
 /// The projects whose choice the page shows: torch's release train.
@@ -30,10 +32,10 @@ pub fn routes() -> Router<AppState> {
     Router::new().route("/", get(page))
 }
 
-async fn page(State(state): State<AppState>, headers: HeaderMap) -> Response {
+async fn page(State(state): State<AppState>, client: Client, headers: HeaderMap) -> Response {
     let base = base_url(&headers, &state);
     let index_pages = count_index_pages(&state.config.cache_dir.join("index")).await;
-    let html = render(&state, &base, index_pages);
+    let html = render(&state, &base, index_pages, &client);
     (
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
@@ -105,8 +107,8 @@ code{font:13px ui-monospace,SFMono-Regular,Menlo,monospace}
 ul.reasons{margin:0;padding-left:18px;color:#4a5263;font-size:13px}
 ";
 
-/// The whole page.
-pub fn render(state: &AppState, base: &str, index_pages: usize) -> String {
+/// The whole page, for the asking `client` (its `[[networks]]` rule decides the machine shown).
+pub fn render(state: &AppState, base: &str, index_pages: usize, client: &Client) -> String {
     let mut out = String::with_capacity(16 * 1024);
     let _ = write!(
         out,
@@ -121,8 +123,10 @@ pub fn render(state: &AppState, base: &str, index_pages: usize) -> String {
         escape(env!("CARGO_PKG_VERSION"))
     );
     render_clients(&mut out, state, base);
-    render_machine(&mut out, &state.default_machine, state);
-    render_choices(&mut out, state);
+    render_networks(&mut out, state, client);
+    let (machine, policy) = network_machine(state, client.rule.as_deref());
+    render_machine(&mut out, machine, &policy, client);
+    render_choices(&mut out, state, machine, &policy);
     render_upstreams(&mut out, state);
     render_cache(&mut out, state, index_pages);
     out.push_str("</main></body></html>\n");
@@ -157,7 +161,73 @@ fn render_clients(out: &mut String, state: &AppState, base: &str) {
     );
 }
 
-fn render_machine(out: &mut String, machine: &Machine, state: &AppState) {
+/// The `[[networks]]` rules, the one holding the asking client marked, and the trusted proxies.
+fn render_networks(out: &mut String, state: &AppState, client: &Client) {
+    let networks = &state.networks;
+    if networks.rules.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        "<h2 id=\"networks\">Client networks</h2><p>{}</p>",
+        inline_code(&client.summary())
+    );
+    if let Some(refusal) = &client.refusal {
+        let _ = write!(
+            out,
+            "<p class=\"muted\">{}</p>",
+            inline_code(&refusal.to_string())
+        );
+    }
+    out.push_str("<table><thead><tr><th>Rule</th><th>Networks</th><th>Machine</th></tr></thead>");
+    for rule in &networks.rules {
+        let matched = client
+            .rule
+            .as_ref()
+            .is_some_and(|r| std::sync::Arc::ptr_eq(r, rule));
+        let cidrs: Vec<String> = rule.cidrs.iter().map(ToString::to_string).collect();
+        let machine = rule
+            .machine
+            .as_ref()
+            .map_or_else(|| "the server's".to_string(), describe_machine);
+        let pinned = rule
+            .pinned
+            .as_ref()
+            .map(|b| format!("; backend pinned to {b}"))
+            .unwrap_or_default();
+        let _ = write!(
+            out,
+            "<tr><td>{}{}</td><td><code>{}</code></td><td>{}{}</td></tr>",
+            escape(&rule.label),
+            if matched {
+                " <span class=\"chosen\">this client</span>"
+            } else {
+                ""
+            },
+            escape(&cidrs.join(", ")),
+            escape(&machine),
+            escape(&pinned),
+        );
+    }
+    out.push_str("</table>\n<p>The first rule holding a client's address wins; other clients get the server's machine.</p>\n");
+    let trusted: Vec<String> = networks
+        .trusted_proxies
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let _ = writeln!(
+        out,
+        "<p>Trusted proxies (their <code>X-Forwarded-For</code> and <code>Forwarded</code> \
+         headers name the client): {}</p>",
+        if trusted.is_empty() {
+            "none: the connection's peer is the client".to_string()
+        } else {
+            format!("<code>{}</code>", escape(&trusted.join(", ")))
+        }
+    );
+}
+
+fn render_machine(out: &mut String, machine: &Machine, policy: &Policy, client: &Client) {
     let mut rows: Vec<(&str, String)> = vec![("Platform", machine.platform.to_string())];
     if let Some(glibc) = &machine.glibc {
         rows.push(("glibc", glibc.to_string()));
@@ -221,7 +291,6 @@ fn render_machine(out: &mut String, machine: &Machine, state: &AppState) {
             ));
         }
     }
-    let policy = &state.config.policy;
     if let Some(pinned) = &policy.pinned {
         rows.push(("Pinned backend", pinned.to_string()));
     }
@@ -230,23 +299,25 @@ fn render_machine(out: &mut String, machine: &Machine, state: &AppState) {
         rows.push(("Preferred backends", prefer.join(", ")));
     }
     rows.push(("Token", token::encode(machine)));
-    out.push_str("<h2 id=\"machine\">The machine <code>/simple/</code> resolves for</h2><table>");
+    let _ = write!(
+        out,
+        "<h2 id=\"machine\">The machine <code>/simple/</code> resolves for{}</h2><table>",
+        client
+            .rule
+            .as_ref()
+            .map_or_else(String::new, |rule| format!(
+                " this client (rule <code>{}</code>)",
+                escape(&rule.label)
+            ))
+    );
     render_rows(out, &rows);
     out.push_str("</table>\n");
 }
 
-fn render_choices(out: &mut String, state: &AppState) {
+fn render_choices(out: &mut String, state: &AppState, machine: &Machine, policy: &Policy) {
     let selections: Vec<_> = PROJECTS
         .iter()
-        .map(|project| {
-            select_release(
-                state.catalog,
-                &state.default_machine,
-                &state.config.policy,
-                project,
-                None,
-            )
-        })
+        .map(|project| select_release(state.catalog, machine, policy, project, None))
         .collect();
     let line = selections
         .first()
