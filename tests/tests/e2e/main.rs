@@ -25,6 +25,7 @@ mod auth;
 mod caching;
 mod fixtures;
 mod install;
+mod installers_uv;
 mod mirror;
 mod mirror_resolve;
 mod rewriting;
