@@ -226,3 +226,14 @@ pub async fn pip_install_with(
         .args(requirements);
     (run(command).await, version.stdout)
 }
+
+/// The version a lock file pins for `name`: the `version` line after `name = "<name>"`, as
+/// `uv.lock`, `poetry.lock` and `pdm.lock` all write it.
+pub fn locked_version(lock: &str, name: &str) -> String {
+    let key = format!("name = \"{name}\"\nversion = \"");
+    let at = lock
+        .find(&key)
+        .unwrap_or_else(|| panic!("`{name}` is not locked:\n{lock}"));
+    let rest = &lock[at + key.len()..];
+    rest[..rest.find('"').expect("a quoted version")].to_string()
+}

@@ -11,15 +11,15 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use wheelgate_e2e::installers::imported_version;
 use wheelgate_e2e::installers::project::{
-    PASSWORD, Project, USER, auth_config, pyproject, with_credentials,
+    PASSWORD, Project, USER, locked_version, pyproject, with_credentials,
 };
-use wheelgate_e2e::machines::{self, TestMachine};
+use wheelgate_e2e::machines;
 use wheelgate_e2e::proxy::Proxy;
 use wheelgate_e2e::upstream::Upstreams;
 
-use crate::support::{assert_routing_safe, version};
+use crate::installers_support::{assert_venv_has, authenticated};
+use crate::support::assert_routing_safe;
 
 /// A uv project needing `torch` whose only index is `url`.
 fn project(url: &str) -> Project {
@@ -31,22 +31,7 @@ fn project(url: &str) -> Project {
 
 /// The torch version `uv.lock` pins.
 fn locked_torch(project: &Project) -> String {
-    let lock = project.read("uv.lock");
-    let at = lock
-        .find("name = \"torch\"\nversion = \"")
-        .unwrap_or_else(|| panic!("no torch in uv.lock:\n{lock}"));
-    let rest = &lock[at + "name = \"torch\"\nversion = \"".len()..];
-    rest[..rest.find('"').unwrap()].to_string()
-}
-
-async fn assert_synced(project: &Project, machine: TestMachine) {
-    let dists = project.installed();
-    assert_eq!(version(&dists, "torch"), machine.torch(), "{dists:?}");
-    assert_eq!(version(&dists, "filelock"), "3.20.0");
-    assert_eq!(
-        imported_version(Some(&project.venv_python()), None, "torch").await,
-        machine.torch()
-    );
+    locked_version(&project.read("uv.lock"), "torch")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,7 +51,7 @@ async fn uv_project_locks_and_syncs_the_token_machines_build() {
         project.read("uv.lock")
     );
     project.uv(&["sync"], &[]).await.assert_success();
-    assert_synced(&project, machines::V100).await;
+    assert_venv_has(&project, machines::V100).await;
     assert_routing_safe(&upstreams);
 }
 
@@ -94,11 +79,11 @@ async fn uv_lock_of_one_machine_with_another_machines_token() {
         .uv(&["sync", "--frozen"], &[])
         .await
         .assert_success();
-    assert_synced(&project, machines::H100).await;
+    assert_venv_has(&project, machines::H100).await;
     // A plain `uv sync` locks again through the new URL and installs the V100's build.
     project.uv(&["sync"], &[]).await.assert_success();
     assert_eq!(locked_torch(&project), machines::V100.torch());
-    assert_synced(&project, machines::V100).await;
+    assert_venv_has(&project, machines::V100).await;
     assert_routing_safe(&upstreams);
 }
 
@@ -138,7 +123,7 @@ async fn uv_lock_through_one_url_keeps_the_locking_machines_build() {
         .uv(&["sync", "--locked"], &[])
         .await
         .assert_success();
-    assert_synced(&project, machines::H100).await;
+    assert_venv_has(&project, machines::H100).await;
     // Asking again for torch is what takes the URL's current build.
     project
         .uv(&["lock", "--upgrade-package", "torch"], &[])
@@ -146,17 +131,7 @@ async fn uv_lock_through_one_url_keeps_the_locking_machines_build() {
         .assert_success();
     assert_eq!(locked_torch(&project), machines::V100.torch());
     project.uv(&["sync"], &[]).await.assert_success();
-    assert_synced(&project, machines::V100).await;
-}
-
-/// A server with `[auth]`, whose own machine is an H100.
-async fn authenticated(upstreams: &Upstreams) -> Proxy {
-    let machine = machines::H100.machine();
-    Proxy::start_with(upstreams, move |config| {
-        config.machine = Some(machine);
-        config.auth = auth_config();
-    })
-    .await
+    assert_venv_has(&project, machines::V100).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,7 +147,7 @@ async fn uv_project_takes_credentials_from_the_environment() {
     ];
     project.uv(&["lock"], &credentials).await.assert_success();
     project.uv(&["sync"], &credentials).await.assert_success();
-    assert_synced(&project, machines::H100).await;
+    assert_venv_has(&project, machines::H100).await;
     assert!(!project.read("uv.lock").contains(PASSWORD));
 }
 
@@ -186,7 +161,7 @@ async fn uv_project_takes_credentials_in_the_index_url_and_keeps_them_out_of_the
         .uv(&["sync", "--locked"], &[])
         .await
         .assert_success();
-    assert_synced(&project, machines::H100).await;
+    assert_venv_has(&project, machines::H100).await;
     let lock = project.read("uv.lock");
     assert!(!lock.contains(PASSWORD), "{lock}");
 }

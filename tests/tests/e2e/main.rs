@@ -25,6 +25,8 @@ mod auth;
 mod caching;
 mod fixtures;
 mod install;
+mod installers_poetry;
+mod installers_support;
 mod installers_uv;
 mod mirror;
 mod mirror_resolve;
