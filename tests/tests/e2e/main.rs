@@ -25,6 +25,7 @@ mod auth;
 mod caching;
 mod fixtures;
 mod install;
+mod installers_pdm;
 mod installers_poetry;
 mod installers_support;
 mod installers_uv;
