@@ -26,6 +26,7 @@ mod caching;
 mod fixtures;
 mod install;
 mod installers_pdm;
+mod installers_piptools;
 mod installers_poetry;
 mod installers_support;
 mod installers_uv;
