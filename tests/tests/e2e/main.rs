@@ -1,7 +1,7 @@
 //! End-to-end tests: real pip and real uv install through wheelgate, started in-process, from
 //! fake upstreams on 127.0.0.1 that serve download.pytorch.org's exact page format and PyPI's
-//! JSON and HTML. Nothing reaches the internet. pip and uv come from `scripts/e2e-setup`, the other installers from
-//! `scripts/e2e-tools-setup`.
+//! JSON and HTML. Nothing reaches the internet. pip and uv come from `scripts/e2e-setup`, the
+//! other installers from `scripts/e2e-tools-setup`.
 //!
 //! - `fixtures`: the fakes themselves are what real installers accept (pip and uv install
 //!   straight from the fake PyTorch index);
