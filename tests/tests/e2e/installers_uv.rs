@@ -65,7 +65,16 @@ async fn uv_lock_of_one_machine_with_another_machines_token() {
     project.uv(&["lock"], &[]).await.assert_success();
     assert_eq!(locked_torch(&project), machines::H100.torch());
 
-    // The V100 machine checks out the same project with its own token in the index URL.
+    // The V100 machine checks out the same project with its own token in the index URL, over
+    // the file's by name or in the file itself.
+    let over = format!("wheelgate={v100}");
+    let locked = project
+        .uv(&["sync", "--locked"], &[("UV_INDEX", over.as_str())])
+        .await;
+    assert!(
+        !locked.success && locked.stderr.contains("needs to be updated"),
+        "{locked}"
+    );
     project.replace("pyproject.toml", &h100, &v100);
     let locked = project.uv(&["sync", "--locked"], &[]).await;
     assert!(!locked.success, "{locked}");
