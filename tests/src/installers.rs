@@ -2,6 +2,11 @@
 //! `WHEELGATE_E2E_VENV`), run against an index URL into a fresh `--target` directory or venv,
 //! isolated from the host's configuration: no pip.conf, no uv.toml, no `PIP_*`/`UV_*`
 //! variables, no HTTP proxy, no cache.
+//!
+//! [`project`]: the installers that work on a project (uv projects, Poetry, PDM, pip-tools) and
+//! the older pips, from the venvs `scripts/e2e-tools-setup` creates.
+
+pub mod project;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -116,13 +121,15 @@ impl fmt::Display for Outcome {
 }
 
 /// A command with the host's installer configuration removed.
-fn isolated(program: &Path) -> Command {
+pub(crate) fn isolated(program: &Path) -> Command {
     let mut command = Command::new(program);
     for (key, _) in std::env::vars_os() {
         let Some(key) = key.to_str() else { continue };
         let upper = key.to_ascii_uppercase();
         if upper.starts_with("PIP_")
             || upper.starts_with("UV_")
+            || upper.starts_with("POETRY_")
+            || upper.starts_with("PDM_")
             || upper.starts_with("PYTHON")
             || upper.ends_with("_PROXY")
             || matches!(
@@ -149,7 +156,7 @@ fn isolated(program: &Path) -> Command {
     command
 }
 
-async fn run(mut command: Command) -> Outcome {
+pub(crate) async fn run(mut command: Command) -> Outcome {
     let description = format!("{:?}", command.as_std()).replace('"', "");
     let output = tokio::time::timeout(RUN_TIMEOUT, command.output())
         .await

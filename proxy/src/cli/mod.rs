@@ -59,7 +59,8 @@ pub enum Command {
     Select(select::SelectArgs),
     /// Run the proxy: one index URL that gives every machine the right PyTorch build.
     Serve(serve::ServeArgs),
-    /// Print a pip.conf and uv.toml that point this machine at a wheelgate server.
+    /// Print the configuration that points an installer on this machine (pip, uv, Poetry, PDM,
+    /// CI variables: `--format`) at a wheelgate server.
     PipConfig(pip_config::PipConfigArgs),
     /// Mirror a declared set of packages into a store for an offline server.
     Mirror(mirror::MirrorArgs),

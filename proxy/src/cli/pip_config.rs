@@ -1,5 +1,11 @@
-//! `wheelgate pip-config --proxy URL`: a ready pip.conf and uv.toml that point this machine at a
-//! wheelgate server, with this machine's description in the URL (`/m/<token>/simple/`).
+//! `wheelgate pip-config --proxy URL [--format pip|uv|poetry|pdm|env]`: a ready configuration
+//! that points an installer on this machine at a wheelgate server, with this machine's
+//! description in the URL (`/m/<token>/simple/`). Credentials given in the proxy URL
+//! (`http://user:password@host:3141`) go where each installer takes them (`formats.rs`).
+
+mod formats;
+
+pub use formats::{Format, INDEX_NAME, Index, render};
 
 use std::io::{self, Write};
 
@@ -11,8 +17,12 @@ use wheelgate_selectors::{DetectError, ProbeContext, detect};
 #[derive(Debug, clap::Args)]
 pub struct PipConfigArgs {
     /// The wheelgate server's base URL, e.g. `http://wheelgate.internal:3141`.
+    /// Credentials, if the server asks for them, go in it: `http://user:password@host:3141`.
     #[arg(long, value_name = "URL")]
     pub proxy: String,
+    /// Which installer's configuration to print.
+    #[arg(long, value_enum, default_value_t = Format::Pip)]
+    pub format: Format,
 }
 
 /// Why `wheelgate pip-config` failed.
@@ -36,30 +46,13 @@ pub fn run(args: &PipConfigArgs) -> Result<(), PipConfigError> {
     if !(base.starts_with("http://") || base.starts_with("https://"))
         || base.contains(char::is_whitespace)
     {
-        return Err(PipConfigError::Url(args.proxy.clone()));
+        // The URL may carry a password: never echo it.
+        return Err(PipConfigError::Url(crate::upstream::redact(&args.proxy)));
     }
     let ctx = ProbeContext::from_env(Env::from_process()).map_err(PipConfigError::Override)?;
     let detection = detect(&ctx)?;
     let index = format!("{base}/m/{}/simple/", token::encode(&detection.machine));
     let mut out = io::stdout().lock();
-    writeln!(out, "{}", render(&index))?;
+    writeln!(out, "{}", render(args.format, &index))?;
     Ok(())
-}
-
-/// Both files, each under a comment naming where it goes.
-pub fn render(index: &str) -> String {
-    format!(
-        "# pip: ~/.config/pip/pip.conf (or PIP_INDEX_URL={index})\n[global]\nindex-url = {index}\n\n\
-         # uv: ~/.config/uv/uv.toml (or UV_INDEX_URL={index})\n[[index]]\nurl = \"{index}\"\ndefault = true"
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn renders_both_files() {
-        let text = super::render("http://h:3141/m/abc/simple/");
-        assert!(text.contains("[global]\nindex-url = http://h:3141/m/abc/simple/"));
-        assert!(text.contains("url = \"http://h:3141/m/abc/simple/\"\ndefault = true"));
-    }
 }

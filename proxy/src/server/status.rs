@@ -159,6 +159,27 @@ fn render_clients(out: &mut String, state: &AppState, base: &str) {
         s = escape(&simple),
         b = escape(base),
     );
+    // Every installer's configuration, as `wheelgate pip-config --format` prints it for this
+    // server's `/simple/`; with `[auth]` on, with placeholders where each tool takes credentials.
+    let index = if state.config.auth.enabled() {
+        simple.replacen("://", "://USER:PASSWORD@", 1)
+    } else {
+        simple.clone()
+    };
+    out.push_str(
+        "<h3 id=\"installers\">Every installer</h3>\
+         <p><code>wheelgate pip-config --proxy URL --format NAME</code> prints these for the \
+         machine it runs on. A lock file records the build of the machine that locked it: \
+         lock per kind of machine (README, Installers).</p>\n",
+    );
+    for format in crate::cli::pip_config::Format::ALL {
+        let _ = writeln!(
+            out,
+            "<details><summary><code>--format {}</code></summary><pre><code>{}</code></pre></details>",
+            format.name(),
+            escape(&crate::cli::pip_config::render(format, &index)),
+        );
+    }
 }
 
 /// The `[[networks]]` rules, the one holding the asking client marked, and the trusted proxies.

@@ -138,6 +138,79 @@ fn detect_token_round_trips_and_pip_config_uses_it() {
     assert_eq!(output.status.code(), Some(1));
 }
 
+#[test]
+fn pip_config_prints_each_installers_configuration_with_the_token() {
+    let output = wheelgate(&["detect", "--token"], V100);
+    let token = String::from_utf8(output.stdout).unwrap().trim().to_string();
+    let index = format!("http://wheelgate.internal:3141/m/{token}/simple/");
+    let with_credentials = format!("http://ci:s3cret@wheelgate.internal:3141/m/{token}/simple/");
+    for (format, expected) in [
+        ("pip", format!("index-url = {with_credentials}")),
+        (
+            "uv",
+            format!("[[tool.uv.index]]\nname = \"wheelgate\"\nurl = \"{index}\"\ndefault = true"),
+        ),
+        ("uv", "UV_INDEX_WHEELGATE_PASSWORD=s3cret".to_string()),
+        (
+            "poetry",
+            format!("poetry source add --priority=primary wheelgate {index}"),
+        ),
+        (
+            "poetry",
+            "poetry config http-basic.wheelgate ci s3cret".to_string(),
+        ),
+        (
+            "pdm",
+            "url = \"http://${WHEELGATE_USER}:${WHEELGATE_PASSWORD}@wheelgate.internal:3141/m/"
+                .to_string(),
+        ),
+        ("env", format!("PIP_INDEX_URL={with_credentials}\n")),
+        ("env", format!("UV_DEFAULT_INDEX={with_credentials}\n")),
+    ] {
+        let output = wheelgate(
+            &[
+                "pip-config",
+                "--proxy",
+                "http://ci:s3cret@wheelgate.internal:3141",
+                "--format",
+                format,
+            ],
+            V100,
+        );
+        assert!(output.status.success(), "{output:?}");
+        let text = String::from_utf8(output.stdout).unwrap();
+        assert!(
+            text.contains(&expected),
+            "--format {format}: `{expected}` missing:\n{text}"
+        );
+    }
+    // An unknown format is a usage error naming the accepted ones; a bad URL never echoes
+    // its password.
+    let output = wheelgate(
+        &[
+            "pip-config",
+            "--proxy",
+            "http://h:3141",
+            "--format",
+            "conda",
+        ],
+        V100,
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("conda") && stderr.contains("poetry"),
+        "{stderr}"
+    );
+    let output = wheelgate(&["pip-config", "--proxy", "ftp://ci:s3cret@h"], V100);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("`ftp://***@h`") && !stderr.contains("s3cret"),
+        "{stderr}"
+    );
+}
+
 /// The captured download.pytorch.org page of torch's cu130 builds (2.9.0 to 2.11.0), read in
 /// place from the shared fixtures.
 fn cu130_page() -> String {

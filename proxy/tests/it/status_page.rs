@@ -118,6 +118,17 @@ async fn the_status_page_shows_the_machine_its_choices_and_how_to_use_it() {
         "{dom}"
     );
     assert!(dom.contains("wheelgate detect --token"), "{dom}");
+    // Every installer's configuration (`pip-config --format`), for the same URL.
+    for expected in [
+        format!(
+            "[[tool.uv.index]]\nname = \"wheelgate\"\nurl = \"{base}/simple/\"\ndefault = true"
+        ),
+        format!("poetry source add --priority=primary wheelgate {base}/simple/"),
+        format!("[[tool.pdm.source]]\nname = \"pypi\"\nurl = \"{base}/simple/\""),
+        format!("UV_DEFAULT_INDEX={base}/simple/"),
+    ] {
+        assert!(dom.contains(&expected), "`{expected}` missing: {dom}");
+    }
     // Upstream and cache health.
     assert!(dom.contains("<span class=\"ok\">ok</span>"), "{dom}");
     assert!(dom.contains("Index pages cached</th><td>1<"), "{dom}");

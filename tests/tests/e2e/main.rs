@@ -1,6 +1,7 @@
 //! End-to-end tests: real pip and real uv install through wheelgate, started in-process, from
 //! fake upstreams on 127.0.0.1 that serve download.pytorch.org's exact page format and PyPI's
-//! JSON and HTML. Nothing reaches the internet. pip and uv come from `scripts/e2e-setup`.
+//! JSON and HTML. Nothing reaches the internet. pip and uv come from `scripts/e2e-setup`, the
+//! other installers from `scripts/e2e-tools-setup`.
 //!
 //! - `fixtures`: the fakes themselves are what real installers accept (pip and uv install
 //!   straight from the fake PyTorch index);
@@ -20,11 +21,22 @@
 //!   the plain filename, for every schema generation, through `/m/<token>/` and `/b/cu128/`.
 //! - `auth`: pip and uv through a server that requires credentials, given in the index URL;
 //!   without them both fail.
+//! - `installers_uv`, `installers_poetry`, `installers_pdm`, `installers_piptools`,
+//!   `installers_oldpip`: every other installer people use (uv projects, Poetry, PDM,
+//!   pip-tools, pip 22.0 and 23.0 on Python 3.10, from `scripts/e2e-tools-setup`), configured as
+//!   `wheelgate pip-config --format` says: the token machine's build lands, what each lock file
+//!   does on another machine, credentials where each tool takes them.
 
 mod auth;
 mod caching;
 mod fixtures;
 mod install;
+mod installers_oldpip;
+mod installers_pdm;
+mod installers_piptools;
+mod installers_poetry;
+mod installers_support;
+mod installers_uv;
 mod mirror;
 mod mirror_resolve;
 mod rewriting;
