@@ -12,6 +12,7 @@ pub mod negotiate;
 pub mod observe;
 pub mod offline;
 pub mod ops;
+pub mod precompressed;
 pub mod rewrite;
 pub mod simple;
 pub mod state;

@@ -26,6 +26,7 @@ use super::error::ApiError;
 use super::explain::{explain_url, page_comment, with_leading_comment};
 use super::lookup::project_page;
 use super::negotiate::{Format, negotiate};
+use super::precompressed::{Precompressed, accepts_gzip};
 use super::rewrite::rewrite_page;
 use super::state::AppState;
 use super::useragent::{parse_user_agent, refine};
@@ -96,6 +97,8 @@ struct Rendered {
     generation: u64,
     body: Bytes,
     etag: HeaderValue,
+    /// Its gzip form, made once in the background and shared by every copy of this entry.
+    compressed: Arc<Precompressed>,
 }
 
 impl RenderedPages {
@@ -111,14 +114,15 @@ impl RenderedPages {
 
     fn put(&self, key: RenderKey, value: Rendered) {
         if let Ok(mut entries) = self.entries.lock() {
-            let size = value.body.len();
+            // The body, and about a quarter of it again for its gzip form.
+            let size = value.body.len() + value.body.len() / 4;
             if entries.map.len() >= RENDERED_LIMIT || entries.bytes + size > RENDERED_BYTES {
                 entries.map.clear();
                 entries.bytes = 0;
             }
             entries.bytes += size;
             if let Some(old) = entries.map.insert(key, value) {
-                entries.bytes -= old.body.len();
+                entries.bytes -= old.body.len() + old.body.len() / 4;
             }
         }
     }
@@ -419,11 +423,39 @@ async fn project_response(
             generation: cached.generation,
             etag: etag_of(body.as_bytes()),
             body: Bytes::from(body),
+            compressed: Arc::default(),
         };
         state.rendered.put(key, rendered.clone());
         rendered
     };
-    let mut response = page_response(headers, format, rendered.body, &rendered.etag);
+    let accept_encoding = headers
+        .get(header::ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok());
+    let gzip = accepts_gzip(accept_encoding)
+        .then(|| {
+            rendered
+                .compressed
+                .gzip_or_start(&rendered.body, &rendered.etag)
+        })
+        .flatten();
+    // A client holding either form of this rendering holds the current page: a client that
+    // accepts gzip may well have cached the plain form, sent before the gzip one was ready.
+    let held = [Some(&rendered.etag), gzip.as_ref().map(|g| &g.etag)]
+        .into_iter()
+        .flatten()
+        .find(|etag| if_none_match(headers, etag))
+        .cloned();
+    let mut response = match (held, gzip) {
+        (Some(etag), _) => not_modified(&etag),
+        (None, Some(encoded)) => {
+            let mut response = page_response(headers, format, encoded.body, &encoded.etag);
+            response
+                .headers_mut()
+                .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            response
+        }
+        (None, None) => page_response(headers, format, rendered.body, &rendered.etag),
+    };
     if per_network {
         response.headers_mut().insert(
             header::CACHE_CONTROL,
@@ -439,32 +471,47 @@ fn etag_of(body: &[u8]) -> HeaderValue {
         .expect("hex is a valid header value")
 }
 
-fn page_response(headers: &HeaderMap, format: Format, body: Bytes, etag: &HeaderValue) -> Response {
-    let not_modified = headers
+/// Whether the request's `If-None-Match` names `etag` (or `*`).
+fn if_none_match(headers: &HeaderMap, etag: &HeaderValue) -> bool {
+    let etag = etag.to_str().unwrap_or_default();
+    headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|value| {
             value
                 .split(',')
-                .any(|tag| tag.trim() == etag.to_str().unwrap_or_default() || tag.trim() == "*")
-        });
-    let mut response = if not_modified {
-        StatusCode::NOT_MODIFIED.into_response()
-    } else {
-        let mut response = Response::new(Body::from(body));
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static(format.content_type()),
-        );
-        response
-    };
+                .any(|tag| tag.trim() == etag || tag.trim() == "*")
+        })
+}
+
+/// `body` as a page, or 304 when the client holds it already.
+fn page_response(headers: &HeaderMap, format: Format, body: Bytes, etag: &HeaderValue) -> Response {
+    if if_none_match(headers, etag) {
+        return not_modified(etag);
+    }
+    let mut response = Response::new(Body::from(body));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(format.content_type()),
+    );
+    with_page_headers(response, etag)
+}
+
+fn not_modified(etag: &HeaderValue) -> Response {
+    with_page_headers(StatusCode::NOT_MODIFIED.into_response(), etag)
+}
+
+fn with_page_headers(mut response: Response, etag: &HeaderValue) -> Response {
     let out = response.headers_mut();
     out.insert(header::ETAG, etag.clone());
     out.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static(INDEX_CACHE_CONTROL),
     );
-    out.insert(header::VARY, HeaderValue::from_static("Accept, User-Agent"));
+    out.insert(
+        header::VARY,
+        HeaderValue::from_static("Accept, User-Agent, Accept-Encoding"),
+    );
     response
 }
 
@@ -489,6 +536,7 @@ mod tests {
             generation,
             body: Bytes::from_static(b"{}"),
             etag: HeaderValue::from_static("\"x\""),
+            compressed: Arc::default(),
         }
     }
 

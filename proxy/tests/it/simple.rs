@@ -185,7 +185,7 @@ async fn serves_one_backend_per_version_with_proxy_links() {
         headers[header::CONTENT_TYPE],
         "application/vnd.pypi.simple.v1+json"
     );
-    assert_eq!(headers[header::VARY], "Accept, User-Agent");
+    assert_eq!(headers[header::VARY], "Accept, User-Agent, Accept-Encoding");
     assert_eq!(headers[header::CACHE_CONTROL], "max-age=600, public");
     let names = filenames(&body);
     assert_eq!(
@@ -323,6 +323,74 @@ async fn etag_answers_304() {
     // Another format is another representation with its own tag.
     let (status, _, _) = get_with(&url, &[("if-none-match", &etag)]).await;
     assert_eq!(status, StatusCode::OK);
+}
+
+/// A client that shows the bytes as sent (reqwest would otherwise ask for gzip itself and
+/// decompress without a trace).
+async fn get_raw(url: &str, headers: &[(&str, &str)]) -> (StatusCode, HeaderMap, Vec<u8>) {
+    let mut request = reqwest::Client::builder()
+        .no_gzip()
+        .build()
+        .unwrap()
+        .get(url);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    let status = StatusCode::from_u16(response.status().as_u16()).unwrap();
+    let headers = response.headers().clone();
+    (status, headers, response.bytes().await.unwrap().to_vec())
+}
+
+#[tokio::test]
+async fn pages_are_sent_gzip_compressed_to_clients_that_ask() {
+    use std::io::Read as _;
+    let (_fake, upstream) = start_fake().await;
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(upstream, cache.path(), |_| {}).await;
+    let url = format!("http://{proxy}/simple/torch/");
+    // pip's (requests') header.
+    let gzip = ("accept-encoding", "gzip, deflate");
+    let (status, plain_headers, plain) = get_raw(&url, &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(plain_headers.get(header::CONTENT_ENCODING).is_none());
+    // Compressed in the background after the first rendering: soon every request gets it.
+    let mut compressed = None;
+    for _ in 0..100 {
+        let (status, headers, body) = get_raw(&url, &[gzip]).await;
+        assert_eq!(status, StatusCode::OK);
+        if headers.get(header::CONTENT_ENCODING).is_some() {
+            compressed = Some((headers, body));
+            break;
+        }
+        assert_eq!(body, plain, "until then, the page as it is");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (headers, body) = compressed.expect("a gzip body within 2 s");
+    assert_eq!(headers[header::CONTENT_ENCODING], "gzip");
+    assert_eq!(headers[header::VARY], "Accept, User-Agent, Accept-Encoding");
+    let mut unzipped = Vec::new();
+    flate2::read::GzDecoder::new(&body[..])
+        .read_to_end(&mut unzipped)
+        .unwrap();
+    assert_eq!(unzipped, plain, "the same page");
+    assert!(body.len() < plain.len());
+    // Its own tag: a 304 for it, and a client without gzip never gets the compressed body.
+    let etag = headers[header::ETAG].to_str().unwrap().to_string();
+    assert_ne!(etag, plain_headers[header::ETAG].to_str().unwrap());
+    let (status, _, _) = get_raw(&url, &[gzip, ("if-none-match", &etag)]).await;
+    assert_eq!(status, StatusCode::NOT_MODIFIED);
+    let (status, headers, body) = get_raw(&url, &[("if-none-match", &etag)]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(headers.get(header::CONTENT_ENCODING).is_none());
+    assert_eq!(body, plain);
+    // A client that cached the plain form while the gzip one was made still holds the page.
+    let plain_etag = plain_headers[header::ETAG].to_str().unwrap();
+    let (status, headers, _) = get_raw(&url, &[gzip, ("if-none-match", plain_etag)]).await;
+    assert_eq!(status, StatusCode::NOT_MODIFIED);
+    assert_eq!(headers[header::ETAG], plain_etag);
+    let (_, headers, _) = get_raw(&url, &[("accept-encoding", "gzip;q=0, br")]).await;
+    assert!(headers.get(header::CONTENT_ENCODING).is_none());
 }
 
 #[tokio::test]
