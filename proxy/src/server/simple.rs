@@ -428,6 +428,25 @@ async fn project_response(
         state.rendered.put(key, rendered.clone());
         rendered
     };
+    let mut response = rendered_response(headers, format, rendered);
+    if per_network {
+        response.headers_mut().insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static(INDEX_CACHE_CONTROL_PER_NETWORK),
+        );
+    }
+    Ok(response)
+}
+
+fn etag_of(body: &[u8]) -> HeaderValue {
+    let digest = Sha256::digest(body);
+    HeaderValue::from_str(&format!("\"{}\"", hex::encode(&digest[..16])))
+        .expect("hex is a valid header value")
+}
+
+/// The rendering as the client asked for it: gzip-compressed when it accepts that and the
+/// compressed form is ready, else as it is; 304 when it holds either form already.
+fn rendered_response(headers: &HeaderMap, format: Format, rendered: Rendered) -> Response {
     let accept_encoding = headers
         .get(header::ACCEPT_ENCODING)
         .and_then(|v| v.to_str().ok());
@@ -445,7 +464,7 @@ async fn project_response(
         .flatten()
         .find(|etag| if_none_match(headers, etag))
         .cloned();
-    let mut response = match (held, gzip) {
+    match (held, gzip) {
         (Some(etag), _) => not_modified(&etag),
         (None, Some(encoded)) => {
             let mut response = page_response(headers, format, encoded.body, &encoded.etag);
@@ -455,20 +474,7 @@ async fn project_response(
             response
         }
         (None, None) => page_response(headers, format, rendered.body, &rendered.etag),
-    };
-    if per_network {
-        response.headers_mut().insert(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static(INDEX_CACHE_CONTROL_PER_NETWORK),
-        );
     }
-    Ok(response)
-}
-
-fn etag_of(body: &[u8]) -> HeaderValue {
-    let digest = Sha256::digest(body);
-    HeaderValue::from_str(&format!("\"{}\"", hex::encode(&digest[..16])))
-        .expect("hex is a valid header value")
 }
 
 /// Whether the request's `If-None-Match` names `etag` (or `*`).
