@@ -10,6 +10,7 @@ use crate::cache::files::{Bucket, BucketError, FileCache, FileCacheError};
 use crate::cache::index::IndexCache;
 use crate::cache::lock::{CacheDirLock, LockError};
 use crate::config::ServeConfig;
+use crate::server::state::Shared;
 use crate::server::{AppState, app};
 use crate::upstream::{AccessError, ClientSettings, UpstreamClient, UpstreamError, resolve_access};
 
@@ -131,7 +132,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         ..ClientSettings::from_limits(&config.limits)
     };
     let client = UpstreamClient::new(&settings)?.with_metrics(Arc::clone(&metrics));
-    Ok(AppState {
+    Ok(AppState::from(Shared {
         config: Arc::new(config),
         client,
         catalog: Catalog::embedded(),
@@ -142,7 +143,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         rendered: Arc::default(),
         metrics,
         cache_lock: Arc::new(lock),
-    })
+    }))
 }
 
 /// The shared bucket. A configuration the client cannot be built from stops the start; a

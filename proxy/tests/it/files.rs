@@ -412,7 +412,7 @@ async fn start_proxy(upstream: SocketAddr, cache: &Path, offline: bool) -> Proxy
             other => break other.unwrap(),
         }
     };
-    state.client = UpstreamClient::new(&ClientSettings {
+    state.shared_mut().expect("not shared yet").client = UpstreamClient::new(&ClientSettings {
         read_timeout: Duration::from_secs(2),
         ..ClientSettings::default()
     })

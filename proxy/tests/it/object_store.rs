@@ -197,7 +197,7 @@ impl Replica {
             ..ServeConfig::default()
         };
         let mut state = build_state(config).await.unwrap();
-        state.client = UpstreamClient::new(&ClientSettings {
+        state.shared_mut().expect("not shared yet").client = UpstreamClient::new(&ClientSettings {
             read_timeout: Duration::from_secs(5),
             retries: 0,
             ..ClientSettings::default()
