@@ -33,6 +33,7 @@ use crate::platform_tags::platform_matches;
 use crate::select::{FileRef, Offer, Policy, decide};
 use crate::version::DottedVersion;
 
+use super::consistency;
 use super::ordering::order_variants;
 use super::properties::{AMD, INTEL, SupportedProperties};
 use super::schema::VariantsFile;
@@ -293,6 +294,30 @@ fn by_variants_file(
                 order.first().map_or("nothing", String::as_str)
             ));
         }
+    }
+    if policy.pinned.is_none()
+        && let Some(train) = consistency::train_choice(
+            catalog,
+            machine,
+            policy,
+            project,
+            version,
+            wheels
+                .iter()
+                .filter(|wheel| file.properties(wheel.label).is_some())
+                .map(|wheel| {
+                    (
+                        wheel.label,
+                        platform_matches(machine, wheel.parts.platform_tags()),
+                    )
+                }),
+            order.first().map(String::as_str),
+        )
+    {
+        order.retain(|label| *label != train.label);
+        rejected.retain(|(label, _)| *label != train.label);
+        order.insert(0, train.label);
+        notes.extend(train.note);
     }
     if let Some(pinned) = &policy.pinned {
         let (kept, others): (Vec<String>, Vec<String>) = file

@@ -16,6 +16,7 @@
 //! ```
 
 pub mod choose;
+mod consistency;
 mod error;
 pub mod label;
 pub mod markers;

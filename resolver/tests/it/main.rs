@@ -5,3 +5,4 @@ mod garbage;
 mod invariant;
 mod page;
 mod scenarios;
+mod variant_consistency;
