@@ -350,3 +350,59 @@ async fn variant_aware_installers_get_the_whole_page_through_the_caches() {
     let (status, _) = get(&format!("{base}/variants/simple/filelock/")).await;
     assert_eq!(status, 404);
 }
+
+/// A variant file the upstream fails to deliver (bytes that do not match the page's hash, a
+/// connection cut short, an error status) is the upstream's fault: `502`, never `400`, for the
+/// chosen variant's `.metadata`, its wheel and the pass-through variants file alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_fails_a_variant_file_is_a_bad_gateway() {
+    use super::fake_upstream::Behaviour;
+
+    let base_len = metadata_bytes("null").len();
+    for behaviour in [
+        Behaviour::WrongBytes,
+        Behaviour::TruncateAfter(base_len / 2),
+        Behaviour::Status(500),
+    ] {
+        let fake = Fake::start().await;
+        variant_upstream(&fake);
+        let cache = tempfile::tempdir().unwrap();
+        let proxy = start_proxy(fake.addr, cache.path()).await;
+        let base = format!("http://{}", proxy.addr);
+        // The page (and its variants file) read while the upstream still serves.
+        let files = page_files(&format!("{base}/simple/torch/")).await;
+        let (_, link, _) = files
+            .iter()
+            .find(|(name, ..)| name.starts_with("torch-2.9.0"))
+            .unwrap();
+        fake.set(behaviour);
+        for path in [
+            format!("{link}.metadata"),
+            link.clone(),
+            "/files/torch/variants-json/torch-2.9.0-variants.json".to_string(),
+        ] {
+            let response = reqwest::get(format!("{base}{path}")).await.unwrap();
+            let status = response.status().as_u16();
+            let body = response.bytes().await;
+            if path.ends_with("-variants.json") {
+                // Read for the page already: served from the cache whatever the upstream.
+                assert_eq!(status, 200, "{behaviour:?} {path}");
+                assert!(body.is_ok(), "{behaviour:?} {path}");
+            } else if status == 200 {
+                // Only the wheel, streamed as it downloads, can fail after its headers (bytes
+                // that do not verify are known only at the end): the client sees the body
+                // break, never a whole body that does not verify.
+                assert!(
+                    !matches!(behaviour, Behaviour::Status(_)) && !path.ends_with(".metadata"),
+                    "{behaviour:?} {path}: 200"
+                );
+                assert!(body.is_err(), "{behaviour:?} {path}: a whole body");
+            } else {
+                let body = String::from_utf8_lossy(&body.unwrap()).into_owned();
+                assert_eq!(status, 502, "{behaviour:?} {path}: {body}");
+                assert!(body.contains('`'), "{behaviour:?} {path}: {body}");
+                assert!(!body.contains("127.0.0.1"), "{behaviour:?} {path}: {body}");
+            }
+        }
+    }
+}

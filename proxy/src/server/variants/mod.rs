@@ -9,25 +9,25 @@
 //! The versions' `{name}-{version}-variants.json` files are read through the file cache (their
 //! sha256 from the page), at most [`VARIANTS_JSON_LIMIT`] bytes each.
 
+mod metadata;
 pub mod passthrough;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method, header};
+use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures_util::TryStreamExt;
 use pep440_rs::Version;
 use tracing::{debug, warn};
-use wheelgate_resolver::filename::{DistFilename, WheelParts, normalize_name};
+use wheelgate_resolver::filename::{DistFilename, WheelParts};
 use wheelgate_resolver::index::{CoreMetadata, ProjectPage};
 use wheelgate_resolver::select::FileRef;
 use wheelgate_resolver::variants::{
-    VariantChoice, VariantsFile, choose_variants, decide_variant_label, is_valid_label,
-    labelled_filename, lists_variants, parse_variants_json, variants_json_indices,
+    VariantChoice, VariantsFile, choose_variants, is_valid_label, labelled_filename,
+    lists_variants, parse_variants_json, variants_json_indices,
 };
 use wheelgate_resolver::{Machine, Policy};
 
@@ -35,8 +35,6 @@ use crate::cache::files::FileSpec;
 
 use super::error::ApiError;
 use super::explain::{BuildVerdict, Explanation, VersionExplanation};
-use super::files::FilesError;
-use super::lookup::find_file;
 use super::rewrite::file_link;
 use super::state::AppState;
 
@@ -44,9 +42,6 @@ use super::state::AppState;
 /// cannot make the proxy hold a huge file in memory.
 pub const VARIANTS_JSON_LIMIT: usize = 1024 * 1024;
 const METADATA_SUFFIX: &str = ".metadata";
-/// The most bytes of a variant wheel's core metadata read to decide its markers (torch's is
-/// about 10 KiB).
-const METADATA_LIMIT: usize = 8 * 1024 * 1024;
 
 /// The variant file routes: `GET` and `HEAD` on `/files/{project}/v/{label}/{filename}`; and
 /// the pass-through index for variant-aware installers ([`passthrough`]).
@@ -86,7 +81,7 @@ async fn serve(
 ) -> Response {
     match upstream_name(label, filename) {
         Ok(upstream) => match upstream.strip_suffix(METADATA_SUFFIX) {
-            Some(dist) => decided_metadata(state, method, project, dist, label, filename)
+            Some(dist) => metadata::decided(state, method, project, dist, label, filename)
                 .await
                 .unwrap_or_else(IntoResponse::into_response),
             None => super::files::serve(state, method, project, &upstream, headers)
@@ -98,76 +93,6 @@ async fn serve(
             err.into_response()
         }
     }
-}
-
-/// The PEP 658 metadata of the upstream variant wheel `dist`, read through the file cache
-/// (verified against the page's hash) and served with its `variant_label` markers decided for
-/// `label` ([`decide_variant_label`]), which released installers cannot evaluate. The page
-/// therefore offers it without a hash.
-async fn decided_metadata(
-    state: &AppState,
-    method: &Method,
-    project: &str,
-    dist: &str,
-    label: &str,
-    requested: &str,
-) -> Result<Response, FilesError> {
-    if dist
-        .parse::<DistFilename>()
-        .map_or(true, |parsed| normalize_name(parsed.name()) != project)
-    {
-        return Err(ApiError::NotFound(format!("`{dist}` is not a file of `{project}`")).into());
-    }
-    let source = find_file(state, project, dist)
-        .await
-        .map_err(ApiError::Upstream)?
-        .ok_or_else(|| ApiError::NotFound(format!("`{project}` has no file `{dist}`")))?;
-    let sha256 = match &source.core_metadata {
-        CoreMetadata::Absent => {
-            return Err(
-                ApiError::NotFound(format!("`{dist}` has no metadata file (PEP 658)")).into(),
-            );
-        }
-        CoreMetadata::Present => None,
-        CoreMetadata::Hashes(hashes) => hashes.get("sha256").cloned(),
-    };
-    let spec = FileSpec {
-        url: format!("{}{METADATA_SUFFIX}", source.url),
-        sha256,
-        size: None,
-    };
-    let cache_error = |source| FilesError::Cache {
-        filename: requested.to_string(),
-        source,
-    };
-    let cached = state
-        .files
-        .fetch(&state.client, &spec, state.config.offline)
-        .await
-        .map_err(cache_error)?;
-    let mut bytes = Vec::new();
-    let mut stream = std::pin::pin!(cached.stream(0, None));
-    while let Some(chunk) = stream.try_next().await.map_err(|err| {
-        ApiError::BadRequest(format!("the metadata of `{dist}` could not be read: {err}"))
-    })? {
-        if bytes.len() + chunk.len() > METADATA_LIMIT {
-            return Err(ApiError::BadRequest(format!(
-                "the metadata of `{dist}` is larger than {METADATA_LIMIT} bytes"
-            ))
-            .into());
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    let text = String::from_utf8_lossy(&bytes);
-    let decided = decide_variant_label(&text, label).into_bytes();
-    let response = Response::builder()
-        .header(header::CONTENT_TYPE, "application/octet-stream")
-        .header(header::CONTENT_LENGTH, decided.len())
-        .header(header::CACHE_CONTROL, "max-age=365000000, immutable");
-    if *method == Method::HEAD {
-        return Ok(response.body(Body::empty()).expect("valid response"));
-    }
-    Ok(response.body(Body::from(decided)).expect("valid response"))
 }
 
 /// The upstream filename (`.metadata` kept) of a plain `filename` served with `label`.
