@@ -33,6 +33,9 @@ pub(super) fn candidates(
         versions: Some(VersionSpecifiers::empty()),
         backends: Vec::new(),
         machines: Vec::new(),
+        // Resolution reads core metadata, which plain variant wheels' `variant_label` markers
+        // break: it takes plain wheels only (see `mirror::variants`).
+        variant_labels: Vec::new(),
         policy: config.policy.clone(),
         python: vec![environment.python],
         platforms: vec![environment.platform],

@@ -31,3 +31,4 @@ mod rewriting;
 mod routing;
 mod support;
 mod variants;
+mod variants_mirror;

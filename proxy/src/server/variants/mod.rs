@@ -31,7 +31,8 @@ use wheelgate_resolver::variants::{
 };
 use wheelgate_resolver::{Machine, Policy};
 
-use crate::cache::files::FileSpec;
+use crate::cache::files::{FileCache, FileSpec};
+use crate::upstream::UpstreamClient;
 
 use super::error::ApiError;
 use super::explain::{BuildVerdict, Explanation, VersionExplanation};
@@ -155,13 +156,14 @@ async fn choose(
     if !lists_variants(&refs) {
         return None;
     }
-    let mut parsed = BTreeMap::new();
-    for index in variants_json_indices(&refs) {
-        parsed.insert(
-            index,
-            read_variants_json(state, upstream, page_url, index).await,
-        );
-    }
+    let parsed = read_variants_files(
+        &state.files,
+        &state.client,
+        state.config.offline,
+        upstream,
+        page_url,
+    )
+    .await;
     Some(choose_variants(
         state.catalog,
         machine,
@@ -344,41 +346,56 @@ fn log_choice(project: &str, choice: &VariantChoice, upstream: &ProjectPage) {
     }
 }
 
-/// The variants file at page `index`, read through the file cache and parsed; or why not.
-async fn read_variants_json(
-    state: &AppState,
+/// Every `*-variants.json` of `upstream` (fetched from `page_url`), by page index: read through
+/// the file cache `files` (verified against the page's sha256, at most [`VARIANTS_JSON_LIMIT`]
+/// bytes; from the store only when `offline`) and parsed, or why not. The server reads them to
+/// choose; `mirror sync` reads them to choose the same and stores them on the way.
+pub async fn read_variants_files(
+    files: &FileCache,
+    client: &UpstreamClient,
+    offline: bool,
     upstream: &ProjectPage,
     page_url: &str,
-    index: usize,
-) -> Result<VariantsFile, String> {
-    let file = &upstream.files[index];
-    let spec = FileSpec {
-        url: upstream.file_url(file, page_url),
-        sha256: file.sha256().map(str::to_ascii_lowercase),
-        size: file.size,
-    };
-    let result = async {
-        let cached = state
-            .files
-            .fetch(&state.client, &spec, state.config.offline)
-            .await
-            .map_err(|err| err.to_string())?;
-        let mut bytes = Vec::new();
-        let mut stream = std::pin::pin!(cached.stream(0, None));
-        while let Some(chunk) = stream.try_next().await.map_err(|err| err.to_string())? {
-            if bytes.len() + chunk.len() > VARIANTS_JSON_LIMIT {
-                return Err(format!("larger than {VARIANTS_JSON_LIMIT} bytes"));
-            }
-            bytes.extend_from_slice(&chunk);
+) -> BTreeMap<usize, Result<VariantsFile, String>> {
+    let refs: Vec<FileRef<'_>> = upstream.files.iter().map(FileRef::from).collect();
+    let mut parsed = BTreeMap::new();
+    for index in variants_json_indices(&refs) {
+        let file = &upstream.files[index];
+        let spec = FileSpec {
+            url: upstream.file_url(file, page_url),
+            sha256: file.sha256().map(str::to_ascii_lowercase),
+            size: file.size,
+        };
+        let result = read_variants_json(files, client, offline, &spec).await;
+        if let Err(why) = &result {
+            warn!(file = %file.filename, error = why.as_str(), "variants file unreadable");
         }
-        let text = String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
-        parse_variants_json(&text).map_err(|err| err.to_string())
+        parsed.insert(index, result);
     }
-    .await;
-    if let Err(why) = &result {
-        warn!(file = %file.filename, error = why.as_str(), "variants file unreadable");
+    parsed
+}
+
+/// One variants file, read through the file cache and parsed; or why not.
+async fn read_variants_json(
+    files: &FileCache,
+    client: &UpstreamClient,
+    offline: bool,
+    spec: &FileSpec,
+) -> Result<VariantsFile, String> {
+    let cached = files
+        .fetch(client, spec, offline)
+        .await
+        .map_err(|err| err.to_string())?;
+    let mut bytes = Vec::new();
+    let mut stream = std::pin::pin!(cached.stream(0, None));
+    while let Some(chunk) = stream.try_next().await.map_err(|err| err.to_string())? {
+        if bytes.len() + chunk.len() > VARIANTS_JSON_LIMIT {
+            return Err(format!("larger than {VARIANTS_JSON_LIMIT} bytes"));
+        }
+        bytes.extend_from_slice(&chunk);
     }
-    result
+    let text = String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
+    parse_variants_json(&text).map_err(|err| err.to_string())
 }
 
 #[cfg(test)]
