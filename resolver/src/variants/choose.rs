@@ -34,6 +34,7 @@ use crate::select::{FileRef, Offer, Policy, decide};
 use crate::version::DottedVersion;
 
 use super::consistency;
+use super::contradictions::contradictions;
 use super::ordering::order_variants;
 use super::properties::{AMD, INTEL, SupportedProperties};
 use super::schema::VariantsFile;
@@ -273,6 +274,37 @@ fn by_variants_file(
     wheels: &[VariantWheel<'_>],
     skipped: &mut Vec<(usize, String)>,
 ) -> VersionVariants {
+    // Variants no machine could satisfy are taken out before anything is ordered, so neither
+    // PEP 825 nor the release train's catalog decision can serve them.
+    let broken = contradictions(file);
+    let cleaned;
+    let file = if broken.is_empty() {
+        file
+    } else {
+        let mut without = file.clone();
+        without
+            .variants
+            .retain(|label, _| !broken.iter().any(|(b, _)| b == label));
+        cleaned = without;
+        &cleaned
+    };
+    for wheel in wheels {
+        if let Some((_, why)) = broken.iter().find(|(label, _)| label == wheel.label) {
+            tracing::warn!(
+                label = wheel.label,
+                variants_file = file_name,
+                why = why.as_str(),
+                "a variant whose properties contradict each other; skipped"
+            );
+            skipped.push((
+                wheel.index,
+                format!(
+                    "the properties of `{}` in `{file_name}` contradict each other: {why}",
+                    wheel.label
+                ),
+            ));
+        }
+    }
     let mut notes = Vec::new();
     let bare = SupportedProperties::from_machine(machine);
     let bundles_runtime = catalog.is_release_train_project(project);
@@ -341,8 +373,16 @@ fn by_variants_file(
             .collect();
         order = kept;
     }
+    rejected.extend(broken.into_iter().map(|(label, why)| {
+        (
+            label,
+            format!("its properties contradict each other: {why}"),
+        )
+    }));
     for wheel in wheels {
-        if file.properties(wheel.label).is_none() {
+        if file.properties(wheel.label).is_none()
+            && !skipped.iter().any(|(index, _)| *index == wheel.index)
+        {
             tracing::warn!(
                 label = wheel.label,
                 variants_file = file_name,

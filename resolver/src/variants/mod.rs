@@ -17,6 +17,7 @@
 
 pub mod choose;
 mod consistency;
+mod contradictions;
 mod error;
 pub mod label;
 pub mod markers;
