@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::TryStreamExt;
 use tracing::{error, warn};
 use wheelgate_resolver::filename::{DistFilename, normalize_name};
-use wheelgate_resolver::index::CoreMetadata;
+use wheelgate_resolver::index::{CoreMetadata, ProjectPage};
 use wheelgate_resolver::variants::decide_variant_label;
 
 use crate::cache::files::{FailureKind, FileCacheError, FileSpec};
@@ -88,6 +88,84 @@ fn cache_failure(error: &io::Error) -> Option<&FileCacheError> {
         .or_else(|| inner.downcast_ref::<FileCacheError>())
 }
 
+/// The metadata file `spec` of the upstream wheel `dist`, read whole through the file cache
+/// (at most [`METADATA_LIMIT`] bytes); `requested` is the name the client asked for.
+async fn read(
+    state: &AppState,
+    spec: &FileSpec,
+    dist: &str,
+    requested: &str,
+) -> Result<Vec<u8>, MetadataError> {
+    let cached = state
+        .files
+        .fetch(&state.client, spec, state.config.offline)
+        .await
+        .map_err(|source| FilesError::Cache {
+            filename: requested.to_string(),
+            source,
+        })?;
+    let mut bytes = Vec::new();
+    let mut stream = std::pin::pin!(cached.stream(0, None));
+    while let Some(chunk) = stream
+        .try_next()
+        .await
+        .map_err(|source| MetadataError::Unreadable {
+            dist: dist.to_string(),
+            source,
+        })?
+    {
+        if bytes.len() + chunk.len() > METADATA_LIMIT {
+            return Err(MetadataError::TooLarge {
+                dist: dist.to_string(),
+                limit: METADATA_LIMIT,
+            });
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+/// Whether the core metadata of the upstream variant wheel at `index` of `upstream` (fetched
+/// from `page_url`) has PEP 817 `variant_label` markers, which pip refuses in the wheel itself
+/// (see the README); `None` when the page offers no metadata file or it cannot be read.
+pub(super) async fn has_variant_label_markers(
+    state: &AppState,
+    upstream: &ProjectPage,
+    page_url: &str,
+    index: usize,
+) -> Option<bool> {
+    let file = upstream.files.get(index)?;
+    let sha256 = match &file.core_metadata {
+        CoreMetadata::Absent => return None,
+        CoreMetadata::Present => None,
+        CoreMetadata::Hashes(hashes) => hashes.get("sha256").cloned(),
+    };
+    let spec = FileSpec {
+        url: format!("{}{METADATA_SUFFIX}", upstream.file_url(file, page_url)),
+        sha256,
+        size: None,
+    };
+    let requested = format!("{}{METADATA_SUFFIX}", file.filename);
+    match read(state, &spec, &file.filename, &requested).await {
+        Ok(bytes) => Some(uses_variant_label(&String::from_utf8_lossy(&bytes))),
+        Err(err) => {
+            warn!(file = %file.filename, error = %err, "variant metadata unreadable for the explanation");
+            None
+        }
+    }
+}
+
+/// Whether a core metadata text has a `Requires-Dist` with a `variant_label` marker.
+fn uses_variant_label(metadata: &str) -> bool {
+    metadata.lines().any(|line| {
+        line.get(..14)
+            .is_some_and(|head| head.eq_ignore_ascii_case("requires-dist:"))
+            && line
+                .split_once(';')
+                .is_some_and(|(_, marker)| marker.contains("variant_label"))
+    })
+}
+
 /// The PEP 658 metadata of the upstream variant wheel `dist`, read through the file cache
 /// (verified against the page's hash) and served with its `variant_label` markers decided for
 /// `label` ([`decide_variant_label`]). The page therefore offers it without a hash.
@@ -131,32 +209,7 @@ pub(super) async fn decided(
         sha256,
         size: None,
     };
-    let cached = state
-        .files
-        .fetch(&state.client, &spec, state.config.offline)
-        .await
-        .map_err(|source| FilesError::Cache {
-            filename: requested.to_string(),
-            source,
-        })?;
-    let mut bytes = Vec::new();
-    let mut stream = std::pin::pin!(cached.stream(0, None));
-    while let Some(chunk) = stream
-        .try_next()
-        .await
-        .map_err(|source| MetadataError::Unreadable {
-            dist: dist.to_string(),
-            source,
-        })?
-    {
-        if bytes.len() + chunk.len() > METADATA_LIMIT {
-            return Err(MetadataError::TooLarge {
-                dist: dist.to_string(),
-                limit: METADATA_LIMIT,
-            });
-        }
-        bytes.extend_from_slice(&chunk);
-    }
+    let bytes = read(state, &spec, dist, requested).await?;
     let text = String::from_utf8_lossy(&bytes);
     let decided = decide_variant_label(&text, label).into_bytes();
     let response = Response::builder()
@@ -167,4 +220,19 @@ pub(super) async fn decided(
         return Ok(response.body(Body::empty()).expect("valid response"));
     }
     Ok(response.body(Body::from(decided)).expect("valid response"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uses_variant_label;
+
+    #[test]
+    fn finds_variant_label_markers_in_requirements_only() {
+        assert!(uses_variant_label(
+            "Name: torch\nRequires-Dist: nvidia-cublas-cu12==12.8.4.1; variant_label == 'cuda12.8'\n"
+        ));
+        assert!(!uses_variant_label(
+            "Name: torch\nRequires-Dist: filelock\nSummary: mentions variant_label; in prose\n"
+        ));
+    }
 }

@@ -277,8 +277,19 @@ pub async fn explain(
             });
         }
         entry.notes.extend(version.notes.iter().cloned());
+        if let Some(first) = version.picks.first()
+            && metadata::has_variant_label_markers(state, upstream, page_url, first.index).await
+                == Some(true)
+        {
+            entry.notes.push(PIP_REFUSES_MARKERS.to_string());
+        }
     }
 }
+
+/// What `/explain/` says of a version whose chosen wheel declares requirements with PEP 817
+/// `variant_label` markers (measured through this proxy with pip 24.0 to 26.3 and uv 0.13; see
+/// the README).
+pub const PIP_REFUSES_MARKERS: &str = "the chosen wheel's own METADATA declares requirements with PEP 817 `variant_label` markers: uv installs it, and so does pip up to 26.1.2 (both resolve from the `.metadata` served here, whose markers are decided for this label), but pip 26.2 and newer parse the downloaded wheel's METADATA, cannot read the marker and refuse the wheel (\"invalid metadata\"), with or without --no-deps; the wheel's bytes are the upstream's and are never rewritten, so use uv or pip 26.1.2 for this version";
 
 /// Adds the picks of `choice` to `page` (see [`with_variants`]).
 fn apply(project: &str, upstream: &ProjectPage, choice: &VariantChoice, page: &mut ProjectPage) {
