@@ -406,3 +406,44 @@ async fn an_upstream_that_fails_a_variant_file_is_a_bad_gateway() {
         }
     }
 }
+
+/// The status page shows the variant the server's machine gets, with the reasons, once the
+/// project's page has been fetched (it never fetches one itself); nothing before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_page_shows_the_variant_choice_with_reasons() {
+    let fake = Fake::start().await;
+    variant_upstream(&fake);
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, cache.path()).await;
+    let base = format!("http://{}", proxy.addr);
+    let status = || async {
+        let (code, body) = get(&format!("{base}/")).await;
+        assert_eq!(code, 200);
+        String::from_utf8(body).unwrap()
+    };
+    let before = status().await;
+    assert!(!before.contains("id=\"variants\""), "{before}");
+    assert_eq!(fake.hits("/whl/torch/"), 0, "the status page fetched a page");
+
+    let _ = page_files(&format!("{base}/simple/torch/")).await;
+    let after = status().await;
+    let block = &after[after.find("id=\"variants\"").unwrap_or_else(|| panic!("{after}"))..];
+    let block = &block[..block.find("id=\"upstreams\"").unwrap()];
+    // The server's machine has no GPU: the null variant, every other label with its reason.
+    assert!(
+        block.contains("<code>torch</code> 2.9.0</td><td><span class=\"chosen\">null</span>"),
+        "{block}"
+    );
+    assert!(block.contains("<code>cuda13.0</code>: needs"), "{block}");
+    // Its `.metadata` (not yet read: the status page does not fetch it) decides nothing.
+    assert!(!block.contains("pip 26.2"), "{block}");
+    let (_, link, _) = page_files(&format!("{base}/simple/torch/"))
+        .await
+        .into_iter()
+        .find(|(name, ..)| name.starts_with("torch-2.9.0"))
+        .unwrap();
+    let (code, _) = get(&format!("{base}{link}.metadata")).await;
+    assert_eq!(code, 200);
+    let with_metadata = status().await;
+    assert!(with_metadata.contains("pip 26.2 and newer"), "{with_metadata}");
+}

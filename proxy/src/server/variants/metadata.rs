@@ -13,7 +13,7 @@ use axum::body::Body;
 use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::TryStreamExt;
-use tracing::{error, warn};
+use tracing::{debug, error, warn};
 use wheelgate_resolver::filename::{DistFilename, normalize_name};
 use wheelgate_resolver::index::{CoreMetadata, ProjectPage};
 use wheelgate_resolver::variants::decide_variant_label;
@@ -95,10 +95,11 @@ async fn read(
     spec: &FileSpec,
     dist: &str,
     requested: &str,
+    cached_only: bool,
 ) -> Result<Vec<u8>, MetadataError> {
     let cached = state
         .files
-        .fetch(&state.client, spec, state.config.offline)
+        .fetch(&state.client, spec, state.config.offline || cached_only)
         .await
         .map_err(|source| FilesError::Cache {
             filename: requested.to_string(),
@@ -127,12 +128,14 @@ async fn read(
 
 /// Whether the core metadata of the upstream variant wheel at `index` of `upstream` (fetched
 /// from `page_url`) has PEP 817 `variant_label` markers, which pip refuses in the wheel itself
-/// (see the README); `None` when the page offers no metadata file or it cannot be read.
+/// (see the README); `None` when the page offers no metadata file or it cannot be read. Only
+/// from the cache when `cached_only`.
 pub(super) async fn has_variant_label_markers(
     state: &AppState,
     upstream: &ProjectPage,
     page_url: &str,
     index: usize,
+    cached_only: bool,
 ) -> Option<bool> {
     let file = upstream.files.get(index)?;
     let sha256 = match &file.core_metadata {
@@ -146,10 +149,10 @@ pub(super) async fn has_variant_label_markers(
         size: None,
     };
     let requested = format!("{}{METADATA_SUFFIX}", file.filename);
-    match read(state, &spec, &file.filename, &requested).await {
+    match read(state, &spec, &file.filename, &requested, cached_only).await {
         Ok(bytes) => Some(uses_variant_label(&String::from_utf8_lossy(&bytes))),
         Err(err) => {
-            warn!(file = %file.filename, error = %err, "variant metadata unreadable for the explanation");
+            debug!(file = %file.filename, error = %err, "variant metadata unread for an explanation");
             None
         }
     }
@@ -209,7 +212,7 @@ pub(super) async fn decided(
         sha256,
         size: None,
     };
-    let bytes = read(state, &spec, dist, requested).await?;
+    let bytes = read(state, &spec, dist, requested, false).await?;
     let text = String::from_utf8_lossy(&bytes);
     let decided = decide_variant_label(&text, label).into_bytes();
     let response = Response::builder()

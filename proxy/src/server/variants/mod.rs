@@ -11,6 +11,7 @@
 
 mod metadata;
 pub mod passthrough;
+pub mod status;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -189,32 +190,7 @@ pub async fn explain(
     let Some(choice) = choose(state, machine, policy, &project, upstream, page_url).await else {
         return;
     };
-    let served: BTreeSet<usize> = choice.picks().map(|pick| pick.index).collect();
-    let skipped: BTreeMap<usize, &str> = choice
-        .skipped
-        .iter()
-        .map(|(index, why)| (*index, why.as_str()))
-        .collect();
-    explanation.dropped.retain_mut(|dropped| {
-        let Some(index) = upstream
-            .files
-            .iter()
-            .position(|f| f.filename == dropped.filename)
-        else {
-            return true;
-        };
-        if served.contains(&index) {
-            return false;
-        }
-        if let Some(why) = skipped.get(&index) {
-            dropped.reason = format!("a wheel-variant file not served: {why}");
-        } else if dropped.filename.ends_with("-variants.json") {
-            dropped.reason =
-                "a variants file: read to choose the variants, never served to plain installers"
-                    .to_string();
-        }
-        true
-    });
+    relabel_dropped(explanation, upstream, &choice);
     for version in &choice.versions {
         let text = version.version.to_string();
         let at = if let Some(at) = explanation.versions.iter().position(|v| v.version == text) {
@@ -278,7 +254,8 @@ pub async fn explain(
         }
         entry.notes.extend(version.notes.iter().cloned());
         if let Some(first) = version.picks.first()
-            && metadata::has_variant_label_markers(state, upstream, page_url, first.index).await
+            && metadata::has_variant_label_markers(state, upstream, page_url, first.index, false)
+                .await
                 == Some(true)
         {
             entry.notes.push(PIP_REFUSES_MARKERS.to_string());
@@ -290,6 +267,37 @@ pub async fn explain(
 /// `variant_label` markers (measured through this proxy with pip 24.0 to 26.3 and uv 0.13; see
 /// the README).
 pub const PIP_REFUSES_MARKERS: &str = "the chosen wheel's own METADATA declares requirements with PEP 817 `variant_label` markers: uv installs it, and so does pip up to 26.1.2 (both resolve from the `.metadata` served here, whose markers are decided for this label), but pip 26.2 and newer parse the downloaded wheel's METADATA, cannot read the marker and refuse the wheel (\"invalid metadata\"), with or without --no-deps; the wheel's bytes are the upstream's and are never rewritten, so use uv or pip 26.1.2 for this version";
+
+/// The reasons of `explanation`'s dropped files that are variant files: none for a served
+/// variant (it is on the page, under its plain name), why for every other.
+fn relabel_dropped(explanation: &mut Explanation, upstream: &ProjectPage, choice: &VariantChoice) {
+    let served: BTreeSet<usize> = choice.picks().map(|pick| pick.index).collect();
+    let skipped: BTreeMap<usize, &str> = choice
+        .skipped
+        .iter()
+        .map(|(index, why)| (*index, why.as_str()))
+        .collect();
+    explanation.dropped.retain_mut(|dropped| {
+        let Some(index) = upstream
+            .files
+            .iter()
+            .position(|f| f.filename == dropped.filename)
+        else {
+            return true;
+        };
+        if served.contains(&index) {
+            return false;
+        }
+        if let Some(why) = skipped.get(&index) {
+            dropped.reason = format!("a wheel-variant file not served: {why}");
+        } else if dropped.filename.ends_with("-variants.json") {
+            dropped.reason =
+                "a variants file: read to choose the variants, never served to plain installers"
+                    .to_string();
+        }
+        true
+    });
+}
 
 /// Adds the picks of `choice` to `page` (see [`with_variants`]).
 fn apply(project: &str, upstream: &ProjectPage, choice: &VariantChoice, page: &mut ProjectPage) {
