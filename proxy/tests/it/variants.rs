@@ -423,11 +423,17 @@ async fn the_status_page_shows_the_variant_choice_with_reasons() {
     };
     let before = status().await;
     assert!(!before.contains("id=\"variants\""), "{before}");
-    assert_eq!(fake.hits("/whl/torch/"), 0, "the status page fetched a page");
+    assert_eq!(
+        fake.hits("/whl/torch/"),
+        0,
+        "the status page fetched a page"
+    );
 
     let _ = page_files(&format!("{base}/simple/torch/")).await;
     let after = status().await;
-    let block = &after[after.find("id=\"variants\"").unwrap_or_else(|| panic!("{after}"))..];
+    let block = &after[after
+        .find("id=\"variants\"")
+        .unwrap_or_else(|| panic!("{after}"))..];
     let block = &block[..block.find("id=\"upstreams\"").unwrap()];
     // The server's machine has no GPU: the null variant, every other label with its reason.
     assert!(
@@ -445,5 +451,8 @@ async fn the_status_page_shows_the_variant_choice_with_reasons() {
     let (code, _) = get(&format!("{base}{link}.metadata")).await;
     assert_eq!(code, 200);
     let with_metadata = status().await;
-    assert!(with_metadata.contains("pip 26.2 and newer"), "{with_metadata}");
+    assert!(
+        with_metadata.contains("pip 26.2 and newer"),
+        "{with_metadata}"
+    );
 }

@@ -184,3 +184,54 @@ async fn pip_refuses_a_variant_wheel_whose_own_metadata_has_variant_label_marker
         "{notes}"
     );
 }
+
+/// One build across a release published two ways: torch 2.9.0 as variants and torchaudio
+/// 2.9.0 as local-labelled wheels on the same index. Where strict PEP 825 would differ from the
+/// catalog's choice for torchaudio (a site that prefers cu128; an A100 beside a T4, where no
+/// `sm_arch` is shared), torch follows the release train's decision, so pip and uv install a
+/// matching pair.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn torch_as_variants_and_torchaudio_as_local_labels_get_one_build() {
+    const A100_T4: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"580.65.06","gpus":[{"name":"NVIDIA A100","compute_capability":"8.0"},{"name":"Tesla T4","compute_capability":"7.5"}]}}"#;
+    let prefer_cu128 = wheelgate_resolver::Policy {
+        pinned: None,
+        prefer: vec!["cu128".parse().unwrap()],
+    };
+    let a100_t4: wheelgate_resolver::Machine = serde_json::from_str(A100_T4).unwrap();
+    for (machine, policy, label, backend) in [
+        (machines::H100.machine(), prefer_cu128, "cuda12.8", "cu128"),
+        (
+            a100_t4,
+            wheelgate_resolver::Policy::default(),
+            "cuda13.0",
+            "cu130",
+        ),
+    ] {
+        let upstreams = Upstreams::start().await;
+        let index = VariantIndex::start().await;
+        let proxy = Proxy::start_with(&upstreams, |config| {
+            config.pytorch_url = index.url();
+            config.machine = Some(machine.clone());
+            config.policy = policy.clone();
+        })
+        .await;
+        for installer in [Installer::Pip, Installer::Uv] {
+            let (dir, dists) = install_ok(
+                installer,
+                &proxy.simple_url(),
+                &["torch==2.9.0", "torchaudio==2.9.0"],
+            )
+            .await;
+            assert_eq!(
+                installed_variant(dir.path()).as_deref(),
+                Some(label),
+                "{installer} {policy:?}"
+            );
+            assert_eq!(
+                version(&dists, "torchaudio"),
+                format!("2.9.0+{backend}"),
+                "{installer} {policy:?}"
+            );
+        }
+    }
+}
