@@ -124,3 +124,32 @@ async fn an_offline_server_serves_mirrored_variants_per_machine_and_per_label() 
         "{dropped}"
     );
 }
+
+/// A resolving entry (the default) on a variant-only page stops before any download, saying
+/// what to set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resolving_entry_on_a_variant_index_says_to_select_instead() {
+    let upstreams = Upstreams::start().await;
+    let index = VariantIndex::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let text =
+        config_text(&index, &upstreams).replace("dependencies = false", "python = [\"3.12\"]");
+    let config = MirrorConfig::parse(&text, Path::new("mirror.toml")).unwrap();
+    let options = SyncOptions {
+        store: dir.path().join("store"),
+        jobs: 4,
+    };
+    let err = mirror::sync(&config, &options, &NoProgress)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("lists wheel variants (PEP 825) only")
+            && err.contains("`dependencies = false`"),
+        "{err}"
+    );
+    assert_eq!(
+        index.hits(&format!("/whl/variant/torch-2.9.0-{TAGS}-null.whl")),
+        0
+    );
+}
