@@ -9,6 +9,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use wheelgate_resolver::Catalog;
 use wheelgate_resolver::index::CoreMetadata;
+use wheelgate_resolver::select::FileRef;
+use wheelgate_resolver::variants::lists_variants;
 
 use super::config::{MirrorConfig, PackageEntry};
 use super::environment::Build;
@@ -18,8 +20,6 @@ use crate::cache::files::{FileCache, FileSpec};
 use crate::cache::index::{CachedPage, IndexCache, IndexError};
 use crate::server::variants::read_variants_files;
 use crate::upstream::{Upstream, UpstreamClient};
-use wheelgate_resolver::select::FileRef;
-use wheelgate_resolver::variants::lists_variants;
 
 /// One index page the store holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -7,7 +7,10 @@
 //! a client can only ever get a file the page listed.
 //!
 //! The versions' `{name}-{version}-variants.json` files are read through the file cache (their
-//! sha256 from the page), at most [`VARIANTS_JSON_LIMIT`] bytes each.
+//! sha256 from the page), at most [`VARIANTS_JSON_LIMIT`] bytes each ([`read_variants_files`],
+//! which `mirror sync` uses too). `metadata` serves a chosen variant's `.metadata` with its
+//! `variant_label` markers decided; [`status`] is the status page's variant block;
+//! [`passthrough`] the index for variant-aware installers.
 
 mod metadata;
 pub mod passthrough;
