@@ -67,8 +67,9 @@ pub struct PackageEntry {
     /// The build each of these machines gets for each version (PyTorch projects); on a
     /// wheel-variant index (PEP 825), the variant each gets.
     pub machines: Vec<Machine>,
-    /// Every wheel of these variant labels (`cuda13.0`, `null`), on a wheel-variant index;
-    /// `backends` take their labels too (`cu130` is `cuda13.0`).
+    /// Every wheel of these variant labels (`cuda13.0`, `null`), on a wheel-variant index, for
+    /// an entry with `dependencies = false`; `backends` take their labels too (`cu130` is
+    /// `cuda13.0`), resolving or not.
     pub variant_labels: Vec<String>,
     /// The selection policy for `machines` (the same as the server's `[policy]`).
     pub policy: Policy,
@@ -230,6 +231,10 @@ pub enum MirrorConfigError {
         "`{name}`: `{label}` in `variant_labels` is not a variant label (lowercase letters, digits, `_` and `.`, e.g. \"cuda13.0\" or \"null\")"
     )]
     InvalidVariantLabel { name: String, label: String },
+    #[error(
+        "`{name}`: `variant_labels` select files, but this entry resolves its dependencies; name the builds as `backends` (`cu130` takes the `cuda13.0` variant, `cpu` the `null` one) or `machines`, or set `dependencies = false`"
+    )]
+    VariantLabelsResolved { name: String },
 }
 
 /// The file as written.
@@ -384,8 +389,15 @@ impl MirrorConfig {
                 .or(raw.variant_labels.as_ref());
             let variant_labels = parse_variant_labels(&name, labels)?;
             let upstream = route(catalog, &project);
-            builds_named(&name, upstream, &backends, &machines, &variant_labels)?;
             let dependencies = package.dependencies.or(raw.dependencies).unwrap_or(true);
+            builds_named(
+                &name,
+                upstream,
+                &backends,
+                &machines,
+                &variant_labels,
+                dependencies,
+            )?;
             if dependencies && python.is_empty() {
                 return Err(MirrorConfigError::NoPythonToResolve { name });
             }
@@ -437,15 +449,22 @@ impl MirrorConfig {
     }
 }
 
-/// A PyTorch project's entry must name what to mirror of it: backends, machines or variant
-/// labels.
+/// A PyTorch project's entry must name what to mirror of it: backends, machines or (selecting
+/// only) variant labels. A resolving entry's builds are its environments' backends and
+/// machines, which take their variants on a variant index: labels there would be ignored.
 fn builds_named(
     name: &str,
     upstream: Upstream,
     backends: &[Backend],
     machines: &[Machine],
     variant_labels: &[String],
+    dependencies: bool,
 ) -> Result<(), MirrorConfigError> {
+    if dependencies && !variant_labels.is_empty() {
+        return Err(MirrorConfigError::VariantLabelsResolved {
+            name: name.to_string(),
+        });
+    }
     if upstream == Upstream::Pytorch
         && backends.is_empty()
         && machines.is_empty()

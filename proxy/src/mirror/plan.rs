@@ -165,14 +165,6 @@ pub async fn make_plan(
         }
         plan.add_files(&entry.project, &cached, &selection.files);
     }
-    for entry in config.packages.iter().filter(|e| e.dependencies) {
-        if let Some(reason) = variants_only(client, index, config, entry).await {
-            unmatched.push(Unmatched {
-                name: entry.name.clone(),
-                reason,
-            });
-        }
-    }
     if !unmatched.is_empty() {
         return Err(PlanError::NothingMatched(unmatched));
     }
@@ -289,30 +281,6 @@ impl Planner<'_> {
             }
         }
     }
-}
-
-/// Why a resolving `entry` cannot be mirrored when its page lists wheel variants (PEP 825) and
-/// nothing resolution can read: resolution takes plain wheels only (variant wheels' core
-/// metadata carries `variant_label` markers), so the entry must select instead. `None` when
-/// the page is not such a page, or cannot be fetched (resolution then says why).
-async fn variants_only(
-    client: &UpstreamClient,
-    index: &IndexCache,
-    config: &MirrorConfig,
-    entry: &PackageEntry,
-) -> Option<String> {
-    if entry.upstream != Upstream::Pytorch {
-        return None;
-    }
-    let url = page_url(config, entry, None);
-    let cached = index.get(client, &url).await.ok()??;
-    let refs: Vec<FileRef<'_>> = cached.page.files.iter().map(FileRef::from).collect();
-    let plain = select_files_with_variants(Catalog::embedded(), entry, &cached.page, None);
-    (lists_variants(&refs) && plain.files.is_empty()).then(|| {
-        format!(
-            "`{url}` lists wheel variants (PEP 825) only, and dependencies are resolved from plain wheels; set `dependencies = false` in this entry to mirror the variant each of its `machines` gets and its `variant_labels`"
-        )
-    })
 }
 
 /// The upstream page of an entry's project: the server's `lookup::page_url` for the same

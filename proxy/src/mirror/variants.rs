@@ -11,8 +11,9 @@
 //! - and the `*-variants.json` of every version whose variant wheels were taken, so the
 //!   offline server orders the stored variants with the same file.
 //!
-//! Only entries with `dependencies = false` take variant wheels: resolution reads core
-//! metadata, which PyTorch's variant wheels write with PEP 817 `variant_label` markers.
+//! Resolution uses the same selection per environment (`candidates.rs`: the environment's
+//! machine or backend takes its variant), and reads a variant wheel's core metadata with its
+//! PEP 817 `variant_label` markers decided for its label (`fetch.rs`), as the server serves it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -227,7 +228,7 @@ mod tests {
 
     #[test]
     fn without_variants_files_no_variant_is_taken() {
-        // The resolution path selects plain wheels only.
+        // A caller that did not read the page's variants files gets its plain wheels only.
         let entry = entry(&format!("machines = [{H100}]\nvariant_labels = [\"null\"]"));
         let (page, _) = page();
         let selection = select_files(Catalog::embedded(), &entry, &page);

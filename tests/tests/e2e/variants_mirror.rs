@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use wheelgate::mirror::{self, MirrorConfig, NoProgress, SyncOptions};
-use wheelgate_e2e::installers::Installer;
+use wheelgate_e2e::installers::{self, Installer};
 use wheelgate_e2e::machines;
 use wheelgate_e2e::proxy::Proxy;
 use wheelgate_e2e::upstream::Upstreams;
@@ -125,31 +125,96 @@ async fn an_offline_server_serves_mirrored_variants_per_machine_and_per_label() 
     );
 }
 
-/// A resolving entry (the default) on a variant-only page stops before any download, saying
-/// what to set.
+/// A resolving mirror (the default) on a variant index: the declared machine's variant is
+/// resolved with the requirements its `variant_label` markers give that label (`filelock`,
+/// never `never-installed`), stored with its variants file, and installed offline by uv through
+/// the server and from the environment's PEP 751 lock (plain filename, the variant route).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_resolving_entry_on_a_variant_index_says_to_select_instead() {
+async fn a_resolving_mirror_takes_the_variant_and_its_requirements() {
     let upstreams = Upstreams::start().await;
-    let index = VariantIndex::start().await;
+    let index = VariantIndex::start_with(true).await;
     let dir = tempfile::tempdir().unwrap();
-    let text =
-        config_text(&index, &upstreams).replace("dependencies = false", "python = [\"3.12\"]");
+    let store = dir.path().join("store");
+    let port = free_port();
+    let text = config_text(&index, &upstreams).replace(
+        "dependencies = false",
+        &format!("python = [\"3.11\"]\nserver_url = \"http://127.0.0.1:{port}\""),
+    );
+    let text = text.replace("variant_labels = [\"null\"]\n", "");
     let config = MirrorConfig::parse(&text, Path::new("mirror.toml")).unwrap();
     let options = SyncOptions {
-        store: dir.path().join("store"),
+        store: store.clone(),
         jobs: 4,
     };
-    let err = mirror::sync(&config, &options, &NoProgress)
-        .await
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("lists wheel variants (PEP 825) only")
-            && err.contains("`dependencies = false`"),
-        "{err}"
-    );
+    let report = mirror::sync(&config, &options, &NoProgress).await.unwrap();
+    assert!(report.is_complete(), "{:?}", report.failures);
+    let resolution = &report.plan.resolutions[0];
+    let mut resolved: Vec<(String, String)> = resolution
+        .packages
+        .iter()
+        .map(|p| (p.project.clone(), p.full_version.clone()))
+        .collect();
+    resolved.sort();
     assert_eq!(
-        index.hits(&format!("/whl/variant/torch-2.9.0-{TAGS}-null.whl")),
-        0
+        resolved,
+        [
+            ("filelock".to_string(), "3.20.0".to_string()),
+            ("torch".to_string(), "2.9.0".to_string())
+        ]
     );
+    let names: Vec<&str> = report
+        .plan
+        .files
+        .iter()
+        .map(|f| f.filename.as_str())
+        .collect();
+    assert!(
+        names.contains(&format!("torch-2.9.0-{TAGS}-cuda13.0.whl").as_str()),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains("-null.whl")), "{names:?}");
+
+    let proxy = Proxy::start_with(&upstreams, |server| {
+        server.offline = true;
+        server.cache_dir.clone_from(&store);
+        server.pytorch_url = index.url();
+        server.listen = format!("127.0.0.1:{port}").parse().unwrap();
+        server.machine = Some(machines::H100.machine());
+    })
+    .await;
+    drop(index);
+    let (dir, dists) = install_ok(Installer::Uv, &proxy.simple_url(), &["torch==2.9.0"]).await;
+    assert_eq!(installed_variant(dir.path()).as_deref(), Some("cuda13.0"));
+    assert_eq!(version(&dists, "filelock"), "3.20.0");
+    assert!(!dists.contains_key("never-installed"), "{dists:?}");
+
+    let lock = std::fs::read_dir(store.join("locks"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "toml"))
+        .unwrap();
+    let text = std::fs::read_to_string(&lock).unwrap();
+    assert!(
+        text.contains(&format!("/files/torch/v/cuda13.0/torch-2.9.0-{TAGS}.whl")),
+        "{text}"
+    );
+    assert!(!text.contains("variants.json"), "{text}");
+    let venv = tempfile::tempdir().unwrap();
+    let python = installers::create_venv(&venv.path().join("venv")).await;
+    installers::uv_install_lock(&lock, &python)
+        .await
+        .assert_success();
+    let dists = installers::installed(&venv.path().join("venv"));
+    assert_eq!(version(&dists, "torch"), "2.9.0");
+    assert_eq!(version(&dists, "filelock"), "3.20.0");
+}
+
+/// A loopback port free now, for a server whose address the store's locks must name.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
