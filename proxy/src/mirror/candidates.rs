@@ -14,7 +14,7 @@ use super::config::{MirrorConfig, PackageEntry};
 use super::environment::{Build, Environment};
 use super::select::select_files_with_variants;
 use super::solver::Candidate;
-use super::variants::VariantsFiles;
+use super::variants::{VariantsFiles, variants_json_version};
 use crate::upstream::route;
 
 /// The versions of `project` with files for the environment, and those files: the mirror's
@@ -53,7 +53,11 @@ pub(super) fn candidates(
     let mut files: BTreeMap<Version, Vec<usize>> = BTreeMap::new();
     let selection = select_files_with_variants(catalog, &entry, page, variants);
     for &index in &selection.files {
-        if let Some(version) = public_version(&page.files[index]) {
+        // A version's `*-variants.json` goes with its wheels, so the store holds it.
+        let file = &page.files[index];
+        if let Some(version) =
+            public_version(file).or_else(|| variants_json_version(project, &file.filename))
+        {
             versions.insert(version.clone(), Candidate { yanked: false });
             files.entry(version).or_default().push(index);
         }

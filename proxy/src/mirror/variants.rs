@@ -117,7 +117,7 @@ fn public_version(filename: &str) -> Option<Version> {
 }
 
 /// The version of a `{name}-{version}-variants.json` of `project`.
-fn variants_json_version(project: &str, filename: &str) -> Option<Version> {
+pub(super) fn variants_json_version(project: &str, filename: &str) -> Option<Version> {
     let stem = filename.strip_suffix("-variants.json")?;
     let (name, version) = stem.rsplit_once('-')?;
     (wheelgate_resolver::filename::normalize_name(name) == project)

@@ -173,6 +173,7 @@ async fn a_resolving_mirror_takes_the_variant_and_its_requirements() {
         "{names:?}"
     );
     assert!(!names.iter().any(|n| n.contains("-null.whl")), "{names:?}");
+    assert!(names.contains(&"torch-2.9.0-variants.json"), "{names:?}");
 
     let proxy = Proxy::start_with(&upstreams, |server| {
         server.offline = true;
