@@ -456,3 +456,36 @@ async fn the_status_page_shows_the_variant_choice_with_reasons() {
         "{with_metadata}"
     );
 }
+
+/// Where the release train's decision departs from strict PEP 825 (an A100 beside a T4 share
+/// no `sm_arch`), `/explain/` says which build was served and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_states_the_release_train_decision() {
+    let fake = Fake::start().await;
+    variant_upstream(&fake);
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, cache.path()).await;
+    let a100_t4 = token(
+        r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"8.0"},{"compute_capability":"7.5"}]}}"#,
+    );
+    let (status, body) = get(&format!(
+        "http://{}/m/{a100_t4}/explain/torch/?format=json",
+        proxy.addr
+    ))
+    .await;
+    assert_eq!(status, 200);
+    let explanation: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let v29 = explanation["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["version"] == "2.9.0")
+        .unwrap_or_else(|| panic!("{explanation:#}"));
+    assert_eq!(v29["chosen"], "variant cuda13.0", "{v29:#}");
+    let notes = v29["notes"].to_string();
+    assert!(notes.contains("one build across torch 2.9"), "{notes}");
+    assert!(
+        notes.contains("PEP 825 alone would choose `null`"),
+        "{notes}"
+    );
+}
