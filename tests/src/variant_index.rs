@@ -4,8 +4,10 @@
 //! 2.9.1 with the same variants in PEP 825's `v0.1.1` shape; one real wheel per label, each with
 //! its `*.dist-info/variant.json` naming the label and a METADATA without a local label (whose
 //! requirements, on request, use PEP 817's `variant_label` marker: `filelock` for the variant's
-//! own label, `never-installed` for no label). Every
-//! request is counted. Missing paths answer `403`, as PyTorch's index does.
+//! own label, `never-installed` for no label). Beside it, torchaudio 2.9.0 the other way, as
+//! local-labelled wheels (`torchaudio-2.9.0+cu130-...whl` under `/whl/cu130/`), one per build
+//! of torch 2.9.0's labels, so the proxy must keep one build across the two. Every request is
+//! counted. Missing paths answer `403`, as PyTorch's index does.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -154,6 +156,11 @@ impl VariantIndex {
             );
             files.insert(format!("/whl/variant/{name}"), Bytes::from(json));
         }
+        let torchaudio = local_labelled_torchaudio(&releases[1].1, &mut files);
+        files.insert(
+            "/whl/variant/torchaudio/".to_string(),
+            Bytes::from(torchaudio),
+        );
         files.insert(
             "/whl/variant/torch/".to_string(),
             Bytes::from(format!(
@@ -189,8 +196,32 @@ impl VariantIndex {
     }
 }
 
+/// The torchaudio 2.9.0 page: one local-labelled wheel per build that a label of `torch_29`
+/// (torch 2.9.0's variants file) names, in `/whl/<backend>/`, as download.pytorch.org lists
+/// them; the wheels go into `files`.
+fn local_labelled_torchaudio(torch_29: &Value, files: &mut HashMap<String, Bytes>) -> String {
+    let mut links = String::new();
+    for label in torch_29["variants"].as_object().expect("variants").keys() {
+        let Some(backend) = wheelgate_resolver::Backend::from_variant_label(label) else {
+            continue;
+        };
+        let wheel = WheelSpec::new("torchaudio", &format!("2.9.0+{backend}"), TAGS).build();
+        let name = format!("torchaudio-2.9.0+{backend}-{TAGS}.whl");
+        let path = format!("/whl/{backend}/{}", name.replace('+', "%2B"));
+        let _ = writeln!(
+            links,
+            "<a href=\"{path}#sha256={}\">{name}</a><br/>",
+            wheel.sha256
+        );
+        files.insert(format!("/whl/{backend}/{name}"), Bytes::from(wheel.bytes));
+    }
+    format!(
+        "<!DOCTYPE html>\n<html>\n<body>\n<h1>Links for torchaudio</h1>\n{links}</body>\n</html>\n"
+    )
+}
+
 async fn serve(State(served): State<Served>, uri: Uri) -> Response {
-    let path = uri.path().to_string();
+    let path = crate::upstream::percent_decode(uri.path());
     *served.hits.lock().unwrap().entry(path.clone()).or_default() += 1;
     match served.files.get(&path) {
         Some(bytes) if path.ends_with('/') => {

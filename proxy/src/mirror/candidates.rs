@@ -1,5 +1,5 @@
 //! The candidates of one project in one environment: the versions with files for its Python,
-//! platform and build (the mirror's own [`select_files`], so PyTorch projects get exactly the
+//! platform and build (the mirror's own [`select_files_with_variants`], so PyTorch projects get exactly the
 //! build the server would serve that environment's machine or backend), yanked ones marked,
 //! pre-releases only where a declared requirement names one.
 
@@ -12,8 +12,9 @@ use wheelgate_resolver::index::{IndexFile, ProjectPage};
 
 use super::config::{MirrorConfig, PackageEntry};
 use super::environment::{Build, Environment};
-use super::select::select_files;
+use super::select::select_files_with_variants;
 use super::solver::Candidate;
+use super::variants::{VariantsFiles, variants_json_version};
 use crate::upstream::route;
 
 /// The versions of `project` with files for the environment, and those files: the mirror's
@@ -23,6 +24,7 @@ pub(super) fn candidates(
     environment: &Environment,
     project: &str,
     page: &ProjectPage,
+    variants: Option<&VariantsFiles>,
 ) -> (BTreeMap<Version, Candidate>, BTreeMap<Version, Vec<usize>>) {
     let catalog = Catalog::embedded();
     let upstream = route(catalog, project);
@@ -33,6 +35,9 @@ pub(super) fn candidates(
         versions: Some(VersionSpecifiers::empty()),
         backends: Vec::new(),
         machines: Vec::new(),
+        // On a variant index, the environment's machine gets its variant and its backend the
+        // variant of that label (`cu130` is `cuda13.0`).
+        variant_labels: Vec::new(),
         policy: config.policy.clone(),
         python: vec![environment.python],
         platforms: vec![environment.platform],
@@ -46,9 +51,13 @@ pub(super) fn candidates(
     }
     let mut versions = BTreeMap::new();
     let mut files: BTreeMap<Version, Vec<usize>> = BTreeMap::new();
-    let selection = select_files(catalog, &entry, page);
+    let selection = select_files_with_variants(catalog, &entry, page, variants);
     for &index in &selection.files {
-        if let Some(version) = public_version(&page.files[index]) {
+        // A version's `*-variants.json` goes with its wheels, so the store holds it.
+        let file = &page.files[index];
+        if let Some(version) =
+            public_version(file).or_else(|| variants_json_version(project, &file.filename))
+        {
             versions.insert(version.clone(), Candidate { yanked: false });
             files.entry(version).or_default().push(index);
         }
@@ -60,7 +69,7 @@ pub(super) fn candidates(
             continue;
         }
         entry.versions = Some(specifiers.clone());
-        for index in select_files(catalog, &entry, page).files {
+        for index in select_files_with_variants(catalog, &entry, page, variants).files {
             if let Some(version) = public_version(&page.files[index])
                 && version.any_prerelease()
             {
@@ -79,7 +88,7 @@ pub(super) fn candidates(
         .collect();
     for version in yanked {
         entry.versions = format!("=={version}").parse().ok();
-        let selection = select_files(catalog, &entry, page);
+        let selection = select_files_with_variants(catalog, &entry, page, variants);
         if !selection.files.is_empty() {
             versions.insert(version.clone(), Candidate { yanked: true });
             files.insert(version, selection.files);
@@ -138,7 +147,7 @@ mod tests {
             platform.parse().unwrap(),
             Build::Backend(backend.parse().unwrap()),
         );
-        let (versions, files) = candidates(&config, &environment, "torch", page);
+        let (versions, files) = candidates(&config, &environment, "torch", page, None);
         let names = files
             .get(&version.parse::<Version>().unwrap())
             .map(|indices| {

@@ -64,8 +64,13 @@ pub struct PackageEntry {
     pub versions: Option<VersionSpecifiers>,
     /// Every file of these builds (PyTorch projects).
     pub backends: Vec<Backend>,
-    /// The build each of these machines gets for each version (PyTorch projects).
+    /// The build each of these machines gets for each version (PyTorch projects); on a
+    /// wheel-variant index (PEP 825), the variant each gets.
     pub machines: Vec<Machine>,
+    /// Every wheel of these variant labels (`cuda13.0`, `null`), on a wheel-variant index, for
+    /// an entry with `dependencies = false`; `backends` take their labels too (`cu130` is
+    /// `cuda13.0`), resolving or not.
+    pub variant_labels: Vec<String>,
     /// The selection policy for `machines` (the same as the server's `[policy]`).
     pub policy: Policy,
     /// Empty: every Python.
@@ -89,6 +94,7 @@ impl PackageEntry {
             versions: None,
             backends: Vec::new(),
             machines: Vec::new(),
+            variant_labels: Vec::new(),
             policy: config.policy.clone(),
             python: Vec::new(),
             platforms: Vec::new(),
@@ -221,6 +227,14 @@ pub enum MirrorConfigError {
     InvalidConstraint { index: usize, message: String },
     #[error("`{name}`: `{extra}` is not a valid extra name")]
     InvalidExtra { name: String, extra: String },
+    #[error(
+        "`{name}`: `{label}` in `variant_labels` is not a variant label (lowercase letters, digits, `_` and `.`, e.g. \"cuda13.0\" or \"null\")"
+    )]
+    InvalidVariantLabel { name: String, label: String },
+    #[error(
+        "`{name}`: `variant_labels` select files, but this entry resolves its dependencies; name the builds as `backends` (`cu130` takes the `cuda13.0` variant, `cpu` the `null` one) or `machines`, or set `dependencies = false`"
+    )]
+    VariantLabelsResolved { name: String },
 }
 
 /// The file as written.
@@ -241,6 +255,8 @@ struct RawConfig {
     backends: Option<Vec<Backend>>,
     #[serde(default)]
     machines: Option<Vec<Machine>>,
+    #[serde(default)]
+    variant_labels: Option<Vec<String>>,
     #[serde(default)]
     policy: Option<Policy>,
     #[serde(default)]
@@ -268,6 +284,8 @@ struct RawPackage {
     backends: Option<Vec<Backend>>,
     #[serde(default)]
     machines: Option<Vec<Machine>>,
+    #[serde(default)]
+    variant_labels: Option<Vec<String>>,
     #[serde(default)]
     python: Option<Vec<String>>,
     #[serde(default)]
@@ -300,6 +318,9 @@ impl MirrorConfig {
         })
     }
 
+    // One check per field in file order, each applying its top-level default: a split would
+    // scatter the defaults.
+    #[allow(clippy::too_many_lines)]
     fn check(raw: RawConfig) -> Result<MirrorConfig, MirrorConfigError> {
         if raw.package.is_empty() {
             return Err(MirrorConfigError::NoPackages);
@@ -362,11 +383,21 @@ impl MirrorConfig {
                     raw.machines.clone().unwrap_or_default(),
                 )
             };
+            let labels = package
+                .variant_labels
+                .as_ref()
+                .or(raw.variant_labels.as_ref());
+            let variant_labels = parse_variant_labels(&name, labels)?;
             let upstream = route(catalog, &project);
-            if upstream == Upstream::Pytorch && backends.is_empty() && machines.is_empty() {
-                return Err(MirrorConfigError::NoBuilds { name });
-            }
             let dependencies = package.dependencies.or(raw.dependencies).unwrap_or(true);
+            builds_named(
+                &name,
+                upstream,
+                &backends,
+                &machines,
+                &variant_labels,
+                dependencies,
+            )?;
             if dependencies && python.is_empty() {
                 return Err(MirrorConfigError::NoPythonToResolve { name });
             }
@@ -378,6 +409,7 @@ impl MirrorConfig {
                 versions,
                 backends,
                 machines,
+                variant_labels,
                 policy: policy.clone(),
                 python,
                 platforms,
@@ -415,6 +447,56 @@ impl MirrorConfig {
     pub fn pypi_root(&self) -> &str {
         self.pypi_url.trim_end_matches('/')
     }
+}
+
+/// A PyTorch project's entry must name what to mirror of it: backends, machines or (selecting
+/// only) variant labels. A resolving entry's builds are its environments' backends and
+/// machines, which take their variants on a variant index: labels there would be ignored.
+fn builds_named(
+    name: &str,
+    upstream: Upstream,
+    backends: &[Backend],
+    machines: &[Machine],
+    variant_labels: &[String],
+    dependencies: bool,
+) -> Result<(), MirrorConfigError> {
+    if dependencies && !variant_labels.is_empty() {
+        return Err(MirrorConfigError::VariantLabelsResolved {
+            name: name.to_string(),
+        });
+    }
+    if upstream == Upstream::Pytorch
+        && backends.is_empty()
+        && machines.is_empty()
+        && variant_labels.is_empty()
+    {
+        return Err(MirrorConfigError::NoBuilds {
+            name: name.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// The variant labels of an entry (its own, else the top level's), each checked against PEP
+/// 825's grammar, without repeats.
+fn parse_variant_labels(
+    name: &str,
+    labels: Option<&Vec<String>>,
+) -> Result<Vec<String>, MirrorConfigError> {
+    let mut out: Vec<String> = Vec::new();
+    for label in labels.into_iter().flatten() {
+        let label = label.trim();
+        if !wheelgate_resolver::variants::is_valid_label(label) {
+            return Err(MirrorConfigError::InvalidVariantLabel {
+                name: name.to_string(),
+                label: label.chars().flat_map(char::escape_default).collect(),
+            });
+        }
+        if !out.iter().any(|l| l == label) {
+            out.push(label.to_string());
+        }
+    }
+    Ok(out)
 }
 
 /// Normalized extra names (PEP 685).

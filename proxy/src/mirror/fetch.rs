@@ -10,13 +10,17 @@ use futures_util::TryStreamExt;
 use tokio::sync::OnceCell;
 use wheelgate_resolver::Catalog;
 use wheelgate_resolver::index::{CoreMetadata, IndexFile};
+use wheelgate_resolver::variants::choose::variant_label;
+use wheelgate_resolver::variants::decide_variant_label;
 
 use super::config::MirrorConfig;
 use super::metadata::{Metadata, MetadataError, parse_metadata};
 use super::resolve::ResolveError;
+use super::variants::VariantsFiles;
 use super::wheel_metadata::{WheelMetadataError, read_wheel_metadata};
 use crate::cache::files::{FileCache, FileCacheError, FileSpec};
 use crate::cache::index::{CachedPage, IndexCache};
+use crate::server::variants::read_variants_files;
 use crate::upstream::{Upstream, UpstreamClient, route};
 
 /// How metadata could not be fetched or read.
@@ -35,6 +39,8 @@ pub enum MetadataFetchError {
 /// The page of a project, or `None` where its upstream has none.
 type PageSlot = Arc<OnceCell<Option<Arc<CachedPage>>>>;
 type MetadataSlot = Arc<OnceCell<Arc<Metadata>>>;
+/// The parsed variants files of a page (PEP 825), by page URL.
+type VariantsSlot = Arc<OnceCell<Arc<VariantsFiles>>>;
 
 /// Pages and metadata shared by all environments' resolutions, each fetched once.
 pub struct Fetcher<'a> {
@@ -44,6 +50,7 @@ pub struct Fetcher<'a> {
     files: &'a FileCache,
     pages: Mutex<HashMap<String, PageSlot>>,
     metadata: Mutex<HashMap<String, MetadataSlot>>,
+    variants: Mutex<HashMap<String, VariantsSlot>>,
 }
 
 impl<'a> Fetcher<'a> {
@@ -61,6 +68,7 @@ impl<'a> Fetcher<'a> {
             files,
             pages: Mutex::default(),
             metadata: Mutex::default(),
+            variants: Mutex::default(),
         }
     }
 
@@ -95,7 +103,28 @@ impl<'a> Fetcher<'a> {
         .cloned()
     }
 
-    /// The metadata of one file: its PEP 658 file when the page offers one, else the wheel's.
+    /// The variants files (PEP 825) of `page`, read (and so stored) through the file cache and
+    /// parsed, once for all environments; empty for a page without variant files.
+    pub(super) async fn variants(&self, page: &CachedPage) -> Arc<VariantsFiles> {
+        let slot = self
+            .variants
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(page.url.clone())
+            .or_default()
+            .clone();
+        slot.get_or_init(|| async {
+            Arc::new(
+                read_variants_files(self.files, self.client, false, &page.page, &page.url).await,
+            )
+        })
+        .await
+        .clone()
+    }
+
+    /// The metadata of one file: its PEP 658 file when the page offers one, else the wheel's;
+    /// a variant wheel's with its PEP 817 `variant_label` markers decided for its label, as the
+    /// server serves it.
     pub(super) async fn metadata(
         &self,
         page: &CachedPage,
@@ -110,13 +139,16 @@ impl<'a> Fetcher<'a> {
             .or_default()
             .clone();
         slot.get_or_try_init(|| async {
-            let bytes =
+            let mut bytes =
                 self.metadata_bytes(&url, file)
                     .await
                     .map_err(|source| ResolveError::Metadata {
                         file: file.filename.clone(),
                         source,
                     })?;
+            if let Some(label) = variant_label(&file.filename) {
+                bytes = decide_variant_label(&String::from_utf8_lossy(&bytes), label).into_bytes();
+            }
             parse_metadata(&bytes, &file.filename)
                 .map(Arc::new)
                 .map_err(|source| ResolveError::Metadata {

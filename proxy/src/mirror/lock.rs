@@ -4,10 +4,13 @@
 //! installs exactly the resolution with no index at all. File names follow PEP 751
 //! (`pylock.<name>.toml`, the name without dots), which uv checks.
 
+use std::borrow::Cow;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use wheelgate_resolver::variants::choose::{VARIANTS_JSON_SUFFIX, variant_label};
+use wheelgate_resolver::variants::plain_filename;
 
 use super::environment::Environment;
 use super::resolve::Resolution;
@@ -68,7 +71,7 @@ struct LockPackage<'a> {
 
 #[derive(Serialize)]
 struct LockWheel<'a> {
-    name: &'a str,
+    name: Cow<'a, str>,
     url: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     size: Option<u64>,
@@ -89,13 +92,32 @@ pub fn render_lock(resolution: &Resolution, server_url: &str) -> Result<String, 
     for package in &resolution.packages {
         let mut wheels = Vec::new();
         for file in package.index_files() {
+            // A version's variants file (PEP 825) is for the server, not an installer.
+            if file.filename.ends_with(VARIANTS_JSON_SUFFIX) {
+                continue;
+            }
             let sha256 = file.sha256().ok_or_else(|| LockError::NoHash {
                 file: file.filename.clone(),
                 environment: environment.name.clone(),
             })?;
+            // A variant wheel under its plain name, at the server's variant route: the name
+            // and link the server's pages give it.
+            let (name, link) = match (
+                variant_label(&file.filename),
+                plain_filename(&file.filename),
+            ) {
+                (Some(label), Some(plain)) => {
+                    let link = file_link(&format!("{}/v/{label}", package.project), &plain);
+                    (Cow::Owned(plain), link)
+                }
+                _ => (
+                    Cow::Borrowed(file.filename.as_str()),
+                    file_link(&package.project, &file.filename),
+                ),
+            };
             wheels.push(LockWheel {
-                name: &file.filename,
-                url: format!("{server}{}", file_link(&package.project, &file.filename)),
+                name,
+                url: format!("{server}{link}"),
                 size: file.size,
                 hashes: Hashes { sha256 },
             });

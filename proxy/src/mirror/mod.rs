@@ -32,6 +32,7 @@ pub mod resolve;
 pub mod select;
 pub mod solver;
 pub mod sync;
+pub mod variants;
 pub mod wheel_metadata;
 
 pub use config::{Constraint, MirrorConfig, MirrorConfigError, PackageEntry, PythonVersion};

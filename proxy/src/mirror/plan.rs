@@ -9,13 +9,16 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use wheelgate_resolver::Catalog;
 use wheelgate_resolver::index::CoreMetadata;
+use wheelgate_resolver::select::FileRef;
+use wheelgate_resolver::variants::lists_variants;
 
 use super::config::{MirrorConfig, PackageEntry};
 use super::environment::Build;
 use super::resolve::{Fetcher, Resolution, ResolveError, resolve_all};
-use super::select::select_files;
+use super::select::select_files_with_variants;
 use crate::cache::files::{FileCache, FileSpec};
 use crate::cache::index::{CachedPage, IndexCache, IndexError};
+use crate::server::variants::read_variants_files;
 use crate::upstream::{Upstream, UpstreamClient};
 
 /// One index page the store holds.
@@ -136,7 +139,15 @@ pub async fn make_plan(
             });
             continue;
         };
-        let selection = select_files(catalog, entry, &cached.page);
+        // A wheel-variant index (PEP 825): its variants files are read (and so stored) first,
+        // to choose each machine's variant as the server does.
+        let refs: Vec<FileRef<'_>> = cached.page.files.iter().map(FileRef::from).collect();
+        let variants = if entry.upstream == Upstream::Pytorch && lists_variants(&refs) {
+            Some(read_variants_files(files, client, false, &cached.page, &cached.url).await)
+        } else {
+            None
+        };
+        let selection = select_files_with_variants(catalog, entry, &cached.page, variants.as_ref());
         if selection.files.is_empty() {
             unmatched.push(Unmatched {
                 name: entry.name.clone(),

@@ -20,6 +20,8 @@ use pubgrub::Ranges;
 use wheelgate_resolver::Catalog;
 use wheelgate_resolver::filename::{DistFilename, normalize_name};
 use wheelgate_resolver::index::IndexFile;
+use wheelgate_resolver::select::FileRef;
+use wheelgate_resolver::variants::lists_variants;
 
 use super::candidates::{candidates, is_wheel};
 use super::config::MirrorConfig;
@@ -234,7 +236,19 @@ async fn load_projects(
             );
             continue;
         };
-        let (versions, files) = candidates(fetcher.config(), environment, &project, &page.page);
+        let refs: Vec<FileRef<'_>> = page.page.files.iter().map(FileRef::from).collect();
+        let variants = if lists_variants(&refs) {
+            Some(fetcher.variants(&page).await)
+        } else {
+            None
+        };
+        let (versions, files) = candidates(
+            fetcher.config(),
+            environment,
+            &project,
+            &page.page,
+            variants.as_deref(),
+        );
         state
             .universe
             .projects

@@ -19,6 +19,7 @@ use wheelgate_resolver::select::{FileRef, PageSelection};
 use wheelgate_resolver::{Backend, Catalog, Machine, Policy, select_page};
 
 use super::config::{PackageEntry, PythonVersion};
+use super::variants::{VariantsFiles, take_variants, variants_files_of};
 use crate::upstream::Upstream;
 
 /// What an entry takes from one project page.
@@ -33,8 +34,21 @@ pub struct Selection {
     pub versions: BTreeSet<Version>,
 }
 
-/// The files `entry` takes from `page`, the project's aggregated page on its upstream.
+/// The files `entry` takes from `page`, the project's aggregated page on its upstream; wheel
+/// variants (PEP 825) are left out.
 pub fn select_files(catalog: &Catalog, entry: &PackageEntry, page: &ProjectPage) -> Selection {
+    select_files_with_variants(catalog, entry, page, None)
+}
+
+/// [`select_files`], with the variant wheels the entry takes when `variants` (the page's
+/// variants files, parsed) is given, and their versions' variants files
+/// ([`super::variants`]).
+pub fn select_files_with_variants(
+    catalog: &Catalog,
+    entry: &PackageEntry,
+    page: &ProjectPage,
+    variants: Option<&VariantsFiles>,
+) -> Selection {
     let refs: Vec<FileRef<'_>> = page.files.iter().map(FileRef::from).collect();
     // Candidates by public version: (file index, wheel platform check passed).
     let mut candidates: BTreeMap<Version, BTreeSet<usize>> = BTreeMap::new();
@@ -69,6 +83,9 @@ pub fn select_files(catalog: &Catalog, entry: &PackageEntry, page: &ProjectPage)
                     &mut candidates,
                     &mut backends,
                 );
+            }
+            if let Some(variants) = variants {
+                take_variants(catalog, entry, &refs, variants, &mut candidates);
             }
         }
         Upstream::General => {
@@ -113,6 +130,10 @@ pub fn select_files(catalog: &Catalog, entry: &PackageEntry, page: &ProjectPage)
         candidates.retain(|v, _| Some(v) == newest.as_ref());
     }
     let mut files: Vec<usize> = candidates.values().flatten().copied().collect();
+    if variants.is_some() {
+        let variants_files = variants_files_of(&entry.project, &refs, &files);
+        files.extend(variants_files);
+    }
     files.sort_unstable();
     files.dedup();
     Selection {

@@ -35,7 +35,15 @@ pub fn routes() -> Router<AppState> {
 async fn page(State(state): State<AppState>, client: Client, headers: HeaderMap) -> Response {
     let base = base_url(&headers, &state);
     let index_pages = count_index_pages(&state.config.cache_dir.join("index")).await;
-    let html = render(&state, &base, index_pages, &client);
+    let mut html = render(&state, &base, index_pages, &client);
+    // The wheel-variant block reads cached pages (async), so it is rendered here and placed
+    // after the builds table, before the upstreams; empty unless a cached page lists variants.
+    let variants = super::variants::status::section(&state).await;
+    let at = html
+        .find("<h2 id=\"upstreams\">")
+        .or_else(|| html.find("</main>"))
+        .unwrap_or(html.len());
+    html.insert_str(at, &variants);
     (
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),

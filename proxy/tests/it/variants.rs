@@ -350,3 +350,142 @@ async fn variant_aware_installers_get_the_whole_page_through_the_caches() {
     let (status, _) = get(&format!("{base}/variants/simple/filelock/")).await;
     assert_eq!(status, 404);
 }
+
+/// A variant file the upstream fails to deliver (bytes that do not match the page's hash, a
+/// connection cut short, an error status) is the upstream's fault: `502`, never `400`, for the
+/// chosen variant's `.metadata`, its wheel and the pass-through variants file alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_fails_a_variant_file_is_a_bad_gateway() {
+    use super::fake_upstream::Behaviour;
+
+    let base_len = metadata_bytes("null").len();
+    for behaviour in [
+        Behaviour::WrongBytes,
+        Behaviour::TruncateAfter(base_len / 2),
+        Behaviour::Status(500),
+    ] {
+        let fake = Fake::start().await;
+        variant_upstream(&fake);
+        let cache = tempfile::tempdir().unwrap();
+        let proxy = start_proxy(fake.addr, cache.path()).await;
+        let base = format!("http://{}", proxy.addr);
+        // The page (and its variants file) read while the upstream still serves.
+        let files = page_files(&format!("{base}/simple/torch/")).await;
+        let (_, link, _) = files
+            .iter()
+            .find(|(name, ..)| name.starts_with("torch-2.9.0"))
+            .unwrap();
+        fake.set(behaviour);
+        for path in [
+            format!("{link}.metadata"),
+            link.clone(),
+            "/files/torch/variants-json/torch-2.9.0-variants.json".to_string(),
+        ] {
+            let response = reqwest::get(format!("{base}{path}")).await.unwrap();
+            let status = response.status().as_u16();
+            let body = response.bytes().await;
+            if path.ends_with("-variants.json") {
+                // Read for the page already: served from the cache whatever the upstream.
+                assert_eq!(status, 200, "{behaviour:?} {path}");
+                assert!(body.is_ok(), "{behaviour:?} {path}");
+            } else if status == 200 {
+                // Only the wheel, streamed as it downloads, can fail after its headers (bytes
+                // that do not verify are known only at the end): the client sees the body
+                // break, never a whole body that does not verify.
+                assert!(
+                    !matches!(behaviour, Behaviour::Status(_)) && !path.ends_with(".metadata"),
+                    "{behaviour:?} {path}: 200"
+                );
+                assert!(body.is_err(), "{behaviour:?} {path}: a whole body");
+            } else {
+                let body = String::from_utf8_lossy(&body.unwrap()).into_owned();
+                assert_eq!(status, 502, "{behaviour:?} {path}: {body}");
+                assert!(body.contains('`'), "{behaviour:?} {path}: {body}");
+                assert!(!body.contains("127.0.0.1"), "{behaviour:?} {path}: {body}");
+            }
+        }
+    }
+}
+
+/// The status page shows the variant the server's machine gets, with the reasons, once the
+/// project's page has been fetched (it never fetches one itself); nothing before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_page_shows_the_variant_choice_with_reasons() {
+    let fake = Fake::start().await;
+    variant_upstream(&fake);
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, cache.path()).await;
+    let base = format!("http://{}", proxy.addr);
+    let status = || async {
+        let (code, body) = get(&format!("{base}/")).await;
+        assert_eq!(code, 200);
+        String::from_utf8(body).unwrap()
+    };
+    let before = status().await;
+    assert!(!before.contains("id=\"variants\""), "{before}");
+    assert_eq!(
+        fake.hits("/whl/torch/"),
+        0,
+        "the status page fetched a page"
+    );
+
+    let _ = page_files(&format!("{base}/simple/torch/")).await;
+    let after = status().await;
+    let block = &after[after
+        .find("id=\"variants\"")
+        .unwrap_or_else(|| panic!("{after}"))..];
+    let block = &block[..block.find("id=\"upstreams\"").unwrap()];
+    // The server's machine has no GPU: the null variant, every other label with its reason.
+    assert!(
+        block.contains("<code>torch</code> 2.9.0</td><td><span class=\"chosen\">null</span>"),
+        "{block}"
+    );
+    assert!(block.contains("<code>cuda13.0</code>: needs"), "{block}");
+    // Its `.metadata` (not yet read: the status page does not fetch it) decides nothing.
+    assert!(!block.contains("pip 26.2"), "{block}");
+    let (_, link, _) = page_files(&format!("{base}/simple/torch/"))
+        .await
+        .into_iter()
+        .find(|(name, ..)| name.starts_with("torch-2.9.0"))
+        .unwrap();
+    let (code, _) = get(&format!("{base}{link}.metadata")).await;
+    assert_eq!(code, 200);
+    let with_metadata = status().await;
+    assert!(
+        with_metadata.contains("pip 26.2 and newer"),
+        "{with_metadata}"
+    );
+}
+
+/// Where the release train's decision departs from strict PEP 825 (an A100 beside a T4 share
+/// no `sm_arch`), `/explain/` says which build was served and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_states_the_release_train_decision() {
+    let fake = Fake::start().await;
+    variant_upstream(&fake);
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, cache.path()).await;
+    let a100_t4 = token(
+        r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"8.0"},{"compute_capability":"7.5"}]}}"#,
+    );
+    let (status, body) = get(&format!(
+        "http://{}/m/{a100_t4}/explain/torch/?format=json",
+        proxy.addr
+    ))
+    .await;
+    assert_eq!(status, 200);
+    let explanation: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let v29 = explanation["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["version"] == "2.9.0")
+        .unwrap_or_else(|| panic!("{explanation:#}"));
+    assert_eq!(v29["chosen"], "variant cuda13.0", "{v29:#}");
+    let notes = v29["notes"].to_string();
+    assert!(notes.contains("one build across torch 2.9"), "{notes}");
+    assert!(
+        notes.contains("PEP 825 alone would choose `null`"),
+        "{notes}"
+    );
+}

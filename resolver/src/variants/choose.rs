@@ -33,6 +33,8 @@ use crate::platform_tags::platform_matches;
 use crate::select::{FileRef, Offer, Policy, decide};
 use crate::version::DottedVersion;
 
+use super::consistency;
+use super::contradictions::contradictions;
 use super::ordering::order_variants;
 use super::properties::{AMD, INTEL, SupportedProperties};
 use super::schema::VariantsFile;
@@ -272,6 +274,10 @@ fn by_variants_file(
     wheels: &[VariantWheel<'_>],
     skipped: &mut Vec<(usize, String)>,
 ) -> VersionVariants {
+    // Variants no machine could satisfy are taken out before anything is ordered, so neither
+    // PEP 825 nor the release train's catalog decision can serve them.
+    let (cleaned, broken) = skip_contradictory(file, file_name, wheels, skipped);
+    let file = cleaned.as_ref().unwrap_or(file);
     let mut notes = Vec::new();
     let bare = SupportedProperties::from_machine(machine);
     let bundles_runtime = catalog.is_release_train_project(project);
@@ -294,30 +300,126 @@ fn by_variants_file(
             ));
         }
     }
+    if policy.pinned.is_none()
+        && let Some(train) = consistency::train_choice(
+            catalog,
+            machine,
+            policy,
+            project,
+            version,
+            wheels
+                .iter()
+                .filter(|wheel| file.properties(wheel.label).is_some())
+                .map(|wheel| {
+                    (
+                        wheel.label,
+                        platform_matches(machine, wheel.parts.platform_tags()),
+                    )
+                }),
+            order.first().map(String::as_str),
+        )
+    {
+        order.retain(|label| *label != train.label);
+        rejected.retain(|(label, _)| *label != train.label);
+        order.insert(0, train.label);
+        notes.extend(train.note);
+    }
     if let Some(pinned) = &policy.pinned {
-        let (kept, others): (Vec<String>, Vec<String>) = file
-            .labels()
-            .map(str::to_string)
-            .partition(|label| Backend::from_variant_label(label).as_ref() == Some(pinned));
-        notes.push(format!(
-            "pinned to {pinned}: only {} is served, whatever the machine supports",
-            if kept.is_empty() {
-                "a variant of that backend (this version has none)".to_string()
-            } else {
-                kept.iter()
-                    .map(|l| format!("`{l}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        ));
-        rejected = others
-            .into_iter()
-            .map(|label| (label, format!("the route pins {pinned}")))
-            .collect();
-        order = kept;
+        (order, rejected) = pinned_only(pinned, file, &mut notes);
+    }
+    rejected.extend(broken.into_iter().map(|(label, why)| {
+        (
+            label,
+            format!("its properties contradict each other: {why}"),
+        )
+    }));
+    skip_unlisted(file, file_name, wheels, skipped);
+    let picks = pick(&order, wheels, skipped);
+    VersionVariants {
+        version: version.clone(),
+        order,
+        rejected,
+        picks,
+        notes,
+    }
+}
+
+/// `file` without the variants whose properties contradict each other (`None` when there are
+/// none), and those variants with why; their wheels go to `skipped`.
+fn skip_contradictory(
+    file: &VariantsFile,
+    file_name: &str,
+    wheels: &[VariantWheel<'_>],
+    skipped: &mut Vec<(usize, String)>,
+) -> (Option<VariantsFile>, Vec<(String, String)>) {
+    let broken = contradictions(file);
+    if broken.is_empty() {
+        return (None, broken);
     }
     for wheel in wheels {
-        if file.properties(wheel.label).is_none() {
+        if let Some((_, why)) = broken.iter().find(|(label, _)| label == wheel.label) {
+            tracing::warn!(
+                label = wheel.label,
+                variants_file = file_name,
+                why = why.as_str(),
+                "a variant whose properties contradict each other; skipped"
+            );
+            skipped.push((
+                wheel.index,
+                format!(
+                    "the properties of `{}` in `{file_name}` contradict each other: {why}",
+                    wheel.label
+                ),
+            ));
+        }
+    }
+    let mut cleaned = file.clone();
+    cleaned
+        .variants
+        .retain(|label, _| !broken.iter().any(|(b, _)| b == label));
+    (Some(cleaned), broken)
+}
+
+/// The order and rejections of a route pinned to `pinned`: its labels only.
+fn pinned_only(
+    pinned: &Backend,
+    file: &VariantsFile,
+    notes: &mut Vec<String>,
+) -> (Vec<String>, Vec<(String, String)>) {
+    let (kept, others): (Vec<String>, Vec<String>) = file
+        .labels()
+        .map(str::to_string)
+        .partition(|label| Backend::from_variant_label(label).as_ref() == Some(pinned));
+    notes.push(format!(
+        "pinned to {pinned}: only {} is served, whatever the machine supports",
+        if kept.is_empty() {
+            "a variant of that backend (this version has none)".to_string()
+        } else {
+            kept.iter()
+                .map(|l| format!("`{l}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    ));
+    let rejected = others
+        .into_iter()
+        .map(|label| (label, format!("the route pins {pinned}")))
+        .collect();
+    (kept, rejected)
+}
+
+/// Sends to `skipped` the wheels whose label `file` does not list (and were not skipped
+/// already); logs the labels it lists that no wheel has.
+fn skip_unlisted(
+    file: &VariantsFile,
+    file_name: &str,
+    wheels: &[VariantWheel<'_>],
+    skipped: &mut Vec<(usize, String)>,
+) {
+    for wheel in wheels {
+        if file.properties(wheel.label).is_none()
+            && !skipped.iter().any(|(index, _)| *index == wheel.index)
+        {
             tracing::warn!(
                 label = wheel.label,
                 variants_file = file_name,
@@ -337,14 +439,6 @@ fn by_variants_file(
                 "a listed variant has no wheel"
             );
         }
-    }
-    let picks = pick(&order, wheels, skipped);
-    VersionVariants {
-        version: version.clone(),
-        order,
-        rejected,
-        picks,
-        notes,
     }
 }
 

@@ -16,6 +16,8 @@
 //! ```
 
 pub mod choose;
+mod consistency;
+mod contradictions;
 mod error;
 pub mod label;
 pub mod markers;

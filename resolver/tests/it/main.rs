@@ -5,3 +5,5 @@ mod garbage;
 mod invariant;
 mod page;
 mod scenarios;
+mod variant_bad_input;
+mod variant_consistency;

@@ -43,3 +43,4 @@ mod rewriting;
 mod routing;
 mod support;
 mod variants;
+mod variants_mirror;

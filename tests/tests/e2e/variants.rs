@@ -10,7 +10,7 @@ use wheelgate_e2e::proxy::Proxy;
 use wheelgate_e2e::upstream::Upstreams;
 use wheelgate_e2e::variant_index::{VariantIndex, installed_variant};
 
-use crate::support::{install_ok, version};
+use crate::support::{install_into, install_ok, version};
 
 /// How the client reaches its index.
 #[derive(Debug, Clone, Copy)]
@@ -109,9 +109,8 @@ variant_tests! {
 
 /// PyTorch's variant wheels name per-variant requirements with PEP 817's `variant_label`
 /// marker. The proxy serves the chosen variant's `.metadata` with those markers decided, so uv
-/// resolves exactly the chosen variant's requirements. (pip 26 also parses the wheel's own
-/// METADATA after download and refuses the marker there; the wheel's bytes are the upstream's
-/// and are not rewritten, so pip cannot install such a wheel.)
+/// resolves exactly the chosen variant's requirements. (pip 26.2 and newer also parse the
+/// wheel's own METADATA after download and refuse the marker there: see the next test.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uv_gets_the_requirements_of_the_chosen_variant_only() {
     let upstreams = Upstreams::start().await;
@@ -125,4 +124,114 @@ async fn uv_gets_the_requirements_of_the_chosen_variant_only() {
     assert_eq!(installed_variant(dir.path()).as_deref(), Some("cuda13.0"));
     assert_eq!(version(&dists, "filelock"), "3.20.0");
     assert!(!dists.contains_key("never-installed"), "{dists:?}");
+}
+
+/// What the current pip (`scripts/e2e-setup`: 26.3) does with the same wheels, recorded so that
+/// the README's statement stays true: it resolves from the served `.metadata` (markers
+/// decided), but after downloading it parses the wheel's own METADATA, whose `variant_label`
+/// markers it cannot parse, and refuses the wheel, with or without `--no-deps` (pip 26.2 and
+/// newer; 24.0 to 26.1.2 install it, measured with this test through `WHEELGATE_E2E_VENV`). The
+/// wheel's bytes are the upstream's (its sha256 is on the page), so the proxy cannot change
+/// that; `/explain/` says so for such a version. When a pip release accepts the marker, this
+/// test fails and the README must change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pip_refuses_a_variant_wheel_whose_own_metadata_has_variant_label_markers() {
+    let upstreams = Upstreams::start().await;
+    let index = VariantIndex::start_with(true).await;
+    let proxy = Proxy::start_with(&upstreams, |config| {
+        config.pytorch_url = index.url();
+        config.machine = Some(machines::H100.machine());
+    })
+    .await;
+    for requirements in [&["torch==2.9.0"][..], &["--no-deps", "torch==2.9.0"]] {
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = install_into(
+            Installer::Pip,
+            &proxy.simple_url(),
+            requirements,
+            dir.path(),
+        )
+        .await;
+        assert!(!outcome.success, "{outcome}");
+        assert!(
+            outcome.stderr.contains("invalid metadata") && outcome.stderr.contains("variant_label"),
+            "{outcome}"
+        );
+        // The cuda13.0 wheel was the one downloaded: the choice itself was right.
+        assert!(
+            index.hits(&format!(
+                "/whl/variant/torch-2.9.0-{}-cuda13.0.whl",
+                wheelgate_e2e::variant_index::TAGS
+            )) >= 1
+        );
+    }
+    let body = reqwest::get(format!("{}/explain/torch/?format=json", proxy.base()))
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let explain: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let version = explain["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["version"] == "2.9.0")
+        .unwrap();
+    let notes = version["notes"].to_string();
+    assert!(
+        notes.contains("pip") && notes.contains("variant_label"),
+        "{notes}"
+    );
+}
+
+/// One build across a release published two ways: torch 2.9.0 as variants and torchaudio
+/// 2.9.0 as local-labelled wheels on the same index. Where strict PEP 825 would differ from the
+/// catalog's choice for torchaudio (a site that prefers cu128; an A100 beside a T4, where no
+/// `sm_arch` is shared), torch follows the release train's decision, so pip and uv install a
+/// matching pair.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn torch_as_variants_and_torchaudio_as_local_labels_get_one_build() {
+    const A100_T4: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"580.65.06","gpus":[{"name":"NVIDIA A100","compute_capability":"8.0"},{"name":"Tesla T4","compute_capability":"7.5"}]}}"#;
+    let prefer_cu128 = wheelgate_resolver::Policy {
+        pinned: None,
+        prefer: vec!["cu128".parse().unwrap()],
+    };
+    let a100_t4: wheelgate_resolver::Machine = serde_json::from_str(A100_T4).unwrap();
+    for (machine, policy, label, backend) in [
+        (machines::H100.machine(), prefer_cu128, "cuda12.8", "cu128"),
+        (
+            a100_t4,
+            wheelgate_resolver::Policy::default(),
+            "cuda13.0",
+            "cu130",
+        ),
+    ] {
+        let upstreams = Upstreams::start().await;
+        let index = VariantIndex::start().await;
+        let proxy = Proxy::start_with(&upstreams, |config| {
+            config.pytorch_url = index.url();
+            config.machine = Some(machine.clone());
+            config.policy = policy.clone();
+        })
+        .await;
+        for installer in [Installer::Pip, Installer::Uv] {
+            let (dir, dists) = install_ok(
+                installer,
+                &proxy.simple_url(),
+                &["torch==2.9.0", "torchaudio==2.9.0"],
+            )
+            .await;
+            assert_eq!(
+                installed_variant(dir.path()).as_deref(),
+                Some(label),
+                "{installer} {policy:?}"
+            );
+            assert_eq!(
+                version(&dists, "torchaudio"),
+                format!("2.9.0+{backend}"),
+                "{installer} {policy:?}"
+            );
+        }
+    }
 }

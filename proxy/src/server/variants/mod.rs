@@ -7,36 +7,39 @@
 //! a client can only ever get a file the page listed.
 //!
 //! The versions' `{name}-{version}-variants.json` files are read through the file cache (their
-//! sha256 from the page), at most [`VARIANTS_JSON_LIMIT`] bytes each.
+//! sha256 from the page), at most [`VARIANTS_JSON_LIMIT`] bytes each ([`read_variants_files`],
+//! which `mirror sync` uses too). `metadata` serves a chosen variant's `.metadata` with its
+//! `variant_label` markers decided; [`status`] is the status page's variant block;
+//! [`passthrough`] the index for variant-aware installers.
 
+mod metadata;
 pub mod passthrough;
+pub mod status;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method, header};
+use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures_util::TryStreamExt;
 use pep440_rs::Version;
 use tracing::{debug, warn};
-use wheelgate_resolver::filename::{DistFilename, WheelParts, normalize_name};
+use wheelgate_resolver::filename::{DistFilename, WheelParts};
 use wheelgate_resolver::index::{CoreMetadata, ProjectPage};
 use wheelgate_resolver::select::FileRef;
 use wheelgate_resolver::variants::{
-    VariantChoice, VariantsFile, choose_variants, decide_variant_label, is_valid_label,
-    labelled_filename, lists_variants, parse_variants_json, variants_json_indices,
+    VariantChoice, VariantsFile, choose_variants, is_valid_label, labelled_filename,
+    lists_variants, parse_variants_json, variants_json_indices,
 };
 use wheelgate_resolver::{Machine, Policy};
 
-use crate::cache::files::FileSpec;
+use crate::cache::files::{FileCache, FileSpec};
+use crate::upstream::UpstreamClient;
 
 use super::error::ApiError;
 use super::explain::{BuildVerdict, Explanation, VersionExplanation};
-use super::files::FilesError;
-use super::lookup::find_file;
 use super::rewrite::file_link;
 use super::state::AppState;
 
@@ -44,9 +47,6 @@ use super::state::AppState;
 /// cannot make the proxy hold a huge file in memory.
 pub const VARIANTS_JSON_LIMIT: usize = 1024 * 1024;
 const METADATA_SUFFIX: &str = ".metadata";
-/// The most bytes of a variant wheel's core metadata read to decide its markers (torch's is
-/// about 10 KiB).
-const METADATA_LIMIT: usize = 8 * 1024 * 1024;
 
 /// The variant file routes: `GET` and `HEAD` on `/files/{project}/v/{label}/{filename}`; and
 /// the pass-through index for variant-aware installers ([`passthrough`]).
@@ -86,7 +86,7 @@ async fn serve(
 ) -> Response {
     match upstream_name(label, filename) {
         Ok(upstream) => match upstream.strip_suffix(METADATA_SUFFIX) {
-            Some(dist) => decided_metadata(state, method, project, dist, label, filename)
+            Some(dist) => metadata::decided(state, method, project, dist, label, filename)
                 .await
                 .unwrap_or_else(IntoResponse::into_response),
             None => super::files::serve(state, method, project, &upstream, headers)
@@ -98,76 +98,6 @@ async fn serve(
             err.into_response()
         }
     }
-}
-
-/// The PEP 658 metadata of the upstream variant wheel `dist`, read through the file cache
-/// (verified against the page's hash) and served with its `variant_label` markers decided for
-/// `label` ([`decide_variant_label`]), which released installers cannot evaluate. The page
-/// therefore offers it without a hash.
-async fn decided_metadata(
-    state: &AppState,
-    method: &Method,
-    project: &str,
-    dist: &str,
-    label: &str,
-    requested: &str,
-) -> Result<Response, FilesError> {
-    if dist
-        .parse::<DistFilename>()
-        .map_or(true, |parsed| normalize_name(parsed.name()) != project)
-    {
-        return Err(ApiError::NotFound(format!("`{dist}` is not a file of `{project}`")).into());
-    }
-    let source = find_file(state, project, dist)
-        .await
-        .map_err(ApiError::Upstream)?
-        .ok_or_else(|| ApiError::NotFound(format!("`{project}` has no file `{dist}`")))?;
-    let sha256 = match &source.core_metadata {
-        CoreMetadata::Absent => {
-            return Err(
-                ApiError::NotFound(format!("`{dist}` has no metadata file (PEP 658)")).into(),
-            );
-        }
-        CoreMetadata::Present => None,
-        CoreMetadata::Hashes(hashes) => hashes.get("sha256").cloned(),
-    };
-    let spec = FileSpec {
-        url: format!("{}{METADATA_SUFFIX}", source.url),
-        sha256,
-        size: None,
-    };
-    let cache_error = |source| FilesError::Cache {
-        filename: requested.to_string(),
-        source,
-    };
-    let cached = state
-        .files
-        .fetch(&state.client, &spec, state.config.offline)
-        .await
-        .map_err(cache_error)?;
-    let mut bytes = Vec::new();
-    let mut stream = std::pin::pin!(cached.stream(0, None));
-    while let Some(chunk) = stream.try_next().await.map_err(|err| {
-        ApiError::BadRequest(format!("the metadata of `{dist}` could not be read: {err}"))
-    })? {
-        if bytes.len() + chunk.len() > METADATA_LIMIT {
-            return Err(ApiError::BadRequest(format!(
-                "the metadata of `{dist}` is larger than {METADATA_LIMIT} bytes"
-            ))
-            .into());
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    let text = String::from_utf8_lossy(&bytes);
-    let decided = decide_variant_label(&text, label).into_bytes();
-    let response = Response::builder()
-        .header(header::CONTENT_TYPE, "application/octet-stream")
-        .header(header::CONTENT_LENGTH, decided.len())
-        .header(header::CACHE_CONTROL, "max-age=365000000, immutable");
-    if *method == Method::HEAD {
-        return Ok(response.body(Body::empty()).expect("valid response"));
-    }
-    Ok(response.body(Body::from(decided)).expect("valid response"))
 }
 
 /// The upstream filename (`.metadata` kept) of a plain `filename` served with `label`.
@@ -230,13 +160,14 @@ async fn choose(
     if !lists_variants(&refs) {
         return None;
     }
-    let mut parsed = BTreeMap::new();
-    for index in variants_json_indices(&refs) {
-        parsed.insert(
-            index,
-            read_variants_json(state, upstream, page_url, index).await,
-        );
-    }
+    let parsed = read_variants_files(
+        &state.files,
+        &state.client,
+        state.config.offline,
+        upstream,
+        page_url,
+    )
+    .await;
     Some(choose_variants(
         state.catalog,
         machine,
@@ -262,32 +193,7 @@ pub async fn explain(
     let Some(choice) = choose(state, machine, policy, &project, upstream, page_url).await else {
         return;
     };
-    let served: BTreeSet<usize> = choice.picks().map(|pick| pick.index).collect();
-    let skipped: BTreeMap<usize, &str> = choice
-        .skipped
-        .iter()
-        .map(|(index, why)| (*index, why.as_str()))
-        .collect();
-    explanation.dropped.retain_mut(|dropped| {
-        let Some(index) = upstream
-            .files
-            .iter()
-            .position(|f| f.filename == dropped.filename)
-        else {
-            return true;
-        };
-        if served.contains(&index) {
-            return false;
-        }
-        if let Some(why) = skipped.get(&index) {
-            dropped.reason = format!("a wheel-variant file not served: {why}");
-        } else if dropped.filename.ends_with("-variants.json") {
-            dropped.reason =
-                "a variants file: read to choose the variants, never served to plain installers"
-                    .to_string();
-        }
-        true
-    });
+    relabel_dropped(explanation, upstream, &choice);
     for version in &choice.versions {
         let text = version.version.to_string();
         let at = if let Some(at) = explanation.versions.iter().position(|v| v.version == text) {
@@ -350,7 +256,50 @@ pub async fn explain(
             });
         }
         entry.notes.extend(version.notes.iter().cloned());
+        if let Some(first) = version.picks.first()
+            && metadata::has_variant_label_markers(state, upstream, page_url, first.index, false)
+                .await
+                == Some(true)
+        {
+            entry.notes.push(PIP_REFUSES_MARKERS.to_string());
+        }
     }
+}
+
+/// What `/explain/` says of a version whose chosen wheel declares requirements with PEP 817
+/// `variant_label` markers (measured through this proxy with pip 24.0 to 26.3 and uv 0.13; see
+/// the README).
+pub const PIP_REFUSES_MARKERS: &str = "the chosen wheel's own METADATA declares requirements with PEP 817 `variant_label` markers: uv installs it, and so does pip up to 26.1.2 (both resolve from the `.metadata` served here, whose markers are decided for this label), but pip 26.2 and newer parse the downloaded wheel's METADATA, cannot read the marker and refuse the wheel (\"invalid metadata\"), with or without --no-deps; the wheel's bytes are the upstream's and are never rewritten, so use uv or pip 26.1.2 for this version";
+
+/// The reasons of `explanation`'s dropped files that are variant files: none for a served
+/// variant (it is on the page, under its plain name), why for every other.
+fn relabel_dropped(explanation: &mut Explanation, upstream: &ProjectPage, choice: &VariantChoice) {
+    let served: BTreeSet<usize> = choice.picks().map(|pick| pick.index).collect();
+    let skipped: BTreeMap<usize, &str> = choice
+        .skipped
+        .iter()
+        .map(|(index, why)| (*index, why.as_str()))
+        .collect();
+    explanation.dropped.retain_mut(|dropped| {
+        let Some(index) = upstream
+            .files
+            .iter()
+            .position(|f| f.filename == dropped.filename)
+        else {
+            return true;
+        };
+        if served.contains(&index) {
+            return false;
+        }
+        if let Some(why) = skipped.get(&index) {
+            dropped.reason = format!("a wheel-variant file not served: {why}");
+        } else if dropped.filename.ends_with("-variants.json") {
+            dropped.reason =
+                "a variants file: read to choose the variants, never served to plain installers"
+                    .to_string();
+        }
+        true
+    });
 }
 
 /// Adds the picks of `choice` to `page` (see [`with_variants`]).
@@ -419,41 +368,56 @@ fn log_choice(project: &str, choice: &VariantChoice, upstream: &ProjectPage) {
     }
 }
 
-/// The variants file at page `index`, read through the file cache and parsed; or why not.
-async fn read_variants_json(
-    state: &AppState,
+/// Every `*-variants.json` of `upstream` (fetched from `page_url`), by page index: read through
+/// the file cache `files` (verified against the page's sha256, at most [`VARIANTS_JSON_LIMIT`]
+/// bytes; from the store only when `offline`) and parsed, or why not. The server reads them to
+/// choose; `mirror sync` reads them to choose the same and stores them on the way.
+pub async fn read_variants_files(
+    files: &FileCache,
+    client: &UpstreamClient,
+    offline: bool,
     upstream: &ProjectPage,
     page_url: &str,
-    index: usize,
-) -> Result<VariantsFile, String> {
-    let file = &upstream.files[index];
-    let spec = FileSpec {
-        url: upstream.file_url(file, page_url),
-        sha256: file.sha256().map(str::to_ascii_lowercase),
-        size: file.size,
-    };
-    let result = async {
-        let cached = state
-            .files
-            .fetch(&state.client, &spec, state.config.offline)
-            .await
-            .map_err(|err| err.to_string())?;
-        let mut bytes = Vec::new();
-        let mut stream = std::pin::pin!(cached.stream(0, None));
-        while let Some(chunk) = stream.try_next().await.map_err(|err| err.to_string())? {
-            if bytes.len() + chunk.len() > VARIANTS_JSON_LIMIT {
-                return Err(format!("larger than {VARIANTS_JSON_LIMIT} bytes"));
-            }
-            bytes.extend_from_slice(&chunk);
+) -> BTreeMap<usize, Result<VariantsFile, String>> {
+    let refs: Vec<FileRef<'_>> = upstream.files.iter().map(FileRef::from).collect();
+    let mut parsed = BTreeMap::new();
+    for index in variants_json_indices(&refs) {
+        let file = &upstream.files[index];
+        let spec = FileSpec {
+            url: upstream.file_url(file, page_url),
+            sha256: file.sha256().map(str::to_ascii_lowercase),
+            size: file.size,
+        };
+        let result = read_variants_json(files, client, offline, &spec).await;
+        if let Err(why) = &result {
+            warn!(file = %file.filename, error = why.as_str(), "variants file unreadable");
         }
-        let text = String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
-        parse_variants_json(&text).map_err(|err| err.to_string())
+        parsed.insert(index, result);
     }
-    .await;
-    if let Err(why) = &result {
-        warn!(file = %file.filename, error = why.as_str(), "variants file unreadable");
+    parsed
+}
+
+/// One variants file, read through the file cache and parsed; or why not.
+async fn read_variants_json(
+    files: &FileCache,
+    client: &UpstreamClient,
+    offline: bool,
+    spec: &FileSpec,
+) -> Result<VariantsFile, String> {
+    let cached = files
+        .fetch(client, spec, offline)
+        .await
+        .map_err(|err| err.to_string())?;
+    let mut bytes = Vec::new();
+    let mut stream = std::pin::pin!(cached.stream(0, None));
+    while let Some(chunk) = stream.try_next().await.map_err(|err| err.to_string())? {
+        if bytes.len() + chunk.len() > VARIANTS_JSON_LIMIT {
+            return Err(format!("larger than {VARIANTS_JSON_LIMIT} bytes"));
+        }
+        bytes.extend_from_slice(&chunk);
     }
-    result
+    let text = String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
+    parse_variants_json(&text).map_err(|err| err.to_string())
 }
 
 #[cfg(test)]
