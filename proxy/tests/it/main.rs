@@ -11,6 +11,7 @@ mod files;
 mod networks;
 mod object_store;
 mod ops;
+mod private_mirror;
 mod private_upstream;
 mod proxy_under_test;
 mod rogue_upstream;
