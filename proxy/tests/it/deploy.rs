@@ -768,7 +768,7 @@ fn uncomment_examples(text: &str, starts: &[&str]) -> String {
     out
 }
 
-/// The first ```toml block of the README that contains `needle`.
+/// The first TOML code block of the README that contains `needle`.
 fn readme_toml(needle: &str) -> String {
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
