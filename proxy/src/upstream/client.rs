@@ -214,6 +214,16 @@ impl UpstreamClient {
         &self.breakers
     }
 
+    /// The access of the private upstream whose origins hold `url` (none: a public one), for
+    /// the status page: its origins, header names and CA bundle (values stay in the headers,
+    /// marked sensitive).
+    pub fn access_for(&self, url: &str) -> Option<&OriginAccess> {
+        let url = reqwest::Url::parse(url).ok()?;
+        self.transport
+            .access()
+            .find(|access| access.applies_to(&url))
+    }
+
     /// The underlying client without any private upstream's credentials or CA bundle (those
     /// go only through [`UpstreamClient::get_page`], [`UpstreamClient::get_stream`] and
     /// [`UpstreamClient::send`]).

@@ -114,6 +114,11 @@ impl Transport {
         }
     }
 
+    /// The access settings in use, one per configured upstream.
+    pub(super) fn access(&self) -> impl Iterator<Item = &OriginAccess> {
+        self.scoped.iter().map(|scoped| &scoped.access)
+    }
+
     /// Whether requests to `url` carry a private upstream's access.
     pub(super) fn has_access(&self, url: &str) -> bool {
         Url::parse(url).is_ok_and(|url| self.scoped_for(&url).is_some())
