@@ -39,6 +39,7 @@ mod installers_support;
 mod installers_uv;
 mod mirror;
 mod mirror_resolve;
+mod networks;
 mod rewriting;
 mod routing;
 mod support;
