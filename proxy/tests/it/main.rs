@@ -8,6 +8,7 @@ mod faults_files;
 mod faults_index;
 mod faults_server;
 mod files;
+mod forwarded_refusals;
 mod networks;
 mod object_store;
 mod ops;

@@ -249,23 +249,35 @@ async fn mirror_sync_without_access_fails_and_a_missing_secret_stops_it_first() 
     assert!(!options.store.join(mirror::MARKER).exists());
     assert!(upstream.seen().is_empty(), "{:?}", upstream.seen());
 
-    // An unreadable token file: stopped with its path before the store is created.
-    let absent = upstream.path("absent-token");
-    let config = upstream.mirror_config(&upstream.section("pypi", Some(&absent)));
-    let options = SyncOptions {
-        store: store.path().join("other"),
-        jobs: 1,
-    };
-    let Err(err) = mirror::sync(&config, &options, &NoProgress).await else {
-        panic!("a missing token file must stop the sync");
-    };
-    let chain = wheelgate::error_chain::source_chain(&err);
-    assert!(chain.contains("[upstreams.pypi]"), "{chain}");
-    assert!(
-        chain.contains(absent.to_str().unwrap()),
-        "the path is named: {chain}"
-    );
-    assert!(!options.store.exists(), "the store was touched");
+    // An unreadable token file or CA bundle: stopped with its path before the store is created.
+    let absent_token = upstream.path("absent-token");
+    let absent_ca = upstream.path("absent-ca.pem");
+    let ca = upstream.path("ca.pem").display().to_string();
+    for (section, absent) in [
+        (upstream.section("pypi", Some(&absent_token)), &absent_token),
+        (
+            upstream
+                .section("pypi", None)
+                .replace(&ca, absent_ca.to_str().unwrap()),
+            &absent_ca,
+        ),
+    ] {
+        let config = upstream.mirror_config(&section);
+        let options = SyncOptions {
+            store: store.path().join("other"),
+            jobs: 1,
+        };
+        let Err(err) = mirror::sync(&config, &options, &NoProgress).await else {
+            panic!("an unreadable {} must stop the sync", absent.display());
+        };
+        let chain = wheelgate::error_chain::source_chain(&err);
+        assert!(chain.contains("[upstreams.pypi]"), "{chain}");
+        assert!(
+            chain.contains(absent.to_str().unwrap()),
+            "the path is named: {chain}"
+        );
+        assert!(!options.store.exists(), "the store was touched");
+    }
 }
 
 #[test]
