@@ -126,8 +126,10 @@ pub fn run(args: &SelectArgs) -> Result<(), SelectCommandError> {
         args.index.as_deref().map(page::IndexSource::parse),
     ) {
         // Secrets are read only when a page is fetched: a saved page needs none.
-        (Some(path), Some(page::IndexSource::Url(_))) => {
-            resolve_access(&crate::config::ServeConfig::from_file(path)?)?
+        (Some(path), Some(page::IndexSource::Url(url))) => {
+            let access = resolve_access(&crate::config::ServeConfig::from_file(path)?)?;
+            warn_if_unscoped(&url, &access);
+            access
         }
         _ => Vec::new(),
     };
@@ -177,6 +179,26 @@ pub fn run(args: &SelectArgs) -> Result<(), SelectCommandError> {
         }
     }
     Ok(())
+}
+
+/// Says so when `--config` gives access settings but none applies to the `--index` URL (its
+/// upstream URL in the file is another origin, or unset and so PyPI's): the page is then
+/// fetched without credentials, which a private upstream answers with a 401 that would
+/// otherwise be puzzling.
+fn warn_if_unscoped(url: &str, access: &[OriginAccess]) {
+    let applies = reqwest::Url::parse(url)
+        .is_ok_and(|parsed| access.iter().any(|access| access.applies_to(&parsed)));
+    if !access.is_empty() && !applies {
+        let origins: Vec<&str> = access
+            .iter()
+            .flat_map(|access| access.origins.iter().map(String::as_str))
+            .collect();
+        tracing::warn!(
+            index = %crate::upstream::redact(url),
+            origins = %origins.join(", "),
+            "the --config file's [upstreams.*] apply to other origins than the --index URL's; it is fetched without them (set pytorch_url or pypi_url in that file to this index)"
+        );
+    }
 }
 
 /// Each requirement's answer for `machine`: from the catalog, or with `index` (a URL or a saved

@@ -354,6 +354,18 @@ async fn select_index_reads_the_servers_upstreams_with_config() {
     assert!(!output.status.success());
     assert!(stderr.contains("could not fetch"), "{stderr}");
 
+    // Sections for another origin (pytorch_url unset: download.pytorch.org's): fetched without
+    // them, and the log says why.
+    let elsewhere = upstream.path("elsewhere.toml");
+    std::fs::write(&elsewhere, upstream.section("pytorch", None)).unwrap();
+    let output = select(args(Some(&elsewhere))).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("apply to other origins than the --index URL's"),
+        "{stderr}"
+    );
+
     // A section whose secret is missing stops it, naming the file.
     let broken = upstream.path("broken.toml");
     let absent = upstream.path("absent-token");
