@@ -17,6 +17,7 @@
 
 pub mod catalog;
 pub mod installers;
+pub mod load_balancer;
 pub mod machines;
 pub mod proxy;
 pub mod reference;

@@ -131,7 +131,11 @@ fn to_python(error: &SelectCommandError) -> PyErr {
         SelectCommandError::Override(_)
         | SelectCommandError::Detect(_)
         | SelectCommandError::Machine(_) => MachineError::new_err(text),
+        // The Python API passes no configuration file, but the errors of reading one and of
+        // its upstream access are about fetching the index too.
         SelectCommandError::Index(_)
+        | SelectCommandError::Config(_)
+        | SelectCommandError::Access(_)
         | SelectCommandError::Output(_)
         | SelectCommandError::Json(_) => PageError::new_err(text),
         SelectCommandError::Requirement { .. }

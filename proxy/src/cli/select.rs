@@ -10,6 +10,7 @@ use std::io::{self, Write};
 use std::str::FromStr;
 
 use crate::server::rewrite::select_files;
+use crate::upstream::{AccessError, OriginAccess, resolve_access};
 use pep440_rs::Version;
 use pep508_rs::{Requirement, VersionOrUrl};
 use serde::Serialize;
@@ -41,6 +42,11 @@ pub struct SelectArgs {
     /// file with `wheelgate detect --json` output. This machine is then not probed.
     #[arg(long, value_name = "TOKEN|FILE")]
     pub machine: Option<String>,
+    /// The server's configuration file (deploy/wheelgate.toml): its [upstreams.pytorch] and
+    /// [upstreams.pypi] credentials, headers and CA bundles apply to an --index URL on their
+    /// upstream's origin, as `wheelgate serve` sends them.
+    #[arg(long, value_name = "FILE", requires = "index")]
+    pub config: Option<std::path::PathBuf>,
 }
 
 /// Why `wheelgate select` failed.
@@ -64,6 +70,10 @@ pub enum SelectCommandError {
     Machine(#[from] machine::MachineArgError),
     #[error(transparent)]
     Index(#[from] page::IndexArgError),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    Access(#[from] AccessError),
     #[error("could not write the output")]
     Output(#[from] io::Error),
     #[error("could not encode the answer as JSON")]
@@ -111,7 +121,25 @@ pub fn run(args: &SelectArgs) -> Result<(), SelectCommandError> {
         pinned,
         prefer: Vec::new(),
     };
-    let answers = answers(&machine, &policy, &args.requirements, args.index.as_deref())?;
+    let access = match (
+        &args.config,
+        args.index.as_deref().map(page::IndexSource::parse),
+    ) {
+        // Secrets are read only when a page is fetched: a saved page needs none.
+        (Some(path), Some(page::IndexSource::Url(url))) => {
+            let access = resolve_access(&crate::config::ServeConfig::from_file(path)?)?;
+            warn_if_unscoped(&url, &access);
+            access
+        }
+        _ => Vec::new(),
+    };
+    let answers = answers_with_access(
+        &machine,
+        &policy,
+        &args.requirements,
+        args.index.as_deref(),
+        &access,
+    )?;
     let mut out = io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &answers)?;
@@ -153,6 +181,26 @@ pub fn run(args: &SelectArgs) -> Result<(), SelectCommandError> {
     Ok(())
 }
 
+/// Says so when `--config` gives access settings but none applies to the `--index` URL (its
+/// upstream URL in the file is another origin, or unset and so PyPI's): the page is then
+/// fetched without credentials, which a private upstream answers with a 401 that would
+/// otherwise be puzzling.
+fn warn_if_unscoped(url: &str, access: &[OriginAccess]) {
+    let applies = reqwest::Url::parse(url)
+        .is_ok_and(|parsed| access.iter().any(|access| access.applies_to(&parsed)));
+    if !access.is_empty() && !applies {
+        let origins: Vec<&str> = access
+            .iter()
+            .flat_map(|access| access.origins.iter().map(String::as_str))
+            .collect();
+        tracing::warn!(
+            index = %crate::upstream::redact(url),
+            origins = %origins.join(", "),
+            "the --config file's [upstreams.*] apply to other origins than the --index URL's; it is fetched without them (set pytorch_url or pypi_url in that file to this index)"
+        );
+    }
+}
+
 /// Each requirement's answer for `machine`: from the catalog, or with `index` (a URL or a saved
 /// page, as `--index` takes) from a real page through the proxy's selection. Shared with the
 /// Python package's `wheelgate.select`, so both answer what this command prints.
@@ -162,12 +210,24 @@ pub fn answers(
     requirements: &[String],
     index: Option<&str>,
 ) -> Result<Vec<Answer>, SelectCommandError> {
+    answers_with_access(machine, policy, requirements, index, &[])
+}
+
+/// [`answers`], an index URL fetched with `access` (a private upstream's credentials, headers
+/// and CA bundle, each for its origins: `--config`'s `[upstreams.*]`).
+pub fn answers_with_access(
+    machine: &Machine,
+    policy: &Policy,
+    requirements: &[String],
+    index: Option<&str>,
+    access: &[OriginAccess],
+) -> Result<Vec<Answer>, SelectCommandError> {
     let catalog = Catalog::embedded();
     let index = index.map(page::IndexSource::parse);
     requirements
         .iter()
         .map(|text| match &index {
-            Some(source) => answer_from_page(catalog, machine, policy, source, text),
+            Some(source) => answer_from_page(catalog, machine, policy, source, access, text),
             None => answer(catalog, machine, policy, text),
         })
         .collect()
@@ -198,10 +258,11 @@ fn answer_from_page(
     machine: &Machine,
     policy: &Policy,
     source: &page::IndexSource,
+    access: &[OriginAccess],
     text: &str,
 ) -> Result<Answer, SelectCommandError> {
     let (requirement, project) = parse_requirement(catalog, text)?;
-    let loaded = page::load(source, &project)?;
+    let loaded = page::load(source, &project, access)?;
     let selection = select_files(catalog, machine, policy, &project, &loaded.page);
     let specifiers = match &requirement.version_or_url {
         Some(VersionOrUrl::VersionSpecifier(specifiers)) => Some(specifiers),

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use wheelgate_resolver::filename::normalize_name;
 use wheelgate_resolver::{Backend, Catalog, Machine, Platform, Policy};
 
-use crate::config::{DEFAULT_PYPI_URL, DEFAULT_PYTORCH_URL};
+use crate::config::{DEFAULT_PYPI_URL, DEFAULT_PYTORCH_URL, UpstreamsConfig};
 use crate::upstream::{Upstream, route};
 
 /// The offline server's address in lock files when a configuration names none.
@@ -38,6 +38,10 @@ pub struct MirrorConfig {
     /// The offline server as its clients reach it (`http://mirror:3141`): the base of the file
     /// URLs in the PEP 751 locks.
     pub server_url: String,
+    /// `[upstreams.pytorch]`, `[upstreams.pypi]`: credentials, headers and CA bundles of private
+    /// upstreams, the server's sections as they are (`config/upstreams.rs`), for the origins of
+    /// this file's `pytorch_url` and `pypi_url`. Read when the sync starts.
+    pub upstreams: UpstreamsConfig,
 }
 
 /// One `[[constraint]]` entry: every version of `project` a resolution takes must satisfy
@@ -265,6 +269,8 @@ struct RawConfig {
     package: Vec<RawPackage>,
     #[serde(default)]
     constraint: Vec<RawConstraint>,
+    #[serde(default)]
+    upstreams: UpstreamsConfig,
 }
 
 #[derive(Debug, Deserialize)]
@@ -310,7 +316,7 @@ impl MirrorConfig {
     pub fn parse(text: &str, path: &Path) -> Result<MirrorConfig, MirrorConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|err| MirrorConfigError::Parse {
             path: path.to_path_buf(),
-            message: err.to_string(),
+            message: parse_message(text, &err),
         })?;
         MirrorConfig::check(raw).map_err(|source| MirrorConfigError::Invalid {
             path: path.to_path_buf(),
@@ -430,6 +436,7 @@ impl MirrorConfig {
             constraints,
             policy,
             server_url: raw.server_url.unwrap_or(DEFAULT_SERVER_URL.into()),
+            upstreams: raw.upstreams,
         })
     }
 
@@ -497,6 +504,20 @@ fn parse_variant_labels(
         }
     }
     Ok(out)
+}
+
+/// toml's message (with the offending line), except for a refused plain-text secret in
+/// `[upstreams.*]`, whose line holds the secret: then only its line number and the refusal (as
+/// the server's configuration file does).
+fn parse_message(text: &str, err: &toml::de::Error) -> String {
+    if !crate::config::secrets::is_plain_text_refusal(err.message()) {
+        return err.to_string();
+    }
+    let line = err
+        .span()
+        .and_then(|span| text.get(..span.start))
+        .map_or(0, |before| before.matches('\n').count() + 1);
+    format!("line {line}: {}", err.message())
 }
 
 /// Normalized extra names (PEP 685).

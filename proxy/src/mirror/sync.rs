@@ -21,7 +21,9 @@ use super::plan::{FileKind, Plan, PlanError, PlannedFile, PlannedPage, make_plan
 use crate::cache::files::{FileCache, FileCacheError};
 use crate::cache::index::IndexCache;
 use crate::config::DEFAULT_CACHE_MAX_BYTES;
-use crate::upstream::{ClientSettings, UpstreamClient, UpstreamError, redact};
+use crate::upstream::{
+    AccessError, ClientSettings, UpstreamClient, UpstreamError, redact, resolve_sections,
+};
 
 /// The file written at the root of a store when, and only when, a sync completed.
 pub const MARKER: &str = "mirror-complete.json";
@@ -159,6 +161,8 @@ pub enum SyncError {
     FileCache(#[source] FileCacheError),
     #[error(transparent)]
     Client(#[from] UpstreamError),
+    #[error("cannot use the mirror configuration's upstream access")]
+    Access(#[from] AccessError),
     #[error(transparent)]
     Plan(#[from] PlanError),
     #[error(transparent)]
@@ -171,6 +175,8 @@ pub async fn sync(
     options: &SyncOptions,
     progress: &dyn SyncProgress,
 ) -> Result<SyncReport, SyncError> {
+    // First: a missing token or CA bundle stops the sync before the store is touched.
+    let client = upstream_client(config)?;
     let store = options.store.clone();
     let store_error = |source| SyncError::Store {
         path: store.clone(),
@@ -190,7 +196,6 @@ pub async fn sync(
         Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(store_error(err)),
         _ => {}
     }
-    let client = UpstreamClient::new(&ClientSettings::default())?;
     // TTL zero: every page is revalidated, so a rerun picks up new uploads.
     let index = IndexCache::new(&store, Duration::ZERO, false).map_err(store_error)?;
     // Never evicts: the store holds what was declared, however large. (Blocking, once, like the
@@ -331,7 +336,7 @@ async fn scratch_plan(
         path: std::env::temp_dir(),
         source,
     })?;
-    let client = UpstreamClient::new(&ClientSettings::default())?;
+    let client = upstream_client(config)?;
     let index = IndexCache::new(scratch.path(), Duration::ZERO, false).map_err(|source| {
         SyncError::Store {
             path: scratch.path().to_path_buf(),
@@ -344,8 +349,35 @@ async fn scratch_plan(
     Ok((client, scratch, plan))
 }
 
+/// The client of a sync, with the configuration's `[upstreams.*]` access read now (secrets from
+/// the environment and files, CA bundles), as `wheelgate serve` builds its own: a missing token
+/// stops the sync before anything is fetched.
+fn upstream_client(config: &MirrorConfig) -> Result<UpstreamClient, SyncError> {
+    let access = resolve_sections(&config.upstreams, &config.pytorch_url, &config.pypi_url)?;
+    for upstream in &access {
+        // Header names only: their values are secrets.
+        let headers: Vec<&str> = upstream
+            .headers
+            .keys()
+            .map(reqwest::header::HeaderName::as_str)
+            .collect();
+        info!(section = %upstream.section, origins = %upstream.origins.join(", "), headers = %headers.join(", "), ca_certificates = upstream.roots.len(), "private upstream access configured");
+    }
+    Ok(UpstreamClient::new(&ClientSettings {
+        access,
+        ..ClientSettings::default()
+    })?)
+}
+
 async fn head_length(client: &UpstreamClient, url: &str) -> Option<u64> {
-    let response = client.http().head(url).send().await.ok()?;
+    let response = client
+        .send(
+            reqwest::Method::HEAD,
+            url,
+            &reqwest::header::HeaderMap::new(),
+        )
+        .await
+        .ok()?;
     if !response.status().is_success() {
         warn!(url = %redact(url), status = %response.status(), "HEAD failed; size unknown");
         return None;

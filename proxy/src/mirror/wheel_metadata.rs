@@ -5,8 +5,8 @@
 
 use std::io::Read as _;
 
-use reqwest::StatusCode;
-use reqwest::header::{CONTENT_RANGE, RANGE};
+use reqwest::header::{CONTENT_RANGE, HeaderMap, HeaderValue, RANGE};
+use reqwest::{Method, StatusCode};
 
 use crate::upstream::{UpstreamClient, redact};
 
@@ -120,11 +120,14 @@ async fn get_range(
         url: redact(url),
         source,
     };
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        RANGE,
+        HeaderValue::from_str(range).expect("a range of digits is a valid header value"),
+    );
+    // With the upstream's access: a private upstream wants its credentials on these too.
     let response = client
-        .http()
-        .get(url)
-        .header(RANGE, range)
-        .send()
+        .send(Method::GET, url, &headers)
         .await
         .map_err(request_error)?;
     let status = response.status();

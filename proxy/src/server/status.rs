@@ -404,7 +404,7 @@ fn ago(time: SystemTime) -> String {
 fn render_upstreams(out: &mut String, state: &AppState) {
     out.push_str(
         "<h2 id=\"upstreams\">Upstreams</h2><table><thead><tr><th>Upstream</th><th>URL</th>\
-         <th>Last page fetch</th></tr></thead>",
+         <th>Last page fetch</th><th>Access</th></tr></thead>",
     );
     for (name, url) in [
         ("PyTorch", &state.config.pytorch_url),
@@ -438,9 +438,42 @@ fn render_upstreams(out: &mut String, state: &AppState) {
         } else {
             ""
         };
+        // `[upstreams.*]` as resolved at start: where its credentials go, the names of the
+        // headers sent (never their values) and the CA certificates added.
+        let access = match state.client.access_for(url) {
+            None => "<span class=\"muted\">public: no credentials, system trust store</span>"
+                .to_string(),
+            Some(access) => {
+                let names: Vec<&str> = access
+                    .headers
+                    .keys()
+                    .map(axum::http::HeaderName::as_str)
+                    .collect();
+                let ca = match access.roots.len() {
+                    0 => "system trust store only".to_string(),
+                    1 => "CA bundle: 1 certificate besides the system's".to_string(),
+                    n => format!("CA bundle: {n} certificates besides the system's"),
+                };
+                format!(
+                    "<code>{}</code><br>sent to {}<br>headers: {}<br>{ca}",
+                    escape(&access.section),
+                    access
+                        .origins
+                        .iter()
+                        .map(|origin| format!("<code>{}</code>", escape(origin)))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        escape(&names.join(", "))
+                    }
+                )
+            }
+        };
         let _ = write!(
             out,
-            "<tr><td>{}</td><td><code>{}</code></td><td>{status}{breaker}</td></tr>",
+            "<tr><td>{}</td><td><code>{}</code></td><td>{status}{breaker}</td><td>{access}</td></tr>",
             escape(name),
             escape(&redact(url))
         );

@@ -8,7 +8,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Certificate, Url};
 
 use crate::config::secrets::SecretError;
-use crate::config::{ServeConfig, UpstreamAccessConfig};
+use crate::config::{ServeConfig, UpstreamAccessConfig, UpstreamsConfig};
 
 /// What requests to some origins carry: credentials and headers (marked sensitive, so they
 /// never show in `Debug` output), and CA certificates trusted besides the system's.
@@ -89,17 +89,27 @@ pub enum AccessError {
 /// The access of each configured upstream, read now (secrets from the environment and files,
 /// CA bundles from disk). Empty when no `[upstreams.*]` section is set.
 pub fn resolve(config: &ServeConfig) -> Result<Vec<OriginAccess>, AccessError> {
+    resolve_sections(&config.upstreams, config.pytorch_root(), config.pypi_root())
+}
+
+/// [`resolve`] for any configuration with the two upstreams and an `[upstreams]` section (the
+/// server's, a mirror's): `pytorch_url` and `pypi_url` give the origins the sections apply to.
+pub fn resolve_sections(
+    upstreams: &UpstreamsConfig,
+    pytorch_url: &str,
+    pypi_url: &str,
+) -> Result<Vec<OriginAccess>, AccessError> {
     let mut all: Vec<OriginAccess> = Vec::new();
     for (section, access, root) in [
         (
             "[upstreams.pytorch]",
-            &config.upstreams.pytorch,
-            config.pytorch_root(),
+            &upstreams.pytorch,
+            pytorch_url.trim_end_matches('/'),
         ),
         (
             "[upstreams.pypi]",
-            &config.upstreams.pypi,
-            config.pypi_root(),
+            &upstreams.pypi,
+            pypi_url.trim_end_matches('/'),
         ),
     ] {
         if access.is_empty() {

@@ -214,10 +214,33 @@ impl UpstreamClient {
         &self.breakers
     }
 
+    /// The access of the private upstream whose origins hold `url` (none: a public one), for
+    /// the status page: its origins, header names and CA bundle (values stay in the headers,
+    /// marked sensitive).
+    pub fn access_for(&self, url: &str) -> Option<&OriginAccess> {
+        let url = reqwest::Url::parse(url).ok()?;
+        self.transport
+            .access()
+            .find(|access| access.applies_to(&url))
+    }
+
     /// The underlying client without any private upstream's credentials or CA bundle (those
-    /// go only through [`UpstreamClient::get_page`] and [`UpstreamClient::get_stream`]).
+    /// go only through [`UpstreamClient::get_page`], [`UpstreamClient::get_stream`] and
+    /// [`UpstreamClient::send`]).
     pub fn http(&self) -> &reqwest::Client {
         self.transport.default_client()
+    }
+
+    /// One request with the access of `url`'s origin (credentials, headers, CA bundle), redirects
+    /// followed as for pages and files, each hop with its own origin's access; no retries and no
+    /// breaker. For the mirror's ranged reads of a wheel and its `HEAD`s for sizes.
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        headers: &HeaderMap,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        self.transport.send(method, url, headers).await
     }
 
     /// Fetches an index page, conditionally when `validators` are given, within the deadline.

@@ -7,7 +7,7 @@ mod client;
 mod routing;
 mod transport;
 
-pub use access::{AccessError, OriginAccess, resolve as resolve_access};
+pub use access::{AccessError, OriginAccess, resolve as resolve_access, resolve_sections};
 
 pub use breaker::{Admission, BreakerSettings, BreakerView, Breakers, RequestKind};
 pub use client::{ClientSettings, PageResponse, UpstreamClient, UpstreamError, Validators, redact};

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderMap, LOCATION};
 use reqwest::redirect::{Attempt, Policy};
-use reqwest::{Response, StatusCode, Url};
+use reqwest::{Method, Response, StatusCode, Url};
 
 use super::access::{OriginAccess, origin_of};
 use super::client::{ClientSettings, UpstreamError};
@@ -70,6 +70,16 @@ impl Transport {
         url: &str,
         headers: &HeaderMap,
     ) -> Result<Response, reqwest::Error> {
+        self.send(Method::GET, url, headers).await
+    }
+
+    /// A request of `method` (GET, or HEAD for a size) as [`Transport::get`] makes it.
+    pub(super) async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        headers: &HeaderMap,
+    ) -> Result<Response, reqwest::Error> {
         let mut current = url.to_string();
         let mut hops = 0;
         loop {
@@ -79,7 +89,7 @@ impl Transport {
                 // `user:password@` credentials when one leaves the host).
                 return self
                     .default
-                    .get(&current)
+                    .request(method, &current)
                     .headers(headers.clone())
                     .send()
                     .await;
@@ -90,7 +100,7 @@ impl Transport {
             }
             let response = scoped
                 .client
-                .get(&current)
+                .request(method.clone(), &current)
                 .headers(with_access)
                 .send()
                 .await?;
@@ -102,6 +112,11 @@ impl Transport {
                 _ => return Ok(response),
             }
         }
+    }
+
+    /// The access settings in use, one per configured upstream.
+    pub(super) fn access(&self) -> impl Iterator<Item = &OriginAccess> {
+        self.scoped.iter().map(|scoped| &scoped.access)
     }
 
     /// Whether requests to `url` carry a private upstream's access.

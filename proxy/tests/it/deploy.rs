@@ -746,3 +746,76 @@ async fn dockerfile_healthcheck_command_works_without_curl() {
     let down = run(closed).await.unwrap();
     assert!(!down.success(), "the health check passes with no server");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Commented examples.
+
+/// `text` with the commented examples that begin with one of `starts` uncommented: from such a
+/// line (`# [[networks]]`) to the next line that is not a comment, one `# ` removed from each
+/// (a `# # ...` line stays a comment: an alternative, not part of the example).
+fn uncomment_examples(text: &str, starts: &[&str]) -> String {
+    let mut inside = false;
+    let mut out = String::new();
+    for line in text.lines() {
+        let body = line.strip_prefix("# ").or_else(|| line.strip_prefix('#'));
+        inside = match body {
+            Some(body) => inside || starts.iter().any(|start| body.starts_with(start)),
+            None => false,
+        };
+        out.push_str(if inside { body.unwrap_or(line) } else { line });
+        out.push('\n');
+    }
+    out
+}
+
+/// The first TOML code block of the README that contains `needle`.
+fn readme_toml(needle: &str) -> String {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
+    readme
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|block| block.split_once("```").map(|(toml, _)| toml.to_string()))
+        .find(|toml| toml.contains(needle))
+        .unwrap_or_else(|| panic!("no README TOML block with {needle}"))
+}
+
+#[test]
+fn commented_company_examples_work_uncommented_and_match_the_readme() {
+    let sample = read("wheelgate.toml");
+    let text = uncomment_examples(&sample, &["trusted_proxies", "[[networks]]", "[upstreams."]);
+    assert_ne!(text, sample, "the sample has no commented examples");
+    let config = parse_config(&text, "deploy/wheelgate.toml uncommented");
+    let machine = config.machine.clone().expect("the sample sets [machine]");
+    let networks = wheelgate::config::ClientNetworks::resolve(
+        &config.networks,
+        &config.trusted_proxies,
+        wheelgate_resolver::Catalog::embedded(),
+        Some(machine.platform),
+    )
+    .unwrap_or_else(|err| panic!("{err}: {}", wheelgate::error_chain::source_chain(&err)));
+    let names: Vec<&str> = networks.rules.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(names, ["gpu-login", "gpu-cluster", "laptops"]);
+
+    // The same rules and section as the README shows.
+    let readme: ServeConfig = parse_config(&readme_toml("[[networks]]"), "README networks");
+    assert_eq!(config.networks, readme.networks);
+    assert_eq!(config.trusted_proxies, readme.trusted_proxies);
+    let readme: ServeConfig = parse_config(&readme_toml("[upstreams.pypi]"), "README upstreams");
+    let (ours, theirs) = (&config.upstreams.pypi, &readme.upstreams.pypi);
+    assert!(ours.token.is_some() && ours.basic.is_none());
+    assert_eq!(
+        (&ours.token, &ours.headers, &ours.ca_bundle),
+        (&theirs.token, &theirs.headers, &theirs.ca_bundle)
+    );
+
+    // The mirror's sample, as it is and with its [upstreams.pypi] uncommented.
+    let mirror = read("mirror.toml");
+    let path = deploy_dir().join("mirror.toml");
+    wheelgate::mirror::MirrorConfig::parse(&mirror, &path).unwrap();
+    let text = uncomment_examples(&mirror, &["[upstreams."]);
+    let parsed = wheelgate::mirror::MirrorConfig::parse(&text, &path).unwrap();
+    assert!(parsed.upstreams.pypi.token.is_some());
+    assert!(parsed.upstreams.pypi.ca_bundle.is_some());
+}

@@ -750,3 +750,37 @@ async fn https_proxy_tunnels_to_a_private_upstream_trusted_by_its_ca_bundle() {
         "{seen:?}"
     );
 }
+
+#[tokio::test]
+async fn the_status_page_summarizes_each_upstreams_access_without_values() {
+    let upstreams = Upstreams::start().await;
+    let cache = tempfile::tempdir().unwrap();
+    let mut config = upstreams.config(cache.path());
+    config.upstreams.pypi.extra_origins = vec![format!("http://{}", upstreams.cdn_addr)];
+    let proxy = start_proxy(config, cache).await;
+    let page = reqwest::get(format!("http://{}/", proxy.addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let section = &page[page.find("id=\"upstreams\"").unwrap()..];
+    let section = &section[..section.find("</table>").unwrap()];
+    let rows: Vec<&str> = section.split("<tr>").skip(2).collect();
+    assert_eq!(rows.len(), 2, "{section}");
+    // PyTorch: no section.
+    assert!(rows[0].contains("public: no credentials"), "{}", rows[0]);
+    // The private general upstream: section, both origins, header names, one CA certificate.
+    let private = rows[1];
+    for expected in [
+        "[upstreams.pypi]",
+        &format!("<code>https://{}</code>", upstreams.private.addr),
+        &format!("<code>http://{}</code>", upstreams.cdn_addr),
+        "headers: authorization, x-jfrog-art-api",
+        "CA bundle: 1 certificate besides the system's",
+    ] {
+        assert!(private.contains(expected), "{expected}: {private}");
+    }
+    // Never a value.
+    assert!(!page.contains(TOKEN) && !page.contains(API_KEY), "{page}");
+}

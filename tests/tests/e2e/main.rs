@@ -17,6 +17,9 @@
 //! - `mirror_resolve`: the complete mirror on upstreams with torch's real dependency structure:
 //!   top-level requirements only, 12 environments resolved, pip and uv offline, PEP 751 locks;
 //!   conflicts and missing requirements named.
+//! - `networks`: `[[networks]]` rules with real pip: clients on `127.0.0.1` and `::1` of one
+//!   dual-stack server, and behind a load balancer appending `X-Forwarded-For` (trusted, and
+//!   not), each network getting its own build from the same `/simple/` URL.
 //! - `variants`: a wheel-variant index (PEP 825): pip and uv get the machine's variant under
 //!   the plain filename, for every schema generation, through `/m/<token>/` and `/b/cu128/`.
 //! - `auth`: pip and uv through a server that requires credentials, given in the index URL;
@@ -39,6 +42,7 @@ mod installers_support;
 mod installers_uv;
 mod mirror;
 mod mirror_resolve;
+mod networks;
 mod rewriting;
 mod routing;
 mod support;

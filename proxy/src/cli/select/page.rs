@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 
 use crate::cache::index::UPSTREAM_ACCEPT;
-use crate::upstream::{ClientSettings, PageResponse, UpstreamClient, UpstreamError, redact};
+use crate::upstream::{
+    ClientSettings, OriginAccess, PageResponse, UpstreamClient, UpstreamError, redact,
+};
 use wheelgate_resolver::filename::normalize_name;
 use wheelgate_resolver::index::{
     IndexParseError, ProjectPage, parse_project_html, parse_project_json,
@@ -75,8 +77,12 @@ pub struct LoadedPage {
     pub origin: String,
 }
 
-/// The page of `project` from `source`.
-pub fn load(source: &IndexSource, project: &str) -> Result<LoadedPage, IndexArgError> {
+/// The page of `project` from `source`; a URL fetched with `access` (none: public).
+pub fn load(
+    source: &IndexSource,
+    project: &str,
+    access: &[OriginAccess],
+) -> Result<LoadedPage, IndexArgError> {
     let (body, json, origin) = match source {
         IndexSource::File(path) => {
             let origin = path.display().to_string();
@@ -90,7 +96,7 @@ pub fn load(source: &IndexSource, project: &str) -> Result<LoadedPage, IndexArgE
         }
         IndexSource::Url(root) => {
             let url = project_url(root, project);
-            let (body, content_type) = fetch(&url, project)?;
+            let (body, content_type) = fetch(&url, project, access)?;
             (body, content_type.contains("json"), redact(&url))
         }
     };
@@ -129,9 +135,13 @@ pub fn project_url(root: &str, project: &str) -> String {
     }
 }
 
-/// Fetches a page with the upstream client the proxy uses, on a runtime of its own (the rest
-/// of `wheelgate select` is synchronous).
-fn fetch(url: &str, project: &str) -> Result<(String, String), IndexArgError> {
+/// Fetches a page with the upstream client the proxy uses (and its access to private upstreams),
+/// on a runtime of its own (the rest of `wheelgate select` is synchronous).
+fn fetch(
+    url: &str,
+    project: &str,
+    access: &[OriginAccess],
+) -> Result<(String, String), IndexArgError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -140,7 +150,11 @@ fn fetch(url: &str, project: &str) -> Result<(String, String), IndexArgError> {
         url: redact(url),
         source,
     };
-    let client = UpstreamClient::new(&ClientSettings::default()).map_err(fetch_error)?;
+    let settings = ClientSettings {
+        access: access.to_vec(),
+        ..ClientSettings::default()
+    };
+    let client = UpstreamClient::new(&settings).map_err(fetch_error)?;
     let response = runtime
         .block_on(client.get_page(url, UPSTREAM_ACCEPT, None))
         .map_err(fetch_error)?;
