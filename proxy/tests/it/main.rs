@@ -10,6 +10,7 @@ mod faults_server;
 mod files;
 mod networks;
 mod object_store;
+mod object_store_pages;
 mod ops;
 mod private_upstream;
 mod proxy_under_test;
