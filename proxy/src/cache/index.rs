@@ -456,8 +456,7 @@ impl Inner {
             Verdict::Accept(page) => {
                 client.metrics().index_lookup(IndexOutcome::Miss);
                 let page = self.install(url, cached.as_ref(), &stored, page);
-                // Only an admitted copy is shared; one whose disk write failed is not, as the
-                // 304 path publishes what is on disk.
+                // Only an admitted copy is shared, serialized once for disk and bucket alike.
                 if let Some(text) = serialized {
                     self.publish(client, url, text);
                 }

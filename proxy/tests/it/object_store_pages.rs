@@ -4,9 +4,10 @@
 //! upstream URL and the bucket, each with its own cache directory: a cold replica serves what
 //! another published even with the upstream gone, honours the TTL, adopts a fresher copy instead
 //! of asking the upstream, and a bucket that fails or holds garbage changes nothing for clients.
+//! A project the upstream no longer has leaves the bucket; offline, the bucket is read only.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -25,6 +26,9 @@ use super::fake_upstream::sha256;
 use super::object_store::{BUCKET, Logs, PREFIX, S3Server, SECRET_KEY};
 
 const H100: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"9.0"}]}}"#;
+/// The TTL of the fleet tests: long enough that a copy one replica just published (its fetch
+/// time kept in whole seconds) is still fresh when the other looks, on a loaded machine too.
+const FLEET_TTL: Duration = Duration::from_secs(4);
 /// A release the older copy of the page does not list yet.
 const NEW_RELEASE: &str = "torch-2.11.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl";
 
@@ -58,6 +62,8 @@ struct PageState {
     page: Arc<Mutex<(String, String)>>,
     hits: Arc<AtomicUsize>,
     not_modified: Arc<AtomicUsize>,
+    /// Answer 404: the project is gone.
+    gone: Arc<AtomicBool>,
 }
 
 /// The upstream; shut down on drop (new connections are refused from then on).
@@ -106,6 +112,9 @@ impl Upstream {
 
 async fn torch_page(State(state): State<PageState>, headers: HeaderMap) -> Response {
     state.hits.fetch_add(1, Ordering::SeqCst);
+    if state.gone.load(Ordering::SeqCst) {
+        return StatusCode::NOT_FOUND.into_response();
+    }
     let (etag, body) = state.page.lock().unwrap().clone();
     if headers
         .get(header::IF_NONE_MATCH)
@@ -353,7 +362,7 @@ async fn a_fleet_asks_the_upstream_once_per_ttl() {
     let s3 = S3Server::start().await;
     let upstream = Upstream::start("v1", full_page()).await;
     let url = upstream.page_url();
-    let ttl = |config: &mut ServeConfig| config.index_ttl_secs = 2;
+    let ttl = |config: &mut ServeConfig| config.index_ttl_secs = FLEET_TTL.as_secs();
     let first = Replica::start(upstream.addr, s3.config(SECRET_KEY), ttl).await;
     let second = Replica::start(upstream.addr, s3.config(SECRET_KEY), ttl).await;
 
@@ -363,7 +372,7 @@ async fn a_fleet_asks_the_upstream_once_per_ttl() {
     assert_eq!(second.health().page_hits, 1);
     assert_eq!(upstream.hits(), 1);
 
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    tokio::time::sleep(FLEET_TTL + Duration::from_millis(500)).await;
     // Both copies expired. The first replica's refresh finds nothing fresher in the bucket (its
     // own copy is as old as its own), revalidates upstream (304) and publishes the new fetch
     // time.
@@ -372,7 +381,7 @@ async fn a_fleet_asks_the_upstream_once_per_ttl() {
     first.pages_settled(2).await;
     assert_eq!((upstream.hits(), upstream.not_modified()), (2, 1));
     let stored = stored_page(&s3, &url).await;
-    assert!(stored["fetched_at_secs"].as_u64().unwrap() >= now_secs() - 2);
+    assert!(stored["fetched_at_secs"].as_u64().unwrap() >= now_secs() - FLEET_TTL.as_secs());
 
     // The second replica's refresh adopts that copy instead of asking the upstream.
     assert_eq!(second.torch().await.0, StatusCode::OK);
@@ -380,7 +389,7 @@ async fn a_fleet_asks_the_upstream_once_per_ttl() {
     assert_eq!(second.health().page_hits, 2);
     assert_eq!(upstream.hits(), 2, "the second replica asked the upstream");
     let page = second.state.index.peek(&url).await.unwrap();
-    assert!(page.fetched_at().elapsed().unwrap() < Duration::from_secs(2));
+    assert!(page.fetched_at().elapsed().unwrap() < FLEET_TTL);
     // Fresh now: no one is asked.
     assert_eq!(second.torch().await.0, StatusCode::OK);
     assert_eq!(second.health().page_hits, 2);
@@ -393,7 +402,7 @@ async fn a_newer_page_one_replica_fetched_is_adopted_by_the_others() {
     let s3 = S3Server::start().await;
     let upstream = Upstream::start("v1", older_page()).await;
     let url = upstream.page_url();
-    let ttl = |config: &mut ServeConfig| config.index_ttl_secs = 2;
+    let ttl = |config: &mut ServeConfig| config.index_ttl_secs = FLEET_TTL.as_secs();
     let first = Replica::start(upstream.addr, s3.config(SECRET_KEY), ttl).await;
     let second = Replica::start(upstream.addr, s3.config(SECRET_KEY), ttl).await;
     assert_eq!(first.torch().await.0, StatusCode::OK);
@@ -404,7 +413,7 @@ async fn a_newer_page_one_replica_fetched_is_adopted_by_the_others() {
 
     // 2.11.0 is released; the second replica is the first to refresh.
     upstream.set("v2", full_page());
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    tokio::time::sleep(FLEET_TTL + Duration::from_millis(500)).await;
     let (_, body) = second.torch().await;
     assert!(!body.contains("torch-2.11.0"), "stale copy first");
     second.refreshes_done().await;
@@ -439,24 +448,25 @@ async fn a_bucket_that_is_down_never_fails_a_page() {
     let _guard = logs.capture();
     let mut s3 = S3Server::start().await;
     let config = s3.config(SECRET_KEY);
-    s3.kill();
     let upstream = Upstream::start("v1", full_page()).await;
-    let started = Instant::now();
+    // Healthy at start, gone before its first page: the lookup fails, the upstream answers.
     let first = Replica::start(upstream.addr, config.clone(), |_| {}).await;
-    assert!(!first.health().available);
-
+    assert!(first.health().available);
+    s3.kill();
+    let started = Instant::now();
     let (status, body) = first.torch().await;
     assert_eq!(status, StatusCode::OK);
     assert!(body.contains("torch-2.11.0"));
     let health = first.pages_settled(1).await;
+    assert!(!health.available, "{health:?}");
     assert_eq!(
         (health.pages_published, health.page_publishes_failed),
         (0, 1)
     );
     assert!(health.last_error.unwrap().contains(&format!("`{BUCKET}`")));
-    // A second cold replica: the lookup fails (or is skipped while the bucket rests), the
-    // upstream answers.
+    // Started with the bucket down (degraded): lookups are skipped while it rests.
     let second = Replica::start(upstream.addr, config, |_| {}).await;
+    assert!(!second.health().available);
     let (status, second_body) = second.torch().await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(second_body, body);
@@ -467,12 +477,17 @@ async fn a_bucket_that_is_down_never_fails_a_page() {
         started.elapsed()
     );
     let logs = logs.text();
-    assert!(
-        logs.lines().any(|line| line.contains("WARN")
-            && line.contains("cannot publish an index page")
-            && line.contains(BUCKET)),
-        "no warning naming the bucket:\n{logs}"
-    );
+    for message in [
+        "object store page lookup failed",
+        "cannot publish an index page",
+    ] {
+        assert!(
+            logs.lines().any(|line| line.contains("WARN")
+                && line.contains(message)
+                && line.contains(BUCKET)),
+            "no warning `{message}` naming the bucket:\n{logs}"
+        );
+    }
     assert!(!logs.contains(SECRET_KEY), "credentials in the log");
 }
 
@@ -561,4 +576,35 @@ async fn an_offline_replica_serves_pages_from_the_bucket() {
     assert!(offline.lists_new_release(&upstream.page_url()).await);
     assert_eq!(offline.health().pages_published, 0);
     assert_eq!(upstream.hits(), 1);
+}
+
+#[tokio::test]
+async fn a_project_the_upstream_no_longer_has_leaves_the_bucket() {
+    let s3 = S3Server::start().await;
+    let upstream = Upstream::start("v1", full_page()).await;
+    let url = upstream.page_url();
+    let ttl = |config: &mut ServeConfig| config.index_ttl_secs = 1;
+    let replica = Replica::start(upstream.addr, s3.config(SECRET_KEY), ttl).await;
+    assert_eq!(replica.torch().await.0, StatusCode::OK);
+    replica.pages_settled(1).await;
+    assert!(s3.client().head(&page_object(&url)).await.is_ok());
+
+    upstream.state.gone.store(true, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The expired copy is served once more while the refresh learns the project is gone.
+    assert_eq!(replica.torch().await.0, StatusCode::OK);
+    replica.refreshes_done().await;
+    until_removed(&s3, &url).await;
+    // A cold replica finds nothing to serve.
+    let cold = Replica::start(upstream.addr, s3.config(SECRET_KEY), ttl).await;
+    assert_eq!(cold.torch().await.0, StatusCode::NOT_FOUND);
+    assert_eq!(cold.health().page_hits, 0);
+}
+
+async fn until_removed(s3: &S3Server, url: &str) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while s3.client().head(&page_object(url)).await.is_ok() {
+        assert!(Instant::now() < deadline, "the page object was not removed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
