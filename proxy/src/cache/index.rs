@@ -233,10 +233,10 @@ impl IndexCache {
                 client.metrics().index_lookup(IndexOutcome::Stale);
                 return Ok(Some(Arc::clone(page)));
             }
-        } else if inner.offline {
-            // Like files: the bucket is not an upstream, so it is asked offline too.
-            return Ok(inner.adopt_from_bucket(client, url).await);
+        } else if inner.offline && inner.bucket.is_none() {
+            return Ok(None);
         }
+        // Offline, the refresh asks only the bucket: like files, it is not an upstream.
         Self::wait(Inner::refresh(inner, client, url)).await
     }
 
@@ -326,6 +326,7 @@ impl Inner {
                     let expired = !inner.is_fresh(&page);
                     (Ok(Some(page)), expired)
                 }
+                None if inner.offline => (Ok(None), false),
                 None => (inner.fetch(&client, &url).await.map_err(Arc::new), false),
             };
             drop(entry);

@@ -566,7 +566,10 @@ async fn an_offline_replica_serves_pages_from_the_bucket() {
         config.offline = true;
     })
     .await;
-    let (status, body) = offline.torch().await;
+    // Clients at once: one bucket read, which the others join (or, once done, find cached).
+    let answers = futures_util::future::join_all((0..4).map(|_| offline.torch())).await;
+    let (status, body) = answers[0].clone();
+    assert!(answers.iter().all(|answer| *answer == answers[0]));
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(body.contains("<h1>Links for torch</h1>"), "{body}");
     // Offline, a page offers only the files held locally (`server/offline.rs`), none here; the
