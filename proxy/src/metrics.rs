@@ -99,6 +99,9 @@ pub enum IndexOutcome {
     Revalidated,
     /// The upstream failed; a stale copy was served.
     Stale,
+    /// Served from the shared bucket's copy: a cold replica's first lookup, or a refresh that
+    /// adopted a fresher copy another replica published instead of asking the upstream.
+    Bucket,
 }
 
 /// Why a fetched index page was not allowed to replace the cached copy.
@@ -174,7 +177,8 @@ pub struct Metrics {
     in_flight: [AtomicI64; 6],
     file_hits: AtomicU64,
     file_misses: AtomicU64,
-    index: [AtomicU64; 4],
+    index: [AtomicU64; 5],
+    pages_published: AtomicU64,
     pages_rejected: [AtomicU64; 5],
     files_uncached: AtomicU64,
     connections_open: AtomicI64,
@@ -234,6 +238,11 @@ impl Metrics {
     /// Counts an index-cache lookup.
     pub fn index_lookup(&self, outcome: IndexOutcome) {
         self.index[outcome as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts an index page published to the shared bucket.
+    pub fn page_published(&self) {
+        self.pages_published.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts a fetched page refused in favour of the cached copy (or of nothing).
@@ -378,7 +387,7 @@ impl Metrics {
             "counter",
             "Index-page lookups by cache result.",
         );
-        for (name, counter) in ["hit", "miss", "revalidated", "stale"]
+        for (name, counter) in ["hit", "miss", "revalidated", "stale", "bucket"]
             .iter()
             .zip(&self.index)
         {
@@ -429,6 +438,12 @@ impl Metrics {
             );
         }
         for (name, kind, help, value) in [
+            (
+                "wheelgate_index_pages_published_total",
+                "counter",
+                "Index pages published to the shared object store bucket for other replicas.",
+                self.pages_published.load(Ordering::Relaxed),
+            ),
             (
                 "wheelgate_file_cache_uncached_total",
                 "counter",

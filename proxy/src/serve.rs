@@ -110,6 +110,11 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     }
     let mut config = config;
     config.policy = policy;
+    // Before both caches: files and index pages share the one bucket (and its health).
+    let bucket = match &config.object_store {
+        Some(object_store) => Some(Arc::new(open_bucket(object_store).await?)),
+        None => None,
+    };
     let index = IndexCache::new(
         &config.cache_dir,
         Duration::from_secs(config.index_ttl_secs),
@@ -119,11 +124,8 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         path: config.cache_dir.clone(),
         source,
     })?
-    .stale_while_revalidate();
-    let bucket = match &config.object_store {
-        Some(object_store) => Some(Arc::new(open_bucket(object_store).await?)),
-        None => None,
-    };
+    .stale_while_revalidate()
+    .with_bucket(bucket.clone());
     let files =
         FileCache::open_with_bucket(config.cache_dir.clone(), config.cache_max_bytes, bucket)?;
     let metrics = Arc::new(crate::metrics::Metrics::default());
@@ -154,10 +156,10 @@ async fn open_bucket(config: &crate::config::ObjectStoreConfig) -> Result<Bucket
     match bucket.check().await {
         Ok(()) => {
             let health = bucket.health();
-            info!(bucket = %health.bucket, prefix = %health.prefix, endpoint = %health.endpoint, "sharing the file cache through an object store");
+            info!(bucket = %health.bucket, prefix = %health.prefix, endpoint = %health.endpoint, "sharing the file cache and index pages through an object store");
         }
         Err(err) => {
-            tracing::error!(error = %err, "STARTING DEGRADED: the object store cannot be used; files are cached on this replica only until it answers");
+            tracing::error!(error = %err, "STARTING DEGRADED: the object store cannot be used; files and pages are cached on this replica only until it answers");
         }
     }
     Ok(bucket)

@@ -15,15 +15,20 @@
 //!   (logged, counted in `wheelgate_index_pages_rejected_total`) and the cached copy served,
 //!   with the next try a little later. Files a new copy no longer lists stay known for a while
 //!   (`CachedPage::retired`), so a download a client already started can finish.
+//! - **Shared through the bucket** (with `[object_store]`, `index/shared.rs`): a cold replica
+//!   takes the bucket's copy before asking the upstream, a refresh adopts a fresher copy another
+//!   replica published, and a copy fetched or revalidated upstream is published for the others.
 
 mod admit;
 mod memory;
+mod shared;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
@@ -32,6 +37,7 @@ use wheelgate_resolver::index::{
     IndexFile, IndexParseError, ProjectPage, parse_project_html, parse_project_json,
 };
 
+use crate::cache::files::Bucket;
 use crate::metrics::{IndexOutcome, PageRejection};
 use crate::upstream::{PageResponse, UpstreamClient, UpstreamError, Validators, redact};
 
@@ -144,6 +150,8 @@ struct Inner {
     offline: bool,
     /// Answer expired pages at once and refresh them in the background.
     stale_while_revalidate: bool,
+    /// The bucket pages are shared through, when `[object_store]` is configured.
+    bucket: Option<Arc<Bucket>>,
     pages: Mutex<PageMemory>,
     /// The refresh in flight per URL; an entry lives only while its refresh runs.
     refreshing: Mutex<std::collections::HashMap<String, watch::Receiver<Option<RefreshResult>>>>,
@@ -168,6 +176,7 @@ impl IndexCache {
                 ttl,
                 offline,
                 stale_while_revalidate: false,
+                bucket: None,
                 pages: Mutex::new(PageMemory::new(MEMORY_BUDGET)),
                 refreshing: Mutex::default(),
                 generations: AtomicU64::new(1),
@@ -187,6 +196,17 @@ impl IndexCache {
                 stale_while_revalidate: true,
                 ..inner
             }),
+        }
+    }
+
+    /// This cache, sharing its pages with other replicas through `bucket` (`index/shared.rs`).
+    #[must_use]
+    pub fn with_bucket(self, bucket: Option<Arc<Bucket>>) -> IndexCache {
+        let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|_| {
+            unreachable!("called right after new(), before the cache is shared")
+        });
+        IndexCache {
+            inner: Arc::new(Inner { bucket, ..inner }),
         }
     }
 
@@ -213,9 +233,10 @@ impl IndexCache {
                 client.metrics().index_lookup(IndexOutcome::Stale);
                 return Ok(Some(Arc::clone(page)));
             }
-        } else if inner.offline {
+        } else if inner.offline && inner.bucket.is_none() {
             return Ok(None);
         }
+        // Offline, the refresh asks only the bucket: like files, it is not an upstream.
         Self::wait(Inner::refresh(inner, client, url)).await
     }
 
@@ -300,9 +321,21 @@ impl Inner {
                 inner: &inner,
                 url: &url,
             };
-            let result = inner.fetch(&client, &url).await.map_err(Arc::new);
+            let (result, expired) = match inner.adopt_from_bucket(&client, &url).await {
+                Some(page) => {
+                    let expired = !inner.is_fresh(&page);
+                    (Ok(Some(page)), expired)
+                }
+                None if inner.offline => (Ok(None), false),
+                None => (inner.fetch(&client, &url).await.map_err(Arc::new), false),
+            };
             drop(entry);
             sender.send_replace(Some(result));
+            // A cold replica took an expired copy from the bucket: it was served at once, and
+            // is refreshed now like any stale page.
+            if expired && inner.stale_while_revalidate && !inner.offline {
+                drop(Inner::refresh(&inner, &client, &url));
+            }
         });
         receiver
     }
@@ -349,12 +382,14 @@ impl Inner {
                     weight: old.weight,
                 });
                 self.remember(url, &page);
+                self.publish_revalidated(client, url, &page);
                 Ok(Some(page))
             }
             Ok(PageResponse::NotFound) => {
                 if cached.is_some() {
                     info!(url = %redact(url), "the upstream no longer has this project; dropping the cached page");
                     self.forget(url).await;
+                    self.unpublish(url);
                 }
                 Ok(None)
             }
@@ -396,15 +431,23 @@ impl Inner {
         let path = self.path_for(url);
         let writing = {
             let (path, stored) = (path.clone(), Arc::clone(&stored));
-            tokio::task::spawn_blocking(move || write_temp(&path, &stored))
+            tokio::task::spawn_blocking(move || {
+                let text =
+                    Bytes::from(serde_json::to_vec(&*stored).map_err(std::io::Error::other)?);
+                write_temp(&path, &text).map(|temp| (temp, text))
+            })
         };
         let parsed = parse(&stored);
         let verdict = admit(parsed, cached.as_deref());
         let written = writing.await.map_err(std::io::Error::other).flatten();
         let keep = matches!(verdict, Verdict::Accept(_));
+        let mut serialized = None;
         let stored_result = match written {
-            Ok(temp) if keep => tokio::fs::rename(&temp, &path).await,
-            Ok(temp) => tokio::fs::remove_file(&temp).await,
+            Ok((temp, text)) if keep => {
+                serialized = Some(text);
+                tokio::fs::rename(&temp, &path).await
+            }
+            Ok((temp, _)) => tokio::fs::remove_file(&temp).await,
             Err(err) => Err(err),
         };
         if let Err(err) = stored_result {
@@ -413,18 +456,11 @@ impl Inner {
         match verdict {
             Verdict::Accept(page) => {
                 client.metrics().index_lookup(IndexOutcome::Miss);
-                let retired = retired_files(cached.as_deref(), &page);
-                // The same content again (an upstream without validators): the same
-                // generation, so pages rendered from it stay valid.
-                let same = cached.as_ref().filter(|old| old.page == page);
-                let generation = same.map(|old| old.generation);
-                let mut page = self.build(stored_parts(&stored), page, retired);
-                if let Some(generation) = generation {
-                    Arc::get_mut(&mut page)
-                        .expect("just built, not shared")
-                        .generation = generation;
+                let page = self.install(url, cached.as_ref(), &stored, page);
+                // Only an admitted copy is shared, serialized once for disk and bucket alike.
+                if let Some(text) = serialized {
+                    self.publish(client, url, text);
                 }
-                self.remember(url, &page);
                 Ok(Some(page))
             }
             Verdict::Refuse { reason, detail } => {
@@ -440,6 +476,29 @@ impl Inner {
                 source,
             }),
         }
+    }
+
+    /// Makes `page` (parsed from `stored`) the cached copy in memory, replacing `cached`.
+    fn install(
+        &self,
+        url: &str,
+        cached: Option<&Arc<CachedPage>>,
+        stored: &StoredPage,
+        page: ProjectPage,
+    ) -> Arc<CachedPage> {
+        let retired = retired_files(cached.map(AsRef::as_ref), &page);
+        // The same content again (an upstream without validators): the same
+        // generation, so pages rendered from it stay valid.
+        let same = cached.filter(|old| old.page == page);
+        let generation = same.map(|old| old.generation);
+        let mut page = self.build(stored_parts(stored), page, retired);
+        if let Some(generation) = generation {
+            Arc::get_mut(&mut page)
+                .expect("just built, not shared")
+                .generation = generation;
+        }
+        self.remember(url, &page);
+        page
     }
 
     async fn cached(&self, url: &str) -> Option<Arc<CachedPage>> {
@@ -498,23 +557,24 @@ impl Inner {
     }
 
     fn path_for(&self, url: &str) -> PathBuf {
-        self.dir.join(format!(
-            "{}.json",
-            hex::encode(Sha256::digest(url.as_bytes()))
-        ))
+        self.dir.join(format!("{}.json", page_key(url)))
     }
 }
 
-/// Writes `stored` to a temporary file beside `path` (the first half of an atomic write; the
-/// caller renames it into place or removes it).
-fn write_temp(path: &std::path::Path, stored: &StoredPage) -> std::io::Result<PathBuf> {
+/// The name a page is kept under, on disk and in the bucket: the sha256 of its URL.
+fn page_key(url: &str) -> String {
+    hex::encode(Sha256::digest(url.as_bytes()))
+}
+
+/// Writes `text` (a serialized [`StoredPage`]) to a temporary file beside `path` (the first half
+/// of an atomic write; the caller renames it into place or removes it).
+fn write_temp(path: &std::path::Path, text: &[u8]) -> std::io::Result<PathBuf> {
     static WRITES: AtomicU64 = AtomicU64::new(0);
     let temp = path.with_extension(format!(
         "tmp{}-{}",
         std::process::id(),
         WRITES.fetch_add(1, Ordering::Relaxed)
     ));
-    let text = serde_json::to_vec(stored).map_err(std::io::Error::other)?;
     std::fs::write(&temp, text)?;
     Ok(temp)
 }

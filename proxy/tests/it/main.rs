@@ -11,6 +11,7 @@ mod files;
 mod forwarded_refusals;
 mod networks;
 mod object_store;
+mod object_store_pages;
 mod ops;
 mod private_mirror;
 mod private_upstream;

@@ -28,13 +28,13 @@ use wheelgate::upstream::{ClientSettings, UpstreamClient};
 use super::fake_upstream::{Behaviour, Fake, sha256};
 
 const WHEEL: &str = "demo-1.0-py3-none-any.whl";
-const BUCKET: &str = "wheels";
-const PREFIX: &str = "it";
-const ACCESS_KEY: &str = "AKIDWHEELGATETEST";
-const SECRET_KEY: &str = "wheelgate-test-secret-Zq8x";
+pub(super) const BUCKET: &str = "wheels";
+pub(super) const PREFIX: &str = "it";
+pub(super) const ACCESS_KEY: &str = "AKIDWHEELGATETEST";
+pub(super) const SECRET_KEY: &str = "wheelgate-test-secret-Zq8x";
 
 /// An `s3s-fs` process on a free loopback port; killed on drop.
-struct S3Server {
+pub(super) struct S3Server {
     child: Option<Child>,
     addr: SocketAddr,
     _data: tempfile::TempDir,
@@ -50,7 +50,7 @@ impl S3Server {
 
     /// Starts the server with bucket [`BUCKET`] (a directory of its data root, which is how
     /// s3s-fs stores buckets).
-    async fn start() -> S3Server {
+    pub(super) async fn start() -> S3Server {
         let binary = S3Server::binary();
         assert!(
             binary.is_file(),
@@ -87,11 +87,11 @@ impl S3Server {
         server
     }
 
-    fn endpoint(&self) -> String {
+    pub(super) fn endpoint(&self) -> String {
         format!("http://{}", self.addr)
     }
 
-    fn config(&self, secret: &str) -> ObjectStoreConfig {
+    pub(super) fn config(&self, secret: &str) -> ObjectStoreConfig {
         let mut config = ObjectStoreConfig::new(BUCKET);
         config.prefix = PREFIX.into();
         config.endpoint = Some(self.endpoint());
@@ -106,7 +106,7 @@ impl S3Server {
     }
 
     /// A client of the bucket of its own, to look at what the proxies left there.
-    fn client(&self) -> impl ObjectStore {
+    pub(super) fn client(&self) -> impl ObjectStore {
         AmazonS3Builder::new()
             .with_bucket_name(BUCKET)
             .with_endpoint(self.endpoint())
@@ -119,7 +119,7 @@ impl S3Server {
     }
 
     /// Every object in the bucket with its size.
-    async fn objects(&self) -> Vec<(String, u64)> {
+    pub(super) async fn objects(&self) -> Vec<(String, u64)> {
         let mut objects: Vec<(String, u64)> = self
             .client()
             .list(None)
@@ -131,7 +131,15 @@ impl S3Server {
         objects
     }
 
-    fn kill(&mut self) {
+    /// The file objects (`<prefix>/files/`) with their sizes, pages left out.
+    pub(super) async fn files(&self) -> Vec<(String, u64)> {
+        let files = format!("{PREFIX}/files/");
+        let mut objects = self.objects().await;
+        objects.retain(|(name, _)| name.starts_with(&files));
+        objects
+    }
+
+    pub(super) fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -243,6 +251,19 @@ impl Replica {
         (status, content_range, response.bytes().await)
     }
 
+    /// Waits until `done` index pages were published or failed to be.
+    async fn pages_settled(&self, done: u64) -> BucketHealth {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let health = self.health();
+            if health.pages_published + health.page_publishes_failed >= done {
+                return health;
+            }
+            assert!(Instant::now() < deadline, "pages not published: {health:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Waits until no upload runs and `done` uploads have ended (completed or failed).
     async fn uploads_settled(&self, done: u64) -> BucketHealth {
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -276,10 +297,10 @@ fn object_name(bytes: &[u8]) -> String {
 /// Log lines of the code running on this thread (the tests below use the current-thread
 /// runtime, so every task of the proxy logs here).
 #[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
+pub(super) struct Logs(Arc<Mutex<Vec<u8>>>);
 
 impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
+    pub(super) fn capture(&self) -> tracing::subscriber::DefaultGuard {
         let subscriber = tracing_subscriber::fmt()
             .with_writer(self.clone())
             .with_ansi(false)
@@ -288,7 +309,7 @@ impl Logs {
         tracing::subscriber::set_default(subscriber)
     }
 
-    fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
     }
 }
@@ -345,7 +366,16 @@ async fn a_file_one_replica_cached_is_served_by_the_others_without_the_upstream(
         ),
     ];
     expected.sort();
-    assert_eq!(s3.objects().await, expected);
+    // And the page, under the sha256 of its URL (`object_store_pages.rs` tests pages).
+    first.pages_settled(1).await;
+    let mut objects = s3.objects().await;
+    let page = objects.pop().expect("the page's object");
+    let page_url = format!("http://{}/simple/demo/", fake.addr);
+    assert_eq!(
+        page.0,
+        format!("{PREFIX}/index/{}.json", sha256(page_url.as_bytes()))
+    );
+    assert_eq!(objects, expected);
     assert_eq!(file_hits(&fake), 1);
 
     // A second replica with an empty local cache: the bytes come from the bucket.
@@ -368,8 +398,9 @@ async fn a_file_one_replica_cached_is_served_by_the_others_without_the_upstream(
     // It uploads nothing: the bucket already has both.
     let health = second.uploads_settled(0).await;
     assert_eq!(health.uploads_completed, 0);
-    // The page is each replica's own (small, and revalidated on its TTL anyway).
-    assert_eq!(fake.hits("/simple/demo/"), 2);
+    // The page too came from the bucket (`object_store_pages.rs` tests pages in depth).
+    assert_eq!(fake.hits("/simple/demo/"), 1);
+    assert_eq!(second.health().page_hits, 1);
 
     // Ranges from the second replica, now from its local copy.
     let (status, content_range, body) = second.get(WHEEL, Some("bytes=100-199")).await;
@@ -494,14 +525,14 @@ async fn nothing_reaches_the_bucket_from_a_download_that_does_not_verify() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let health = replica.uploads_settled(0).await;
     assert_eq!(health.uploads_completed + health.uploads_failed, 0);
-    assert!(s3.objects().await.is_empty());
+    assert!(s3.files().await.is_empty());
 
     fake.set(Behaviour::Serve);
     let (status, _, body) = replica.get(WHEEL, None).await;
     assert_eq!(status, StatusCode::OK);
     assert!(body.unwrap() == wheel);
     replica.uploads_settled(1).await;
-    let objects = s3.objects().await;
+    let objects = s3.files().await;
     assert_eq!(
         objects,
         vec![(object_name(&wheel), u64::try_from(LARGE).unwrap())]
@@ -533,17 +564,14 @@ async fn a_corrupt_object_in_the_bucket_is_never_served_and_is_removed() {
         body.is_err(),
         "bytes that do not verify must end in an error"
     );
-    assert!(
-        s3.objects().await.is_empty(),
-        "the corrupt object is removed"
-    );
+    assert!(s3.files().await.is_empty(), "the corrupt object is removed");
     // The next request downloads it from the upstream and puts it right.
     let (status, _, body) = replica.get(WHEEL, None).await;
     assert_eq!(status, StatusCode::OK);
     assert!(body.unwrap() == wheel);
     replica.uploads_settled(1).await;
     assert_eq!(
-        s3.objects().await,
+        s3.files().await,
         vec![(object_name(&wheel), u64::try_from(wheel.len()).unwrap())]
     );
 }

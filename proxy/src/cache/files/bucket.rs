@@ -8,6 +8,8 @@
 //!   background: one `PUT` up to [`SINGLE_PUT_MAX`], else a multipart upload that is aborted on
 //!   any failure. S3 makes an object visible only when its `PUT` or multipart upload completes,
 //!   so other replicas never see part of a file.
+//! - **Index pages** (`bucket/pages.rs`): the index cache shares its pages under
+//!   `<prefix>/index/`, so a cold replica serves a project without the upstream.
 //! - **Faults**: the bucket is an optimisation, never a dependency. A bucket that refuses a
 //!   request or cannot be reached is logged (bucket and error, never credentials) and recorded
 //!   in [`BucketHealth`]; the request goes on from local disk or the upstream. After a failed
@@ -36,6 +38,8 @@ use crate::upstream::redact;
 
 use super::CacheKey;
 use super::reader::read_at;
+
+mod pages;
 
 /// Files up to this size are uploaded with one `PUT`; larger ones in parts of this size.
 pub const SINGLE_PUT_MAX: u64 = 8 * 1024 * 1024;
@@ -95,6 +99,13 @@ pub struct BucketHealth {
     pub uploads_failed: u64,
     /// Files found in the bucket on a local miss (each one an upstream download saved).
     pub hits: u64,
+    /// Index pages served from the bucket's copy (a cold replica's, or a refresh that adopted
+    /// another replica's fresher copy instead of asking the upstream).
+    pub page_hits: u64,
+    /// Index pages this replica published (after fetching or revalidating them upstream).
+    pub pages_published: u64,
+    /// Index pages this replica could not publish.
+    pub page_publishes_failed: u64,
 }
 
 /// One S3-compatible bucket holding committed files.
@@ -111,6 +122,9 @@ pub struct Bucket {
     uploads_completed: AtomicU64,
     uploads_failed: AtomicU64,
     hits: AtomicU64,
+    page_hits: AtomicU64,
+    pages_published: AtomicU64,
+    page_publishes_failed: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -182,6 +196,9 @@ impl Bucket {
             uploads_completed: AtomicU64::new(0),
             uploads_failed: AtomicU64::new(0),
             hits: AtomicU64::new(0),
+            page_hits: AtomicU64::new(0),
+            pages_published: AtomicU64::new(0),
+            page_publishes_failed: AtomicU64::new(0),
         })
     }
 
@@ -233,6 +250,9 @@ impl Bucket {
             uploads_completed: self.uploads_completed.load(Ordering::Relaxed),
             uploads_failed: self.uploads_failed.load(Ordering::Relaxed),
             hits: self.hits.load(Ordering::Relaxed),
+            page_hits: self.page_hits.load(Ordering::Relaxed),
+            pages_published: self.pages_published.load(Ordering::Relaxed),
+            page_publishes_failed: self.page_publishes_failed.load(Ordering::Relaxed),
         }
     }
 
