@@ -143,6 +143,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         default_machine: Arc::new(machine),
         networks: Arc::new(networks),
         rendered: Arc::default(),
+        targets: crate::server::targets::TargetMemo::default(),
         metrics,
         cache_lock: Arc::new(lock),
     }))

@@ -17,6 +17,7 @@ pub mod rewrite;
 pub mod simple;
 pub mod state;
 pub mod status;
+pub mod targets;
 pub mod useragent;
 pub mod variants;
 

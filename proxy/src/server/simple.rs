@@ -87,7 +87,9 @@ struct RenderKey {
     url: String,
     json: bool,
     prefix: String,
-    target: String,
+    /// The machine and policy as JSON ([`super::targets::ResolvedTarget::key`]); empty for
+    /// pages served alike to every machine.
+    target: Arc<str>,
 }
 
 #[derive(Clone)]
@@ -364,8 +366,19 @@ async fn project_response(
     }
     check_project_name(&project, raw)?;
     let format = format_of(headers, query)?;
-    let (machine, policy) = machine_and_policy(state, &target, headers);
-    let machine = machine.as_ref();
+    let rule = match &target {
+        Target::Default(Some(rule)) => rule.label.as_str(),
+        _ => "",
+    };
+    let user_agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let resolved = state.targets.resolve(prefix, rule, user_agent, || {
+        let (machine, policy) = machine_and_policy(state, &target, headers);
+        (machine.into_owned(), policy)
+    });
+    let (machine, policy) = (&resolved.machine, &resolved.policy);
     let pinned = policy.pinned.clone();
     let cached = project_page(state, &project, pinned.as_ref())
         .await
@@ -382,9 +395,9 @@ async fn project_response(
             String::new()
         },
         target: if select {
-            serde_json::to_string(&(machine, &policy)).unwrap_or_default()
+            Arc::clone(&resolved.key)
         } else {
-            String::new()
+            Arc::from("")
         },
     };
     // Which machine a `/simple/` page is rewritten for depends on the client's network once
@@ -395,12 +408,12 @@ async fn project_response(
         hit
     } else {
         let offered = super::offline::offered(&cached, &state.files, state.config.offline);
-        let mut page = rewrite_page(state.catalog, machine, &policy, &project, &offered, select);
+        let mut page = rewrite_page(state.catalog, machine, policy, &project, &offered, select);
         if select {
             page = super::variants::with_variants(
                 state,
                 machine,
-                &policy,
+                policy,
                 &project,
                 &offered,
                 &cached.url,
@@ -414,7 +427,7 @@ async fn project_response(
                 let explain = explain_url(prefix, &project);
                 with_leading_comment(
                     &render_project_html(&page),
-                    &page_comment(machine, &policy, &explain),
+                    &page_comment(machine, policy, &explain),
                 )
             }
             Format::Html | Format::LegacyHtml => render_project_html(&page),
@@ -533,7 +546,7 @@ mod tests {
             url: url.to_string(),
             json: true,
             prefix: String::new(),
-            target: target.to_string(),
+            target: target.into(),
         }
     }
 

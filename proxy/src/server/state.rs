@@ -54,6 +54,8 @@ pub struct Shared {
     pub networks: Arc<ClientNetworks>,
     /// Rewritten pages, reused while their upstream page is unchanged.
     pub rendered: super::simple::SharedRendered,
+    /// What each route target and User-Agent resolves for.
+    pub targets: super::targets::TargetMemo,
     /// Request, cache and upstream counters (`/metrics`, the status page).
     pub metrics: Arc<crate::metrics::Metrics>,
     /// This server's hold on its cache directory, for as long as any handler may use it.
