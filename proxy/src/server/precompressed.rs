@@ -1,9 +1,10 @@
 //! Rendered index pages, gzip-compressed once and reused. pip and uv ask for gzip
 //! (`Accept-Encoding: gzip, deflate`, `gzip, br`), and a real-size rewritten `/simple/torch/`
 //! shrinks about 4×; serving the bigger body cost most of a warm request's CPU (the kernel
-//! copying it into the socket). A page is compressed in the background after its first
-//! rendering, so the request that rendered it (the cold one) does not wait for the compression;
-//! later requests get the compressed body.
+//! copying it into the socket). A page is compressed in the background when it is asked for
+//! a second time: the cold request that rendered it neither waits for the compression nor
+//! shares the CPU with it (a cold page is the latency that matters most), a page asked for
+//! once is never compressed, and later requests get the compressed body.
 
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +24,8 @@ const MIN_BODY: usize = 512;
 #[derive(Default)]
 pub struct Precompressed {
     gzip: OnceLock<Encoded>,
+    /// Asked for with gzip before (the first ask only sets this).
+    asked: AtomicBool,
     started: AtomicBool,
 }
 
@@ -34,13 +37,16 @@ pub struct Encoded {
 }
 
 impl Precompressed {
-    /// The gzip form when it is ready. Otherwise `None`, and, the first time, a background task
+    /// The gzip form when it is ready. Otherwise `None`, and, the second time, a background task
     /// starts making it from `body` (whose tag is `etag`); the caller sends `body` meanwhile.
     pub fn gzip_or_start(self: &Arc<Self>, body: &Bytes, etag: &HeaderValue) -> Option<Encoded> {
         if let Some(ready) = self.gzip.get() {
             return Some(ready.clone());
         }
-        if body.len() < MIN_BODY || self.started.swap(true, Ordering::AcqRel) {
+        if body.len() < MIN_BODY
+            || !self.asked.swap(true, Ordering::AcqRel)
+            || self.started.swap(true, Ordering::AcqRel)
+        {
             return None;
         }
         let this = Arc::clone(self);
@@ -118,7 +124,13 @@ mod tests {
         let body = Bytes::from("<a href=\"x\">torch-2.9.0</a>\n".repeat(200));
         let etag = HeaderValue::from_static("\"abc\"");
         let cell = Arc::new(Precompressed::default());
+        assert!(cell.gzip_or_start(&body, &etag).is_none(), "the first ask");
+        assert!(
+            !cell.started.load(Ordering::Acquire),
+            "the first ask starts nothing"
+        );
         assert!(cell.gzip_or_start(&body, &etag).is_none(), "not ready yet");
+        assert!(cell.started.load(Ordering::Acquire));
         let mut ready = None;
         for _ in 0..200 {
             ready = cell.gzip_or_start(&body, &etag);
@@ -141,10 +153,12 @@ mod tests {
     fn small_bodies_are_not_compressed() {
         let cell = Arc::new(Precompressed::default());
         let body = Bytes::from_static(b"{}");
-        assert!(
-            cell.gzip_or_start(&body, &HeaderValue::from_static("\"x\""))
-                .is_none()
-        );
+        for _ in 0..3 {
+            assert!(
+                cell.gzip_or_start(&body, &HeaderValue::from_static("\"x\""))
+                    .is_none()
+            );
+        }
         assert!(!cell.started.load(Ordering::Acquire));
     }
 }
