@@ -23,7 +23,7 @@ mod admit;
 mod memory;
 mod shared;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -342,7 +342,7 @@ impl Inner {
 
     /// One refresh: asks the upstream, admits the answer or keeps the cached copy.
     async fn fetch(
-        &self,
+        self: &Arc<Self>,
         client: &UpstreamClient,
         url: &str,
     ) -> Result<Option<Arc<CachedPage>>, IndexError> {
@@ -418,7 +418,7 @@ impl Inner {
     /// A new copy from the upstream: stored and served if `admit` accepts it, else the
     /// cached copy stays.
     async fn take_fresh(
-        &self,
+        self: &Arc<Self>,
         client: &UpstreamClient,
         url: &str,
         cached: Option<Arc<CachedPage>>,
@@ -439,42 +439,63 @@ impl Inner {
         };
         let parsed = parse(&stored);
         let verdict = admit(parsed, cached.as_deref());
-        let written = writing.await.map_err(std::io::Error::other).flatten();
-        let keep = matches!(verdict, Verdict::Accept(_));
-        let mut serialized = None;
-        let stored_result = match written {
-            Ok((temp, text)) if keep => {
-                serialized = Some(text);
-                tokio::fs::rename(&temp, &path).await
-            }
-            Ok((temp, _)) => tokio::fs::remove_file(&temp).await,
-            Err(err) => Err(err),
-        };
-        if let Err(err) = stored_result {
-            warn!(url = %redact(url), error = %err, "could not write the index page to the cache directory");
-        }
-        match verdict {
-            Verdict::Accept(page) => {
-                client.metrics().index_lookup(IndexOutcome::Miss);
-                let page = self.install(url, cached.as_ref(), &stored, page);
-                // Only an admitted copy is shared, serialized once for disk and bucket alike.
-                if let Some(text) = serialized {
-                    self.publish(client, url, text);
-                }
-                Ok(Some(page))
-            }
+        let page = match verdict {
+            Verdict::Accept(page) => page,
             Verdict::Refuse { reason, detail } => {
+                discard(writing).await;
                 let old = cached.expect("only a cached copy can be defended");
-                client.metrics().page_rejected(reason);
-                client.metrics().index_lookup(IndexOutcome::Stale);
-                warn!(url = %redact(url), reason = reason.as_str(), detail = %detail, files = old.page.files.len(), "refused the upstream's new copy of the page; serving the cached one");
-                defer_retry(&old);
-                Ok(Some(old))
+                return Ok(Some(defend_cached(client, url, old, reason, &detail)));
             }
-            Verdict::Unparseable(source) => Err(IndexError::Parse {
-                url: redact(url),
-                source,
-            }),
+            Verdict::Unparseable(source) => {
+                discard(writing).await;
+                return Err(IndexError::Parse {
+                    url: redact(url),
+                    source,
+                });
+            }
+        };
+        client.metrics().index_lookup(IndexOutcome::Miss);
+        let page = self.install(url, cached.as_ref(), &stored, page);
+        let finishing = {
+            let (inner, client, url) = (Arc::clone(self), client.clone(), url.to_string());
+            let generation = page.generation;
+            async move {
+                let text = match writing.await.map_err(std::io::Error::other).flatten() {
+                    Ok((temp, text)) => {
+                        inner.commit_write(&url, generation, &temp, &path).await;
+                        text
+                    }
+                    Err(err) => {
+                        warn!(url = %redact(&url), error = %err, "could not write the index page to the cache directory");
+                        return;
+                    }
+                };
+                // Only an admitted copy is shared, serialized once for disk and bucket alike.
+                inner.publish(&client, &url, text);
+            }
+        };
+        // The server answers as soon as the page is in memory; the disk copy (for a restart or
+        // offline) lands moments later. `mirror sync` waits: its store must be complete when it
+        // says so.
+        if self.stale_while_revalidate {
+            tokio::spawn(finishing);
+        } else {
+            finishing.await;
+        }
+        Ok(Some(page))
+    }
+
+    /// Puts a written temporary copy of `url`'s page in place, unless a newer copy replaced it
+    /// in memory meanwhile (its own write, started later, may have finished first).
+    async fn commit_write(&self, url: &str, generation: u64, temp: &Path, path: &Path) {
+        let current = lock(&self.pages).get(url).map(|page| page.generation);
+        let result = if current.is_none_or(|current| current == generation) {
+            tokio::fs::rename(temp, path).await
+        } else {
+            tokio::fs::remove_file(temp).await
+        };
+        if let Err(err) = result {
+            warn!(url = %redact(url), error = %err, "could not write the index page to the cache directory");
         }
     }
 
@@ -577,6 +598,29 @@ fn write_temp(path: &std::path::Path, text: &[u8]) -> std::io::Result<PathBuf> {
     ));
     std::fs::write(&temp, text)?;
     Ok(temp)
+}
+
+/// A fetched copy `admit` refused: the cached copy is served, and the upstream not asked
+/// again for a while.
+fn defend_cached(
+    client: &UpstreamClient,
+    url: &str,
+    old: Arc<CachedPage>,
+    reason: PageRejection,
+    detail: &str,
+) -> Arc<CachedPage> {
+    client.metrics().page_rejected(reason);
+    client.metrics().index_lookup(IndexOutcome::Stale);
+    warn!(url = %redact(url), reason = reason.as_str(), detail = %detail, files = old.page.files.len(), "refused the upstream's new copy of the page; serving the cached one");
+    defer_retry(&old);
+    old
+}
+
+/// Removes the temporary copy of a page that was not admitted.
+async fn discard(writing: tokio::task::JoinHandle<std::io::Result<(PathBuf, Bytes)>>) {
+    if let Ok(Ok((temp, _))) = writing.await {
+        let _ = tokio::fs::remove_file(&temp).await;
+    }
 }
 
 /// Removes the refresh's entry when its task ends, however it ends.

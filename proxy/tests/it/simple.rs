@@ -414,6 +414,17 @@ async fn stale_page_when_the_upstream_fails_and_offline_serves_the_cache() {
 
     // An offline server on a copy of the cache directory (one server per directory: the first
     // holds its lock): the page comes from disk.
+    // The server answers before its disk copy of a page lands: wait for it.
+    for _ in 0..200 {
+        let written = std::fs::read_dir(cache.path().join("index"))
+            .unwrap()
+            .flatten()
+            .any(|entry| entry.path().extension().is_some_and(|e| e == "json"));
+        if written {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     let copy = tempfile::tempdir().unwrap();
     copy_tree(cache.path(), copy.path());
     let offline = start_proxy(upstream, copy.path(), |c| c.offline = true).await;
