@@ -20,6 +20,7 @@ use super::variants::VariantsFiles;
 use super::wheel_metadata::{WheelMetadataError, read_wheel_metadata};
 use crate::cache::files::{FileCache, FileCacheError, FileSpec};
 use crate::cache::index::{CachedPage, IndexCache};
+use crate::metrics::upstream_label;
 use crate::server::variants::read_variants_files;
 use crate::upstream::{Upstream, UpstreamClient, route};
 
@@ -34,6 +35,21 @@ pub enum MetadataFetchError {
     Wheel(#[from] WheelMetadataError),
     #[error(transparent)]
     Parse(#[from] MetadataError),
+}
+
+impl MetadataFetchError {
+    /// Whether the upstream answered and what it sent is not usable metadata (not core
+    /// metadata, an invalid `Requires-Dist`, a wheel that is not a zip): the version can be
+    /// skipped, as pip and uv skip such a candidate. A download that failed or whose sha256
+    /// disagrees with the page is not: that is the upstream failing or lying, and stops the
+    /// sync.
+    pub fn is_invalid_metadata(&self) -> bool {
+        matches!(
+            self,
+            MetadataFetchError::Parse(_)
+                | MetadataFetchError::Wheel(WheelMetadataError::Zip { .. })
+        )
+    }
 }
 
 /// The page of a project, or `None` where its upstream has none.
@@ -96,6 +112,7 @@ impl<'a> Fetcher<'a> {
                 .await
                 .map_err(|source| ResolveError::Page {
                     project: project.to_string(),
+                    host: upstream_label(&url),
                     source,
                 })
         })
@@ -124,12 +141,12 @@ impl<'a> Fetcher<'a> {
 
     /// The metadata of one file: its PEP 658 file when the page offers one, else the wheel's;
     /// a variant wheel's with its PEP 817 `variant_label` markers decided for its label, as the
-    /// server serves it.
+    /// server serves it. A failure is not remembered: the next call tries again.
     pub(super) async fn metadata(
         &self,
         page: &CachedPage,
         file: &IndexFile,
-    ) -> Result<Arc<Metadata>, ResolveError> {
+    ) -> Result<Arc<Metadata>, MetadataFetchError> {
         let url = page.page.file_url(file, &page.url);
         let slot = self
             .metadata
@@ -139,22 +156,11 @@ impl<'a> Fetcher<'a> {
             .or_default()
             .clone();
         slot.get_or_try_init(|| async {
-            let mut bytes =
-                self.metadata_bytes(&url, file)
-                    .await
-                    .map_err(|source| ResolveError::Metadata {
-                        file: file.filename.clone(),
-                        source,
-                    })?;
+            let mut bytes = self.metadata_bytes(&url, file).await?;
             if let Some(label) = variant_label(&file.filename) {
                 bytes = decide_variant_label(&String::from_utf8_lossy(&bytes), label).into_bytes();
             }
-            parse_metadata(&bytes, &file.filename)
-                .map(Arc::new)
-                .map_err(|source| ResolveError::Metadata {
-                    file: file.filename.clone(),
-                    source: source.into(),
-                })
+            Ok(Arc::new(parse_metadata(&bytes, &file.filename)?))
         })
         .await
         .cloned()

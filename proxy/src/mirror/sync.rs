@@ -614,7 +614,7 @@ fn serve_command(store: &Path, pytorch_url: &str, pypi_url: &str, store_bytes: u
 }
 
 /// An error with its causes on one line, and a hint when the disk is full.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+pub(super) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut hint = String::new();
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
