@@ -54,7 +54,10 @@ impl MetadataFetchError {
 
 /// The page of a project, or `None` where its upstream has none.
 type PageSlot = Arc<OnceCell<Option<Arc<CachedPage>>>>;
-type MetadataSlot = Arc<OnceCell<Arc<Metadata>>>;
+/// The metadata of a file, or why it could not be had: a failure is remembered too, so a file
+/// whose upstream failed after its retries is not asked again by the next environment or by
+/// the solver after a prefetch.
+type MetadataSlot = Arc<OnceCell<Result<Arc<Metadata>, Arc<MetadataFetchError>>>>;
 /// The parsed variants files of a page (PEP 825), by page URL.
 type VariantsSlot = Arc<OnceCell<Arc<VariantsFiles>>>;
 
@@ -141,12 +144,12 @@ impl<'a> Fetcher<'a> {
 
     /// The metadata of one file: its PEP 658 file when the page offers one, else the wheel's;
     /// a variant wheel's with its PEP 817 `variant_label` markers decided for its label, as the
-    /// server serves it. A failure is not remembered: the next call tries again.
+    /// server serves it. Fetched once per sync, failure included.
     pub(super) async fn metadata(
         &self,
         page: &CachedPage,
         file: &IndexFile,
-    ) -> Result<Arc<Metadata>, MetadataFetchError> {
+    ) -> Result<Arc<Metadata>, Arc<MetadataFetchError>> {
         let url = page.page.file_url(file, &page.url);
         let slot = self
             .metadata
@@ -155,15 +158,19 @@ impl<'a> Fetcher<'a> {
             .entry(url.clone())
             .or_default()
             .clone();
-        slot.get_or_try_init(|| async {
-            let mut bytes = self.metadata_bytes(&url, file).await?;
-            if let Some(label) = variant_label(&file.filename) {
-                bytes = decide_variant_label(&String::from_utf8_lossy(&bytes), label).into_bytes();
-            }
-            Ok(Arc::new(parse_metadata(&bytes, &file.filename)?))
+        slot.get_or_init(|| async {
+            let read = async {
+                let mut bytes = self.metadata_bytes(&url, file).await?;
+                if let Some(label) = variant_label(&file.filename) {
+                    bytes =
+                        decide_variant_label(&String::from_utf8_lossy(&bytes), label).into_bytes();
+                }
+                Ok::<_, MetadataFetchError>(Arc::new(parse_metadata(&bytes, &file.filename)?))
+            };
+            read.await.map_err(Arc::new)
         })
         .await
-        .cloned()
+        .clone()
     }
 
     async fn metadata_bytes(

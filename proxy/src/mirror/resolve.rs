@@ -91,7 +91,7 @@ pub enum ResolveError {
         /// `host[:port]` of the file's URL, never its credentials.
         host: String,
         #[source]
-        source: Box<MetadataFetchError>,
+        source: Arc<MetadataFetchError>,
     },
     #[error(
         "the requirements cannot be resolved for the environment `{environment}` ({described}):\n{derivation}\nNo package was downloaded (only metadata); change the `[[package]]` versions or `[[constraint]]` entries, or drop this environment's Python, platform or backend"
@@ -350,7 +350,7 @@ fn settle(
     key: (String, Version),
     filename: &str,
     url: &str,
-    result: Result<Arc<Metadata>, MetadataFetchError>,
+    result: Result<Arc<Metadata>, Arc<MetadataFetchError>>,
 ) -> Result<(), ResolveError> {
     let host = upstream_label(url);
     match result {
@@ -372,7 +372,7 @@ fn settle(
             version: key.1.to_string(),
             file: filename.to_string(),
             host,
-            source: Box::new(source),
+            source,
         }),
     }
 }

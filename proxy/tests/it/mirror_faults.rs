@@ -25,6 +25,8 @@ struct Release {
     /// The `.metadata` file served (`None`: the page offers none; read from the wheel).
     metadata: Option<Vec<u8>>,
     yanked: bool,
+    /// The wheel is a real zip holding its `METADATA` (else bytes that are no zip).
+    real_wheel: bool,
 }
 
 impl Release {
@@ -34,6 +36,7 @@ impl Release {
             version,
             metadata: Some(core_metadata(project, version, requires).into_bytes()),
             yanked: false,
+            real_wheel: false,
         }
     }
 
@@ -42,6 +45,7 @@ impl Release {
             version,
             metadata: Some(metadata.to_vec()),
             yanked: false,
+            real_wheel: false,
         }
     }
 }
@@ -61,6 +65,41 @@ fn wheel_name(project: &str, version: &str) -> String {
 /// A wheel's bytes (the sync checks them against the page's sha256, nothing more).
 fn wheel_bytes(project: &str, version: &str) -> Vec<u8> {
     format!("wheel of {project} {version}").into_bytes()
+}
+
+/// A real wheel (a stored zip, crc unchecked by the ranged reader) holding only its `METADATA`.
+fn zip_wheel(project: &str, version: &str) -> Vec<u8> {
+    let name = format!("{project}-{version}.dist-info/METADATA");
+    let data = core_metadata(project, version, &[]).into_bytes();
+    let len = u32::try_from(data.len()).unwrap().to_le_bytes();
+    let name_len = u16::try_from(name.len()).unwrap().to_le_bytes();
+    // Local header: signature, version, flags, method 0 (stored), time, date, crc.
+    let mut out = vec![
+        0x50, 0x4b, 0x03, 0x04, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ];
+    out.extend_from_slice(&len);
+    out.extend_from_slice(&len);
+    out.extend_from_slice(&name_len);
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(&data);
+    let directory_offset = u32::try_from(out.len()).unwrap();
+    let mut central = vec![
+        0x50, 0x4b, 0x01, 0x02, 20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ];
+    central.extend_from_slice(&len);
+    central.extend_from_slice(&len);
+    central.extend_from_slice(&name_len);
+    central.extend_from_slice(&[0; 12]);
+    central.extend_from_slice(&0u32.to_le_bytes());
+    central.extend_from_slice(name.as_bytes());
+    let directory_size = u32::try_from(central.len()).unwrap();
+    out.extend_from_slice(&central);
+    out.extend_from_slice(&[0x50, 0x4b, 0x05, 0x06, 0, 0, 0, 0, 1, 0, 1, 0]);
+    out.extend_from_slice(&directory_size.to_le_bytes());
+    out.extend_from_slice(&directory_offset.to_le_bytes());
+    out.extend_from_slice(&[0, 0]);
+    out
 }
 
 /// The rogue upstream as the general (PyPI) upstream: pages under `/simple/`, files under `/f/`.
@@ -93,7 +132,11 @@ impl Index {
         let mut links = String::new();
         for release in releases {
             let name = wheel_name(project, release.version);
-            let bytes = wheel_bytes(project, release.version);
+            let bytes = if release.real_wheel {
+                zip_wheel(project, release.version)
+            } else {
+                wheel_bytes(project, release.version)
+            };
             let mut attributes = String::new();
             if let Some(metadata) = &release.metadata {
                 let hash = sha256(metadata);
@@ -140,9 +183,13 @@ impl Index {
 
     /// A mirror of `app` with its dependencies, for Python 3.12 on one platform.
     fn config(&self) -> MirrorConfig {
+        Index::config_at(&self.rogue.url("/simple"))
+    }
+
+    /// The same, with the index at `pypi_url`.
+    fn config_at(pypi_url: &str) -> MirrorConfig {
         let text = format!(
-            "pypi_url = \"{}\"\npytorch_url = \"http://127.0.0.1:9/whl\"\npython = [\"3.12\"]\nplatforms = [\"linux-x86_64\"]\n\n[[package]]\nname = \"app\"\n",
-            self.rogue.url("/simple")
+            "pypi_url = \"{pypi_url}\"\npytorch_url = \"http://127.0.0.1:9/whl\"\npython = [\"3.12\"]\nplatforms = [\"linux-x86_64\"]\n\n[[package]]\nname = \"app\"\n"
         );
         MirrorConfig::parse(&text, Path::new("mirror.toml")).unwrap()
     }
@@ -272,6 +319,7 @@ async fn a_wheel_whose_metadata_is_garbage_is_skipped_read_by_ranges() {
             version: "2.0",
             metadata: None,
             yanked: false,
+            real_wheel: false,
         },
     ]);
     let store = tempfile::tempdir().unwrap();
@@ -479,4 +527,60 @@ async fn a_file_whose_bytes_disagree_with_its_hash_fails_and_is_not_stored() {
         report.downloaded, 1,
         "only the file that failed is fetched again"
     );
+}
+
+#[tokio::test]
+async fn a_ranged_read_failing_is_retried_then_fails_naming_the_version() {
+    // No PEP 658 file: the wheel's `METADATA` is read by ranges.
+    let release = || Release {
+        version: "1.0",
+        metadata: None,
+        yanked: false,
+        real_wheel: true,
+    };
+    let index = Index::start().await;
+    index.publish_app_and(&[release()]);
+    let wheel = Index::file_path("dep", "1.0");
+    index.rogue.set(&wheel, Answer::Status(503));
+    let store = tempfile::tempdir().unwrap();
+    let message = failed_sync(&index.config(), store.path()).await;
+    for needed in ["`dep` 1.0", &index.host(), "503"] {
+        assert!(message.contains(needed), "`{needed}` in {message}");
+    }
+    // Prefetched, then asked for by the solver: still one read and two retries in all.
+    assert_eq!(index.rogue.hits(&wheel), 3, "one read and two retries");
+    assert_not_complete(store.path());
+    index.publish_app_and(&[release()]);
+    let report = complete_sync(&index.config(), store.path()).await;
+    assert_eq!(resolved(&report, "dep"), "1.0");
+}
+
+#[tokio::test]
+async fn failures_never_repeat_credentials_of_the_index_url() {
+    const SECRET: &str = "s3cret-pw-7f1";
+    for (what, page, metadata) in [
+        ("a page that fails", Some(Answer::Status(503)), None),
+        ("a page reset", Some(Answer::Close), None),
+        ("metadata that fails", None, Some(Answer::Status(503))),
+        (
+            "invalid metadata",
+            None,
+            Some(Answer::File(b"garbage".to_vec())),
+        ),
+    ] {
+        let index = Index::start().await;
+        index.publish_app_and(&[Release::good("dep", "1.0", &[])]);
+        if let Some(answer) = page {
+            index.rogue.set(&Index::page_path("dep"), answer);
+        }
+        if let Some(answer) = metadata {
+            index.rogue.set(&Index::metadata_path("dep", "1.0"), answer);
+        }
+        let url = format!("http://mirror:{SECRET}@{}/simple", index.host());
+        let store = tempfile::tempdir().unwrap();
+        let message = failed_sync(&Index::config_at(&url), store.path()).await;
+        assert!(message.contains("`dep`"), "{what}: {message}");
+        assert!(!message.contains(SECRET), "{what}: {message}");
+        assert_not_complete(store.path());
+    }
 }
