@@ -584,3 +584,38 @@ async fn failures_never_repeat_credentials_of_the_index_url() {
         assert_not_complete(store.path());
     }
 }
+
+#[tokio::test]
+async fn an_update_during_an_outage_is_not_marked_complete_with_old_pages() {
+    let index = Index::start().await;
+    index.publish_app_and(&[Release::good("dep", "1.0", &[])]);
+    let store = tempfile::tempdir().unwrap();
+    complete_sync(&index.config(), store.path()).await;
+    // Pages are stored with their fetch time to the second.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+
+    // The update cycle meets an outage of `dep`'s page: the index cache falls back on the
+    // stored copy, so the plan can be made, but the store is not up to date.
+    index
+        .rogue
+        .set(&Index::page_path("dep"), Answer::Status(503));
+    let report = mirror::sync(&index.config(), &options(store.path()), &NoProgress)
+        .await
+        .unwrap();
+    assert!(!report.is_complete());
+    let [failure] = report.failures.as_slice() else {
+        panic!("one failure: {:?}", report.failures);
+    };
+    assert!(failure.what.ends_with("/simple/dep/"), "{failure:?}");
+    for needed in ["`dep`", &index.host(), "earlier sync"] {
+        assert!(
+            failure.message.contains(needed),
+            "`{needed}` in {failure:?}"
+        );
+    }
+    assert_not_complete(store.path());
+
+    index.publish_app_and(&[Release::good("dep", "1.0", &[])]);
+    let report = complete_sync(&index.config(), store.path()).await;
+    assert_eq!(report.downloaded, 0, "every file was already there");
+}
