@@ -433,6 +433,12 @@ async fn a_metadata_file_failing_fails_the_sync_naming_the_version() {
     for needed in ["`dep` 1.0", &index.host(), "503"] {
         assert!(message.contains(needed), "`{needed}` in {message}");
     }
+    // Prefetched, then asked for by the solver: still one request and two retries in all.
+    assert_eq!(
+        index.rogue.hits(&Index::metadata_path("dep", "1.0")),
+        3,
+        "one request and two retries"
+    );
     assert_not_complete(store.path());
     index.publish_app_and(&[Release::good("dep", "1.0", &[])]);
     complete_sync(&index.config(), store.path()).await;
