@@ -20,6 +20,7 @@ use super::variants::VariantsFiles;
 use super::wheel_metadata::{WheelMetadataError, read_wheel_metadata};
 use crate::cache::files::{FileCache, FileCacheError, FileSpec};
 use crate::cache::index::{CachedPage, IndexCache};
+use crate::metrics::upstream_label;
 use crate::server::variants::read_variants_files;
 use crate::upstream::{Upstream, UpstreamClient, route};
 
@@ -36,9 +37,27 @@ pub enum MetadataFetchError {
     Parse(#[from] MetadataError),
 }
 
+impl MetadataFetchError {
+    /// Whether the upstream answered and what it sent is not usable metadata (not core
+    /// metadata, an invalid `Requires-Dist`, a wheel that is not a zip): the version can be
+    /// skipped, as pip and uv skip such a candidate. A download that failed or whose sha256
+    /// disagrees with the page is not: that is the upstream failing or lying, and stops the
+    /// sync.
+    pub fn is_invalid_metadata(&self) -> bool {
+        matches!(
+            self,
+            MetadataFetchError::Parse(_)
+                | MetadataFetchError::Wheel(WheelMetadataError::Zip { .. })
+        )
+    }
+}
+
 /// The page of a project, or `None` where its upstream has none.
 type PageSlot = Arc<OnceCell<Option<Arc<CachedPage>>>>;
-type MetadataSlot = Arc<OnceCell<Arc<Metadata>>>;
+/// The metadata of a file, or why it could not be had: a failure is remembered too, so a file
+/// whose upstream failed after its retries is not asked again by the next environment or by
+/// the solver after a prefetch.
+type MetadataSlot = Arc<OnceCell<Result<Arc<Metadata>, Arc<MetadataFetchError>>>>;
 /// The parsed variants files of a page (PEP 825), by page URL.
 type VariantsSlot = Arc<OnceCell<Arc<VariantsFiles>>>;
 
@@ -96,6 +115,7 @@ impl<'a> Fetcher<'a> {
                 .await
                 .map_err(|source| ResolveError::Page {
                     project: project.to_string(),
+                    host: upstream_label(&url),
                     source,
                 })
         })
@@ -124,12 +144,12 @@ impl<'a> Fetcher<'a> {
 
     /// The metadata of one file: its PEP 658 file when the page offers one, else the wheel's;
     /// a variant wheel's with its PEP 817 `variant_label` markers decided for its label, as the
-    /// server serves it.
+    /// server serves it. Fetched once per sync, failure included.
     pub(super) async fn metadata(
         &self,
         page: &CachedPage,
         file: &IndexFile,
-    ) -> Result<Arc<Metadata>, ResolveError> {
+    ) -> Result<Arc<Metadata>, Arc<MetadataFetchError>> {
         let url = page.page.file_url(file, &page.url);
         let slot = self
             .metadata
@@ -138,26 +158,19 @@ impl<'a> Fetcher<'a> {
             .entry(url.clone())
             .or_default()
             .clone();
-        slot.get_or_try_init(|| async {
-            let mut bytes =
-                self.metadata_bytes(&url, file)
-                    .await
-                    .map_err(|source| ResolveError::Metadata {
-                        file: file.filename.clone(),
-                        source,
-                    })?;
-            if let Some(label) = variant_label(&file.filename) {
-                bytes = decide_variant_label(&String::from_utf8_lossy(&bytes), label).into_bytes();
-            }
-            parse_metadata(&bytes, &file.filename)
-                .map(Arc::new)
-                .map_err(|source| ResolveError::Metadata {
-                    file: file.filename.clone(),
-                    source: source.into(),
-                })
+        slot.get_or_init(|| async {
+            let read = async {
+                let mut bytes = self.metadata_bytes(&url, file).await?;
+                if let Some(label) = variant_label(&file.filename) {
+                    bytes =
+                        decide_variant_label(&String::from_utf8_lossy(&bytes), label).into_bytes();
+                }
+                Ok::<_, MetadataFetchError>(Arc::new(parse_metadata(&bytes, &file.filename)?))
+            };
+            read.await.map_err(Arc::new)
         })
         .await
-        .cloned()
+        .clone()
     }
 
     async fn metadata_bytes(

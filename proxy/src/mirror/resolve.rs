@@ -27,8 +27,13 @@ use super::candidates::{candidates, is_wheel};
 use super::config::MirrorConfig;
 use super::environment::{Build, Environment, environments};
 pub use super::fetch::{Fetcher, MetadataFetchError, page_url};
+use super::metadata::Metadata;
 use super::solver::{Need, ProjectState, RootRequirement, Solve, Universe, solve};
+use tracing::warn;
+
+use super::sync::error_chain;
 use crate::cache::index::{CachedPage, IndexError};
+use crate::metrics::upstream_label;
 use crate::upstream::{Upstream, route};
 
 /// One project of an environment's resolution.
@@ -70,17 +75,23 @@ pub struct Resolution {
 /// Why resolution failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
-    #[error("cannot fetch the index page of `{project}`")]
+    #[error("cannot fetch the index page of `{project}` from `{host}`")]
     Page {
         project: String,
+        /// `host[:port]` of the page's URL, never its credentials.
+        host: String,
         #[source]
         source: IndexError,
     },
-    #[error("cannot read the metadata of `{file}`")]
+    #[error("cannot read the metadata of `{project}` {version} (`{file}` from `{host}`)")]
     Metadata {
+        project: String,
+        version: String,
         file: String,
+        /// `host[:port]` of the file's URL, never its credentials.
+        host: String,
         #[source]
-        source: MetadataFetchError,
+        source: Arc<MetadataFetchError>,
     },
     #[error(
         "the requirements cannot be resolved for the environment `{environment}` ({described}):\n{derivation}\nNo package was downloaded (only metadata); change the `[[package]]` versions or `[[constraint]]` entries, or drop this environment's Python, platform or backend"
@@ -163,6 +174,7 @@ async fn resolve_environment(
             markers: environment.markers().clone(),
             projects: HashMap::new(),
             metadata: HashMap::new(),
+            unusable: HashMap::new(),
         },
         pages: HashMap::new(),
         files: HashMap::new(),
@@ -259,8 +271,9 @@ async fn load_projects(
     Ok(())
 }
 
-/// The metadata of the newest non-yanked version of each of `projects` (best effort: a failure
-/// here is reported when the solver asks for that version, if it does).
+/// The metadata of the newest non-yanked version of each of `projects` (best effort: a failed
+/// fetch is tried again and reported when the solver asks for that version, if it does; invalid
+/// metadata is recorded at once, so it is read only once).
 async fn prefetch_newest(
     fetcher: &Fetcher<'_>,
     environment: &Environment,
@@ -281,12 +294,25 @@ async fn prefetch_newest(
     let results = join_all(newest.iter().map(|(project, version)| async {
         let file = metadata_file(environment, state, project, version).ok()?;
         let page = state.pages.get(project)?;
-        fetcher.metadata(page, file).await.ok()
+        let result = fetcher.metadata(page, file).await;
+        Some((
+            file.filename.clone(),
+            page.page.file_url(file, &page.url),
+            result,
+        ))
     }))
     .await;
-    for ((project, version), metadata) in newest.into_iter().zip(results) {
-        if let Some(metadata) = metadata {
-            state.universe.metadata.insert((project, version), metadata);
+    for ((project, version), fetched) in newest.into_iter().zip(results) {
+        if let Some((filename, url, result)) = fetched {
+            // Best effort: an upstream failure is met again when the solver asks.
+            let _ = settle(
+                environment,
+                state,
+                (project, version),
+                &filename,
+                &url,
+                result,
+            );
         }
     }
     Ok(())
@@ -301,12 +327,54 @@ async fn load_metadata(
 ) -> Result<(), ResolveError> {
     let file = metadata_file(environment, state, project, version)?;
     let page = &state.pages[project];
-    let metadata = fetcher.metadata(page, file).await?;
-    state
-        .universe
-        .metadata
-        .insert((project.to_string(), version.clone()), metadata);
-    Ok(())
+    let url = page.page.file_url(file, &page.url);
+    let filename = file.filename.clone();
+    let result = fetcher.metadata(page, file).await;
+    settle(
+        environment,
+        state,
+        (project.to_string(), version.clone()),
+        &filename,
+        &url,
+        result,
+    )
+}
+
+/// Records what fetching a version's metadata (from `filename` at `url`) gave: the metadata;
+/// invalid metadata as a reason the version is unavailable, skipped as pip and uv skip it (an
+/// older version may do; if none does, the conflict names this reason); or the upstream's
+/// failure as an error naming the project, version and host.
+fn settle(
+    environment: &Environment,
+    state: &mut EnvironmentState,
+    key: (String, Version),
+    filename: &str,
+    url: &str,
+    result: Result<Arc<Metadata>, Arc<MetadataFetchError>>,
+) -> Result<(), ResolveError> {
+    let host = upstream_label(url);
+    match result {
+        Ok(metadata) => {
+            state.universe.metadata.insert(key, metadata);
+            Ok(())
+        }
+        Err(err) if err.is_invalid_metadata() => {
+            let reason = format!(
+                "because its metadata (`{filename}` from `{host}`) is invalid: {}",
+                error_chain(&err)
+            );
+            warn!(environment = %environment.name, project = %key.0, version = %key.1, reason = %reason, "skipping a version with invalid metadata");
+            state.universe.unusable.insert(key, reason);
+            Ok(())
+        }
+        Err(source) => Err(ResolveError::Metadata {
+            project: key.0,
+            version: key.1.to_string(),
+            file: filename.to_string(),
+            host,
+            source,
+        }),
+    }
 }
 
 /// The file whose metadata stands for `version` here: a wheel with a PEP 658 file, else any

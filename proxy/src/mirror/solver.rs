@@ -71,6 +71,9 @@ pub struct Universe {
     pub projects: HashMap<String, ProjectState>,
     /// By project and public version.
     pub metadata: HashMap<(String, Version), Arc<Metadata>>,
+    /// Versions whose metadata is invalid, with the reason: unavailable, as pip and uv treat a
+    /// candidate whose metadata cannot be read, so an older version can be chosen instead.
+    pub unusable: HashMap<(String, Version), String>,
 }
 
 /// A declared top-level requirement.
@@ -272,7 +275,11 @@ impl DependencyProvider for Provider<'_> {
                 (name, Some(extra))
             }
         };
-        let Some(metadata) = self.universe.metadata.get(&(name.clone(), version.clone())) else {
+        let key = (name.clone(), version.clone());
+        if let Some(reason) = self.universe.unusable.get(&key) {
+            return Ok(Dependencies::Unavailable(reason.clone()));
+        }
+        let Some(metadata) = self.universe.metadata.get(&key) else {
             return Err(Need::Metadata(name.clone(), version.clone()));
         };
         if let Some(requires_python) = &metadata.requires_python
@@ -345,6 +352,7 @@ mod tests {
             markers,
             projects: HashMap::new(),
             metadata: HashMap::new(),
+            unusable: HashMap::new(),
         };
         for (project, version, requires) in entries {
             let version: Version = version.parse().unwrap();
@@ -524,6 +532,24 @@ mod tests {
             &BTreeMap::new(),
         ));
         assert!(text.contains("requires Python >=3.11"), "{text}");
+    }
+
+    #[test]
+    fn a_version_with_invalid_metadata_is_skipped_and_named_when_nothing_else_fits() {
+        let mut universe = universe(
+            "3.12.0",
+            &[("a", "1.0", &["b"]), ("b", "1.0", &[]), ("b", "2.0", &[])],
+        );
+        universe
+            .unusable
+            .insert(("b".to_string(), "2.0".parse().unwrap()), "bad".to_string());
+        assert_eq!(
+            resolved(solve(&universe, &[root("a", "")], &BTreeMap::new())),
+            ["a==1.0", "b==1.0"]
+        );
+        // Pinned to the invalid one: a conflict that gives the reason.
+        let text = conflict(solve(&universe, &[root("b", "==2.0")], &BTreeMap::new()));
+        assert!(text.contains("bad"), "{text}");
     }
 
     #[test]

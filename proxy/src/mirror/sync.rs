@@ -21,6 +21,7 @@ use super::plan::{FileKind, Plan, PlanError, PlannedFile, PlannedPage, make_plan
 use crate::cache::files::{FileCache, FileCacheError};
 use crate::cache::index::IndexCache;
 use crate::config::DEFAULT_CACHE_MAX_BYTES;
+use crate::metrics::upstream_label;
 use crate::upstream::{
     AccessError, ClientSettings, UpstreamClient, UpstreamError, redact, resolve_sections,
 };
@@ -201,7 +202,15 @@ pub async fn sync(
     // Never evicts: the store holds what was declared, however large. (Blocking, once, like the
     // server's own start.)
     let files = FileCache::open(store.clone(), u64::MAX).map_err(SyncError::FileCache)?;
+    // Whole seconds: the index cache stores when a page was fetched to the second.
+    let started = UNIX_EPOCH
+        + Duration::from_secs(
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        );
     let plan = make_plan(config, &client, &index, &files).await?;
+    let unrefreshed = unrefreshed_pages(&index, &plan.pages, started).await;
     info!(environments = plan.resolutions.len(), pages = plan.pages.len(), files = plan.files.len(), store = %store.display(), "mirror plan made");
     progress.planned(&plan);
 
@@ -246,6 +255,7 @@ pub async fn sync(
             }
         }
     }
+    report.failures.extend(unrefreshed);
     report
         .failures
         .extend(check_pages(&store, &plan.pages, &client).await);
@@ -448,6 +458,35 @@ async fn fetch_file(
     }
 }
 
+/// Pages this sync could not refresh: the upstream failed and the index cache fell back on the
+/// copy an earlier sync stored (it warns with the error). The store stays consistent, but it is
+/// not what the upstream lists now, so it must not be marked complete: a rerun once the upstream
+/// answers completes it. (Every page is revalidated, TTL zero: a page answered in this sync was
+/// fetched at or after `started`.)
+async fn unrefreshed_pages(
+    index: &IndexCache,
+    pages: &[PlannedPage],
+    started: SystemTime,
+) -> Vec<Failure> {
+    let mut failures = Vec::new();
+    for page in pages {
+        let Some(cached) = index.peek(&page.url).await else {
+            continue;
+        };
+        if cached.fetched_at() < started {
+            failures.push(Failure {
+                what: redact(&page.url),
+                message: format!(
+                    "`{}` did not answer for the page of `{}`; the store holds the copy of an earlier sync, so it is not up to date: run the sync again when the upstream answers",
+                    upstream_label(&page.url),
+                    page.project
+                ),
+            });
+        }
+    }
+    failures
+}
+
 /// Every page as the offline server will read it: a fresh offline index cache over the store
 /// must find it on disk (the index cache only warns when it cannot write a page).
 async fn check_pages(store: &Path, pages: &[PlannedPage], client: &UpstreamClient) -> Vec<Failure> {
@@ -614,7 +653,7 @@ fn serve_command(store: &Path, pytorch_url: &str, pypi_url: &str, store_bytes: u
 }
 
 /// An error with its causes on one line, and a hint when the disk is full.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+pub(super) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut hint = String::new();
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);

@@ -8,6 +8,8 @@ use std::io::Read as _;
 use reqwest::header::{CONTENT_RANGE, HeaderMap, HeaderValue, RANGE};
 use reqwest::{Method, StatusCode};
 
+use tracing::debug;
+
 use crate::upstream::{UpstreamClient, redact};
 
 /// The tail fetched first: the end of central directory record (22 bytes plus a comment of at
@@ -18,6 +20,9 @@ const CENTRAL_SIGNATURE: [u8; 4] = [0x50, 0x4b, 0x01, 0x02];
 const LOCAL_SIGNATURE: [u8; 4] = [0x50, 0x4b, 0x03, 0x04];
 /// The most a `METADATA` file may inflate to (real ones are a few KiB to a few hundred KiB).
 const MAX_METADATA: u64 = 16 * 1024 * 1024;
+/// Retries of a ranged read after a connection error or a 5xx answer, and the first wait.
+const RANGE_RETRIES: u32 = 2;
+const RANGE_BACKOFF: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Why a wheel's metadata could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -111,7 +116,39 @@ enum Ranged {
     Whole(Vec<u8>),
 }
 
+/// [`get_range_once`], tried again after a connection error or a 5xx answer (the client's
+/// `send` does not retry): at most [`RANGE_RETRIES`] more times, waiting a little longer each
+/// time, as the client retries pages.
 async fn get_range(
+    client: &UpstreamClient,
+    url: &str,
+    range: &str,
+) -> Result<Ranged, WheelMetadataError> {
+    let mut attempt = 0;
+    loop {
+        match get_range_once(client, url, range).await {
+            Err(err) if attempt < RANGE_RETRIES && err.is_transient() => {
+                attempt += 1;
+                debug!(url = %redact(url), attempt, error = %err, "ranged read failed; retrying");
+                tokio::time::sleep(RANGE_BACKOFF * attempt).await;
+            }
+            result => return result,
+        }
+    }
+}
+
+impl WheelMetadataError {
+    /// Whether trying again may help: the connection failed or the upstream answered 5xx.
+    fn is_transient(&self) -> bool {
+        match self {
+            WheelMetadataError::Request { .. } => true,
+            WheelMetadataError::Status { status, .. } => status.is_server_error(),
+            WheelMetadataError::Zip { .. } => false,
+        }
+    }
+}
+
+async fn get_range_once(
     client: &UpstreamClient,
     url: &str,
     range: &str,
