@@ -9,6 +9,7 @@ mod faults_index;
 mod faults_server;
 mod files;
 mod forwarded_refusals;
+mod impossible_machines;
 mod networks;
 mod object_store;
 mod ops;
