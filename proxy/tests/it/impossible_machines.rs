@@ -4,6 +4,7 @@
 //! `machine`, a `select --machine` error naming the file. A doubtful one (an unknown `gfx9999`)
 //! is served. And `trusted_proxies` without a `[[networks]]` rule is a warning at start.
 
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
@@ -19,17 +20,17 @@ const MAC_WITH_H100: &str =
     r#"{ platform = "macos-arm64", nvidia = { gpus = [{ compute_capability = "9.0" }] } }"#;
 
 fn torch_page() -> String {
-    ["cpu", "rocm6.4"]
-        .iter()
-        .map(|backend| {
-            let name = format!("torch-2.9.0+{backend}-cp312-cp312-manylinux_2_28_x86_64.whl");
-            format!(
-                "<a href=\"/whl/{backend}/{}#sha256={}\">{name}</a><br/>\n",
-                name.replace('+', "%2B"),
-                "0".repeat(64)
-            )
-        })
-        .collect()
+    let mut html = String::new();
+    for backend in ["cpu", "rocm6.4"] {
+        let name = format!("torch-2.9.0+{backend}-cp312-cp312-manylinux_2_28_x86_64.whl");
+        let _ = writeln!(
+            html,
+            "<a href=\"/whl/{backend}/{}#sha256={}\">{name}</a><br/>",
+            name.replace('+', "%2B"),
+            "0".repeat(64)
+        );
+    }
+    html
 }
 
 async fn get(url: &str) -> (StatusCode, String) {
