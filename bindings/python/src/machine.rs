@@ -6,8 +6,8 @@ use std::ffi::CString;
 
 use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
-use wheelgate_resolver::{Catalog, Machine};
 use wheelgate_resolver::token;
+use wheelgate_resolver::{Catalog, Machine};
 use wheelgate_selectors::overrides::Env;
 use wheelgate_selectors::{ProbeContext, detect as probe};
 
@@ -33,8 +33,8 @@ fn checked(py: Python<'_>, machine: Machine, source: &str) -> PyResult<PyMachine
         })?;
     for doubt in doubts {
         // A C string: a NUL (a token may escape one into a device IP) is written out.
-        let text = CString::new(format!("{source}: {doubt}").replace('\0', "\\0"))
-            .unwrap_or_default();
+        let text =
+            CString::new(format!("{source}: {doubt}").replace('\0', "\\0")).unwrap_or_default();
         PyErr::warn(py, &py.get_type::<PyUserWarning>(), &text, 1)?;
     }
     Ok(PyMachine { machine })

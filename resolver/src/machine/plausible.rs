@@ -144,9 +144,11 @@ impl fmt::Display for Doubt {
 }
 
 impl Machine {
-    /// Checks that the machine can exist (see the [module](self) for every rule and why):
-    /// `Err` for the first impossible fact, else the doubtful facts, for the caller to log with
-    /// where the machine came from. Call it wherever a machine enters from outside.
+    /// Checks that the machine can exist: `Err` for the first impossible fact (NVIDIA on
+    /// macOS, AMD GPUs on Windows or macOS, XPU on macOS, compute capability outside 3.0 to
+    /// 19.9, a driver major outside [`DRIVER_MAJORS`]), else the doubtful facts ([`Doubt`]), for
+    /// the caller to log once with where the machine came from. Call it wherever a machine
+    /// enters from outside; why each rule holds is written in `machine/plausible.rs`.
     ///
     /// # Errors
     ///
