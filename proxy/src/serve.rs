@@ -71,6 +71,17 @@ pub fn default_machine(config: &ServeConfig) -> Result<(Machine, Policy), StartE
     let ctx = wheelgate_selectors::ProbeContext::from_process()
         .map_err(wheelgate_selectors::DetectError::from)?;
     let detection = wheelgate_selectors::detect(&ctx)?;
+    // A probed host exists, so nothing is refused; but `WHEELGATE_*` overrides can describe a
+    // machine that cannot (an NVIDIA GPU on a Mac), which is said rather than served silently.
+    let source = "this host's probes and WHEELGATE_* overrides";
+    match detection.machine.check_plausible(Catalog::embedded()) {
+        Err(impossible) => warn!(source, "{impossible}"),
+        Ok(doubts) => {
+            for doubt in doubts {
+                warn!(source, "{doubt}");
+            }
+        }
+    }
     if policy.pinned.is_none() {
         policy.pinned = detection.backend_pin;
     }

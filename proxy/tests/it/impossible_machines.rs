@@ -2,7 +2,8 @@
 //! capability 2.1) is refused wherever a machine comes from the outside, each in its own words:
 //! a 400 for `/m/<token>/`, a start error naming the `[[networks]]` rule or the configured
 //! `machine`, a `select --machine` error naming the file. A doubtful one (an unknown `gfx9999`)
-//! is served. And `trusted_proxies` without a `[[networks]]` rule is a warning at start.
+//! is served, and a probed machine (overrides included) only warned about. And
+//! `trusted_proxies` without a `[[networks]]` rule is a warning at start.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
@@ -213,4 +214,21 @@ fn trusted_proxies_without_a_networks_rule_is_a_warning_at_start() {
         "{lines:?}"
     );
     assert!(!lines.iter().any(|line| line.contains(wanted)), "{lines:?}");
+}
+
+#[test]
+fn a_probed_machine_that_cannot_exist_is_a_warning_naming_the_overrides() {
+    // The host exists, so the server starts; the overrides that describe the impossible are said.
+    let (mut command, _dir) = serve_with("");
+    command
+        .env("WHEELGATE_PLATFORM", "windows-x86_64")
+        .env("WHEELGATE_AMD_GFX", "gfx1100");
+    let lines = stderr_until(&mut command, "cannot use its AMD GPU `gfx1100`");
+    let line = lines.last().expect("a line on stderr");
+    assert!(
+        line.contains("cannot use its AMD GPU `gfx1100`")
+            && line.contains("WARN")
+            && line.contains("WHEELGATE_* overrides"),
+        "{lines:?}"
+    );
 }

@@ -22,7 +22,8 @@
 //!   - A gfx target that is not gfx-shaped is refused by [`GfxTarget`]'s parser.
 //! - **Doubtful** ([`Doubt`], a warning for the caller to log once, naming where the machine
 //!   came from): possible, and `/explain/` says why no GPU build fits.
-//!   - A gfx target no ROCm version of the catalog compiles for (`gfx9999`).
+//!   - A gfx target no ROCm version of the catalog compiles for (`gfx9999`), among the AMD GPUs
+//!     selection uses (an APU's iGPU beside a discrete Radeon is not).
 //!   - A compute capability newer than any the catalog knows (a GPU newer than this wheelgate).
 //!   - AMD GPUs on Linux other than x86-64, for which PyTorch has no ROCm build.
 //!   - An Intel device IP the XPU builds do not list (the GPU is not an XPU target).
@@ -200,7 +201,8 @@ impl Machine {
                 (Os::Linux, _) => doubts.push(Doubt::AmdOffPlatform { platform }),
             }
         }
-        for gpu in self.amd.iter().flat_map(|amd| &amd.gpus) {
+        // The GPUs selection uses: an APU's iGPU beside a discrete Radeon is no cause for doubt.
+        for gpu in self.amd_gpus_in_use() {
             let known = catalog
                 .rocm_gfx()
                 .iter()
@@ -344,6 +346,13 @@ mod tests {
             matches!(doubts[..], [Doubt::NewerComputeCapability { capability, .. }] if capability == ComputeCapability::new(13, 0)),
             "{doubts:?}"
         );
+
+        // An unknown iGPU beside a known discrete GPU is not used, so not doubted.
+        let doubts = check(
+            r#"{"platform":"linux-x86_64","amd":{"gpus":[{"gfx":"gfx1100"},{"gfx":"gfx1036","integrated":true}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(doubts, Vec::new());
 
         let doubts =
             check(r#"{"platform":"linux-aarch64","amd":{"gpus":[{"gfx":"gfx942"}]}}"#).unwrap();
