@@ -130,7 +130,7 @@ impl fmt::Display for Doubt {
             ),
             Doubt::NewerComputeCapability { capability, newest } => write!(
                 f,
-                "compute capability `{capability}` is newer than any build of the catalog lists (newest `{newest}`); builds are judged by inference"
+                "compute capability `{capability}` is newer than any build of the catalog is compiled for (newest `{newest}`); no known CUDA build has code for it"
             ),
             Doubt::AmdOffPlatform { platform } => write!(
                 f,
