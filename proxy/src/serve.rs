@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracing::info;
+use tracing::{info, warn};
+use wheelgate_resolver::machine::ImplausibleMachine;
 use wheelgate_resolver::{Catalog, Machine, Policy};
 
 use crate::cache::files::{Bucket, BucketError, FileCache, FileCacheError};
@@ -35,6 +36,10 @@ pub enum StartError {
     Access(#[from] AccessError),
     #[error(transparent)]
     Networks(#[from] crate::config::networks::NetworksError),
+    #[error(
+        "the configured `machine` cannot exist; fix it in the configuration file, or remove it to resolve for this host"
+    )]
+    Machine(#[source] ImplausibleMachine),
     #[error("cannot describe this machine")]
     Detect(#[from] wheelgate_selectors::DetectError),
     #[error(
@@ -54,11 +59,29 @@ pub enum StartError {
 pub fn default_machine(config: &ServeConfig) -> Result<(Machine, Policy), StartError> {
     let mut policy = config.policy.clone();
     if let Some(machine) = &config.machine {
+        // A configured machine that cannot exist would give every `/simple/` client CPU builds.
+        let doubts = machine
+            .check_plausible(Catalog::embedded())
+            .map_err(StartError::Machine)?;
+        for doubt in doubts {
+            warn!(source = "the configured `machine`", "{doubt}");
+        }
         return Ok((machine.clone(), policy));
     }
     let ctx = wheelgate_selectors::ProbeContext::from_process()
         .map_err(wheelgate_selectors::DetectError::from)?;
     let detection = wheelgate_selectors::detect(&ctx)?;
+    // A probed host exists, so nothing is refused; but `WHEELGATE_*` overrides can describe a
+    // machine that cannot (an NVIDIA GPU on a Mac), which is said rather than served silently.
+    let source = "this host's probes and WHEELGATE_* overrides";
+    match detection.machine.check_plausible(Catalog::embedded()) {
+        Err(impossible) => warn!(source, "{impossible}"),
+        Ok(doubts) => {
+            for doubt in doubts {
+                warn!(source, "{doubt}");
+            }
+        }
+    }
     if policy.pinned.is_none() {
         policy.pinned = detection.backend_pin;
     }
@@ -104,6 +127,13 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         Catalog::embedded(),
         Some(machine.platform),
     )?;
+    if networks.rules.is_empty() && !networks.trusted_proxies.is_empty() {
+        // Forwarded headers only choose a [[networks]] rule; without one they change nothing.
+        warn!(
+            trusted_proxies = %config.trusted_proxies.join(", "),
+            "`trusted_proxies` is set but no [[networks]] rule is: forwarded client addresses are not used; add a [[networks]] rule or remove `trusted_proxies`"
+        );
+    }
     for rule in &networks.rules {
         let cidrs: Vec<String> = rule.cidrs.iter().map(ToString::to_string).collect();
         info!(rule = %rule.label, cidr = %cidrs.join(", "), machine = %rule.machine.as_ref().map_or_else(|| "the server's".to_string(), crate::server::explain::describe_machine), pinned = ?rule.pinned.as_ref().map(ToString::to_string), "client network");

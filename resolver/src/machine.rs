@@ -10,6 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::version::{ComputeCapability, CudaVersion, DottedVersion};
 
+mod plausible;
+
+pub use plausible::{
+    DRIVER_MAJORS, Doubt, IMPOSSIBLE_COMPUTE_MAJOR, ImplausibleMachine, OLDEST_COMPUTE_CAPABILITY,
+};
+
 /// Operating system, as far as wheel selection cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -239,7 +245,7 @@ impl GfxTarget {
         let major = value / 10000;
         let minor = (value / 100) % 100;
         let stepping = value % 100;
-        if major == 0 || minor > 15 || stepping > 15 {
+        if major == 0 || major > 99 || minor > 15 || stepping > 15 {
             return None;
         }
         Some(GfxTarget(format!("gfx{major}{minor:x}{stepping:x}")))
@@ -261,7 +267,16 @@ impl FromStr for GfxTarget {
         let digits = base
             .strip_prefix("gfx")
             .ok_or_else(|| GfxParseError(text.to_string()))?;
-        if digits.len() < 3 || digits.len() > 5 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        // `gfx` + major (decimal, no leading zero) + minor and stepping (one hex digit each):
+        // `gfx90a` is 9.0.10, `gfx1151` 11.5.1. A hex major (`gfxabc`) is no target.
+        let major = digits
+            .get(..digits.len().saturating_sub(2))
+            .unwrap_or_default();
+        let shaped = matches!(major.len(), 1 | 2)
+            && !major.starts_with('0')
+            && major.bytes().all(|b| b.is_ascii_digit())
+            && digits.bytes().all(|b| b.is_ascii_hexdigit());
+        if !shaped {
             return Err(GfxParseError(text.to_string()));
         }
         Ok(GfxTarget(base.to_string()))
@@ -357,6 +372,10 @@ mod tests {
         );
         assert!("gfx".parse::<GfxTarget>().is_err());
         assert!("sm_90".parse::<GfxTarget>().is_err());
+        for not_shaped in ["gfxabc", "gfx0a0", "gfx12345", "gfx10", "gfx9z9"] {
+            assert!(not_shaped.parse::<GfxTarget>().is_err(), "{not_shaped}");
+        }
+        assert_eq!("gfx9999".parse::<GfxTarget>().unwrap().as_str(), "gfx9999");
     }
 
     #[test]

@@ -642,7 +642,7 @@ mod tests {
             });
         let amd_gpu = (
             prop::option::of("[ -~]{0,12}"),
-            "gfx[0-9]{1,2}[0-9a-f]{2}",
+            "gfx[1-9][0-9]?[0-9a-f]{2}",
             any::<bool>(),
         )
             .prop_map(|(name, gfx, integrated)| AmdGpu {

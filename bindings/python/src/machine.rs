@@ -2,9 +2,12 @@
 //! `wheelgate detect` command probes it (same overrides, same `WHEELGATE_SYSROOT`), or read
 //! back from a token or from `wheelgate detect --json` output.
 
+use std::ffi::CString;
+
+use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
-use wheelgate_resolver::Machine;
 use wheelgate_resolver::token;
+use wheelgate_resolver::{Catalog, Machine};
 use wheelgate_selectors::overrides::Env;
 use wheelgate_selectors::{ProbeContext, detect as probe};
 
@@ -15,6 +18,26 @@ use crate::errors::{MachineError, guard, message};
 #[derive(Debug, Clone, PartialEq)]
 pub struct PyMachine {
     pub(crate) machine: Machine,
+}
+
+/// The machine, once [`Machine::check_plausible`] has passed it: `MachineError` naming
+/// `source` when it cannot exist, a `UserWarning` per doubtful fact (Python shows each once per
+/// call site by default).
+fn checked(py: Python<'_>, machine: Machine, source: &str) -> PyResult<PyMachine> {
+    let doubts = machine
+        .check_plausible(Catalog::embedded())
+        .map_err(|error| {
+            MachineError::new_err(format!(
+                "{source} describes a machine that cannot exist: {error}"
+            ))
+        })?;
+    for doubt in doubts {
+        // A C string: a NUL (a token may escape one into a device IP) is written out.
+        let text =
+            CString::new(format!("{source}: {doubt}").replace('\0', "\\0")).unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<PyUserWarning>(), &text, 1)?;
+    }
+    Ok(PyMachine { machine })
 }
 
 /// One GPU of a machine.
@@ -35,32 +58,35 @@ pub struct PyGpu {
 #[pymethods]
 impl PyMachine {
     /// The machine a token (`wheelgate detect --token`) describes.
+    /// Raises `MachineError` for a machine that cannot exist (an NVIDIA GPU on a Mac) and warns
+    /// (`UserWarning`) for a doubtful one (an unknown `gfx9999`).
     #[staticmethod]
-    fn from_token(token: &str) -> PyResult<Self> {
+    fn from_token(py: Python<'_>, token: &str) -> PyResult<Self> {
         guard(|| {
-            token::decode(token.trim())
-                .map(|machine| PyMachine { machine })
-                .map_err(|error| {
-                    MachineError::new_err(format!(
-                        "`{}` is not a machine token: {}",
-                        shorten(token),
-                        message(&error)
-                    ))
-                })
+            let machine = token::decode(token.trim()).map_err(|error| {
+                MachineError::new_err(format!(
+                    "`{}` is not a machine token: {}",
+                    shorten(token),
+                    message(&error)
+                ))
+            })?;
+            checked(
+                py,
+                machine,
+                &format!("the machine token `{}`", shorten(token.trim())),
+            )
         })
     }
 
-    /// The machine in `wheelgate detect --json` output.
+    /// The machine in `wheelgate detect --json` output. Raises `MachineError` for a machine
+    /// that cannot exist and warns (`UserWarning`) for a doubtful one, as `from_token`.
     #[staticmethod]
-    fn from_json(json: &str) -> PyResult<Self> {
+    fn from_json(py: Python<'_>, json: &str) -> PyResult<Self> {
         guard(|| {
-            serde_json::from_str(json)
-                .map(|machine| PyMachine { machine })
-                .map_err(|error| {
-                    MachineError::new_err(format!(
-                        "not a `wheelgate detect --json` machine: {error}"
-                    ))
-                })
+            let machine = serde_json::from_str(json).map_err(|error| {
+                MachineError::new_err(format!("not a `wheelgate detect --json` machine: {error}"))
+            })?;
+            checked(py, machine, "the JSON machine")
         })
     }
 

@@ -95,3 +95,24 @@ def test_a_panic_in_a_child_interpreter_exits_cleanly():
     code = "import wheelgate\ntry:\n    wheelgate._wheelgate._test_panic('x')\nexcept wheelgate.WheelgateError:\n    print('caught')\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout == "caught\n"
+
+
+@pytest.mark.parametrize(
+    ("make", "text", "fact"),
+    [
+        (wheelgate.Machine.from_json, '{"platform":"macos-arm64","nvidia":{"gpus":[{"compute_capability":"9.0"}]}}',
+         "a `macos-arm64` machine cannot have NVIDIA GPUs"),
+        (wheelgate.Machine.from_token, "1-wx-m-k1100", "a `windows-x86_64` machine cannot use its AMD GPU `gfx1100`"),
+        (wheelgate.Machine.from_token, "1-lx-n580.65.06-s2.1", "compute capability `2.1`"),
+    ],
+)
+def test_machines_that_cannot_exist(make, text, fact):
+    with pytest.raises(wheelgate.MachineError, match="describes a machine that cannot exist") as raised:
+        make(text)
+    assert fact in str(raised.value)
+
+
+def test_a_doubtful_machine_warns_and_is_used():
+    with pytest.warns(UserWarning, match="`gfx9999`"):
+        machine = wheelgate.Machine.from_token("1-lx-m-k9999")
+    assert machine.platform == "linux-x86_64"

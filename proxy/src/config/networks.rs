@@ -21,8 +21,11 @@
 //! server's machine. Everything is checked when the server starts ([`ClientNetworks::resolve`]):
 //! a CIDR that does not parse or has host bits set, a rule that can never match because an
 //! earlier rule holds all of its network, two rules with one network, a machine that is not in
-//! the model's shape, a token that does not decode, an unreadable token file, a backend no torch
-//! release has. Each stops the start with the rule named; nothing falls back silently.
+//! the model's shape, a token that does not decode, an unreadable token file, a machine that
+//! cannot exist (an NVIDIA GPU on a Mac, a Radeon on Windows: see
+//! [`Machine::check_plausible`]), a backend no torch release has. Each stops the start with the
+//! rule named; nothing falls back silently. A doubtful machine (an unknown `gfx9999`) is logged
+//! at start with the rule named.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -31,6 +34,7 @@ use std::sync::Arc;
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 use wheelgate_resolver::backend::BackendParseError;
+use wheelgate_resolver::machine::ImplausibleMachine;
 use wheelgate_resolver::token::{self, TokenError};
 use wheelgate_resolver::{Backend, Catalog, Machine, Platform};
 
@@ -163,6 +167,12 @@ pub enum NetworksError {
         rule: String,
         #[source]
         source: TokenError,
+    },
+    #[error("the [[networks]] rule `{rule}` names a machine that cannot exist")]
+    Implausible {
+        rule: String,
+        #[source]
+        source: ImplausibleMachine,
     },
     #[error(
         "cannot read the `token_file` `{path}` of the [[networks]] rule `{rule}`; make it readable by the user wheelgate runs as, or give the token inline with `token = \"...\"`"
@@ -321,6 +331,19 @@ fn resolve_rule(
         cidrs.push(net);
     }
     let (machine, source) = rule_machine(rule, &label)?;
+    if let Some(machine) = &machine {
+        // An impossible machine would silently get CPU builds for the whole network.
+        let doubts =
+            machine
+                .check_plausible(catalog)
+                .map_err(|source| NetworksError::Implausible {
+                    rule: label.clone(),
+                    source,
+                })?;
+        for doubt in doubts {
+            tracing::warn!(source = "[[networks]] rule", rule = %label, "{doubt}");
+        }
+    }
     let pinned = match &rule.backend {
         Some(text) => Some(known_backend(
             text,
@@ -551,6 +574,59 @@ mod tests {
 
     fn ip(text: &str) -> IpAddr {
         text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_machine_that_cannot_exist_stops_the_start_with_the_rule_named() {
+        let text = error(
+            r#"
+            [[networks]]
+            name = "macs"
+            cidr = ["10.3.0.0/16"]
+            machine = { platform = "macos-arm64", nvidia = { gpus = [{ compute_capability = "9.0" }] } }
+            "#,
+        );
+        assert!(
+            text.starts_with("the [[networks]] rule `macs` names a machine that cannot exist: a `macos-arm64` machine cannot have NVIDIA GPUs"),
+            "{text}"
+        );
+        let text = error(
+            r#"
+            [[networks]]
+            name = "gamers"
+            cidr = ["10.4.0.0/16"]
+            token = "1-wx-m-k1100"
+            "#,
+        );
+        assert!(
+            text.contains("rule `gamers` names a machine that cannot exist: a `windows-x86_64` machine cannot use its AMD GPU `gfx1100` through ROCm"),
+            "{text}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.json");
+        std::fs::write(
+            &path,
+            r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"2.1"}]}}"#,
+        )
+        .unwrap();
+        let text = error(&format!(
+            "[[networks]]\nname = \"old\"\ncidr = [\"10.5.0.0/16\"]\ntoken_file = {:?}\n",
+            path.to_str().unwrap()
+        ));
+        assert!(
+            text.contains("rule `old` names a machine that cannot exist: NVIDIA GPU 1 has compute capability `2.1`"),
+            "{text}"
+        );
+        // Doubtful but possible: an unknown gfx target is resolved (and logged at start).
+        let networks = resolve(
+            r#"
+            [[networks]]
+            cidr = ["10.6.0.0/16"]
+            token = "1-lx-m-k9999"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(networks.rules.len(), 1);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::str::FromStr;
 use pep440_rs::{Operator, Version, VersionSpecifier, VersionSpecifiers};
 use serde::Deserialize;
 use wheelgate_resolver::filename::normalize_name;
+use wheelgate_resolver::machine::ImplausibleMachine;
 use wheelgate_resolver::{Backend, Catalog, Machine, Platform, Policy};
 
 use crate::config::{DEFAULT_PYPI_URL, DEFAULT_PYTORCH_URL, UpstreamsConfig};
@@ -221,6 +222,15 @@ pub enum MirrorConfigError {
         "`{name}` is a PyTorch project: set `backends` (e.g. [\"cu130\", \"cpu\"]) or `machines`, in its entry or at the top level"
     )]
     NoBuilds { name: String },
+    #[error("{place}: machine {index} of `machines` cannot exist")]
+    ImplausibleMachine {
+        /// `top level` or the entry's name in backticks.
+        place: String,
+        /// Its position in `machines`, from 1.
+        index: usize,
+        #[source]
+        reason: ImplausibleMachine,
+    },
     #[error("`platforms` is empty: name at least one, e.g. [\"{DEFAULT_PLATFORM}\"]")]
     NoPlatforms,
     #[error(
@@ -239,6 +249,29 @@ pub enum MirrorConfigError {
         "`{name}`: `variant_labels` select files, but this entry resolves its dependencies; name the builds as `backends` (`cu130` takes the `cuda13.0` variant, `cpu` the `null` one) or `machines`, or set `dependencies = false`"
     )]
     VariantLabelsResolved { name: String },
+}
+
+/// Refuses a machine that cannot exist (it would mirror CPU builds for a GPU machine) and logs
+/// the doubtful ones, naming the entry (`None`: the top-level `machines`) and the position.
+fn check_machines(
+    entry: Option<&str>,
+    machines: &[Machine],
+    catalog: &Catalog,
+) -> Result<(), MirrorConfigError> {
+    let place = || entry.map_or_else(|| "top level".to_string(), |name| format!("`{name}`"));
+    for (index, machine) in machines.iter().enumerate() {
+        let doubts = machine.check_plausible(catalog).map_err(|reason| {
+            MirrorConfigError::ImplausibleMachine {
+                place: place(),
+                index: index + 1,
+                reason,
+            }
+        })?;
+        for doubt in doubts {
+            tracing::warn!(source = "mirror configuration", entry = %place(), machine = index + 1, "{doubt}");
+        }
+    }
+    Ok(())
 }
 
 /// The file as written.
@@ -339,6 +372,7 @@ impl MirrorConfig {
             None => vec![DEFAULT_PLATFORM.parse().expect("a valid platform")],
         };
         let policy = raw.policy.unwrap_or_default();
+        check_machines(None, raw.machines.as_deref().unwrap_or_default(), catalog)?;
         let mut packages: Vec<PackageEntry> = Vec::new();
         for (index, package) in raw.package.into_iter().enumerate() {
             let number = index + 1;
@@ -377,6 +411,11 @@ impl MirrorConfig {
                 Some(platforms) => platforms,
                 None => default_platforms.clone(),
             };
+            check_machines(
+                Some(&name),
+                package.machines.as_deref().unwrap_or_default(),
+                catalog,
+            )?;
             // An entry that names either builds or machines replaces both top-level defaults.
             let (backends, machines) = if package.backends.is_some() || package.machines.is_some() {
                 (
@@ -608,6 +647,38 @@ mod tests {
         assert_eq!(config.server_url, "http://mirror:3141");
         // 3 Pythons x (cu130, cpu) on linux-x86_64, and the RTX 5090 per Python.
         assert_eq!(crate::mirror::environments(&config).len(), 9);
+    }
+
+    #[test]
+    fn machines_that_cannot_exist_are_refused_with_their_place_named() {
+        let text = parse(
+            r#"
+            python = ["3.12"]
+            machines = [{ platform = "linux-x86_64" }, { platform = "macos-arm64", nvidia = { gpus = [{ compute_capability = "9.0" }] } }]
+
+            [[package]]
+            name = "torch"
+            "#,
+        )
+        .unwrap_err();
+        assert!(
+            text.contains("top level: machine 2 of `machines` cannot exist: a `macos-arm64` machine cannot have NVIDIA GPUs"),
+            "{text}"
+        );
+        let text = parse(
+            r#"
+            python = ["3.12"]
+
+            [[package]]
+            name = "torch"
+            machines = [{ platform = "windows-x86_64", amd = { gpus = [{ gfx = "gfx1100" }] } }]
+            "#,
+        )
+        .unwrap_err();
+        assert!(
+            text.contains("`torch`: machine 1 of `machines` cannot exist: a `windows-x86_64` machine cannot use its AMD GPU `gfx1100`"),
+            "{text}"
+        );
     }
 
     #[test]

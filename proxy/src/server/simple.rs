@@ -269,10 +269,36 @@ pub(super) fn parse_backend(text: &str) -> Result<Backend, ApiError> {
         })
 }
 
+/// The machine of a `/m/<token>/` segment: a token that does not decode, or names a machine
+/// that cannot exist (an NVIDIA GPU on a Mac), is a 400 naming the fact. A doubtful machine is
+/// served, its doubts logged once per token (`/explain/` tells its user why no GPU build fits).
 pub(super) fn parse_token(token: &str) -> Result<Machine, ApiError> {
-    wheelgate_resolver::token::decode(token).map_err(|err| {
+    /// Tokens whose doubts were logged; bounded, as clients choose the tokens.
+    static LOGGED: std::sync::OnceLock<Mutex<std::collections::HashSet<String>>> =
+        std::sync::OnceLock::new();
+    const MAX_LOGGED: usize = 1024;
+    let machine = wheelgate_resolver::token::decode(token).map_err(|err| {
         ApiError::BadRequest(format!("invalid machine token in the URL: {err}; print a valid one with `wheelgate detect --token`"))
-    })
+    })?;
+    let doubts = machine
+        .check_plausible(wheelgate_resolver::Catalog::embedded())
+        .map_err(|err| {
+            ApiError::BadRequest(format!(
+                "the machine token in the URL describes a machine that cannot exist: {err}; print this machine's token with `wheelgate detect --token`"
+            ))
+        })?;
+    if !doubts.is_empty() {
+        let mut logged = LOGGED
+            .get_or_init(Mutex::default)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if logged.len() < MAX_LOGGED && logged.insert(token.to_string()) {
+            for doubt in &doubts {
+                tracing::warn!(source = "machine token", token, "{doubt}");
+            }
+        }
+    }
+    Ok(machine)
 }
 
 fn format_of(headers: &HeaderMap, query: &FormatQuery) -> Result<Format, ApiError> {

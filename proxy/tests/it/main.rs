@@ -10,6 +10,7 @@ mod faults_server;
 mod files;
 mod forwarded_refusals;
 mod mirror_faults;
+mod impossible_machines;
 mod networks;
 mod object_store;
 mod object_store_pages;

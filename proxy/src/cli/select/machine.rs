@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
-use wheelgate_resolver::Machine;
+use wheelgate_resolver::machine::ImplausibleMachine;
 use wheelgate_resolver::token::{self, TokenError};
+use wheelgate_resolver::{Catalog, Machine};
 
 /// A `--machine` value that describes no machine.
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +23,13 @@ pub enum MachineArgError {
         #[source]
         source: serde_json::Error,
     },
+    #[error("{source_name} describes a machine that cannot exist")]
+    Implausible {
+        /// `the machine file `...``, `the machine token `...``.
+        source_name: String,
+        #[source]
+        reason: ImplausibleMachine,
+    },
     #[error("`{text}` is neither a machine file nor a machine token")]
     Token {
         text: String,
@@ -30,8 +38,25 @@ pub enum MachineArgError {
     },
 }
 
-/// Reads `--machine`: an existing file (JSON, or a token in it), else a token.
+/// Reads `--machine`: an existing file (JSON, or a token in it), else a token. A machine that
+/// cannot exist (an NVIDIA GPU on a Mac) is refused with the file or token named; a doubtful one
+/// is logged and used.
 pub fn read_machine(arg: &str) -> Result<Machine, MachineArgError> {
+    let (machine, source) = decode_machine(arg)?;
+    let doubts = machine
+        .check_plausible(Catalog::embedded())
+        .map_err(|reason| MachineArgError::Implausible {
+            source_name: source.clone(),
+            reason,
+        })?;
+    for doubt in doubts {
+        tracing::warn!(source = %source, "{doubt}");
+    }
+    Ok(machine)
+}
+
+/// The machine of `--machine` and how messages name where it came from.
+fn decode_machine(arg: &str) -> Result<(Machine, String), MachineArgError> {
     let path = Path::new(arg);
     if path.is_file() {
         let content = std::fs::read_to_string(path).map_err(|source| MachineArgError::Read {
@@ -39,21 +64,27 @@ pub fn read_machine(arg: &str) -> Result<Machine, MachineArgError> {
             source,
         })?;
         let content = content.trim();
-        if content.starts_with('{') {
-            return serde_json::from_str(content).map_err(|source| MachineArgError::Json {
+        let machine = if content.starts_with('{') {
+            serde_json::from_str(content).map_err(|source| MachineArgError::Json {
                 path: arg.to_string(),
                 source,
-            });
-        }
-        return token::decode(content).map_err(|source| MachineArgError::Token {
-            text: shorten(content),
-            source,
-        });
+            })?
+        } else {
+            token::decode(content).map_err(|source| MachineArgError::Token {
+                text: shorten(content),
+                source,
+            })?
+        };
+        return Ok((machine, format!("the machine file `{arg}`")));
     }
-    token::decode(arg.trim()).map_err(|source| MachineArgError::Token {
+    let machine = token::decode(arg.trim()).map_err(|source| MachineArgError::Token {
         text: shorten(arg),
         source,
-    })
+    })?;
+    Ok((
+        machine,
+        format!("the machine token `{}`", shorten(arg.trim())),
+    ))
 }
 
 /// At most 80 characters of a value, for messages.
@@ -103,5 +134,33 @@ mod tests {
         let text = chain(read_machine("1-lx-n580-s99.9").unwrap_err());
         assert!(text.contains("s99.9"), "{text}");
         assert!(read_machine("no-such-file.json").is_err());
+    }
+
+    #[test]
+    fn machines_that_cannot_exist_are_refused_with_the_source_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("mac.json");
+        std::fs::write(
+            &json,
+            r#"{"platform":"macos-arm64","nvidia":{"gpus":[{"compute_capability":"9.0"}]}}"#,
+        )
+        .unwrap();
+        let chain = |error: MachineArgError| {
+            format!("{error}: {}", std::error::Error::source(&error).unwrap())
+        };
+        let path = json.to_str().unwrap();
+        let text = chain(read_machine(path).unwrap_err());
+        assert!(
+            text.contains(&format!("the machine file `{path}` describes a machine that cannot exist: a `macos-arm64` machine cannot have NVIDIA GPUs")),
+            "{text}"
+        );
+        let text = chain(read_machine("1-wx-m-k1100").unwrap_err());
+        assert!(
+            text.contains("the machine token `1-wx-m-k1100` describes a machine that cannot exist: a `windows-x86_64` machine cannot use its AMD GPU `gfx1100`"),
+            "{text}"
+        );
+        // Doubtful, not impossible: an unknown gfx target is used (and logged).
+        let machine = read_machine("1-lx-m-k9999").unwrap();
+        assert_eq!(machine.amd.unwrap().gpus[0].gfx.as_str(), "gfx9999");
     }
 }
