@@ -35,6 +35,8 @@ pub enum WheelMetadataError {
     },
     #[error("`{url}` answered {status} to a range request")]
     Status { url: String, status: StatusCode },
+    #[error("`{url}` did not answer a range request within {secs} s")]
+    Timeout { url: String, secs: f64 },
     #[error("`{file}` is not a valid wheel: {problem}")]
     Zip { file: String, problem: String },
 }
@@ -126,7 +128,17 @@ async fn get_range(
 ) -> Result<Ranged, WheelMetadataError> {
     let mut attempt = 0;
     loop {
-        match get_range_once(client, url, range).await {
+        // A stalling upstream costs each attempt the client's page deadline at most, not the
+        // per-read timeout again for every chunk it drips.
+        let once = tokio::time::timeout(client.deadline(), get_range_once(client, url, range))
+            .await
+            .unwrap_or_else(|_| {
+                Err(WheelMetadataError::Timeout {
+                    url: redact(url),
+                    secs: client.deadline().as_secs_f64(),
+                })
+            });
+        match once {
             Err(err) if attempt < RANGE_RETRIES && err.is_transient() => {
                 attempt += 1;
                 debug!(url = %redact(url), attempt, error = %err, "ranged read failed; retrying");
@@ -141,7 +153,7 @@ impl WheelMetadataError {
     /// Whether trying again may help: the connection failed or the upstream answered 5xx.
     fn is_transient(&self) -> bool {
         match self {
-            WheelMetadataError::Request { .. } => true,
+            WheelMetadataError::Request { .. } | WheelMetadataError::Timeout { .. } => true,
             WheelMetadataError::Status { status, .. } => status.is_server_error(),
             WheelMetadataError::Zip { .. } => false,
         }
@@ -446,6 +458,55 @@ mod tests {
         let url = format!("http://{}/pkg.whl", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await });
         (url, sent)
+    }
+
+    /// An upstream that answers a range request and then drips its body a byte every 200 ms:
+    /// never silent long enough for the per-read timeout.
+    async fn dripping_server() -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/pkg.whl", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut request = [0u8; 4096];
+                    let _ = socket.read(&mut request).await;
+                    let head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-99999/100000\r\nContent-Length: 100000\r\n\r\n";
+                    if socket.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    loop {
+                        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                        if socket.write_all(b"x").await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_dripping_range_read_ends_at_the_deadline() {
+        let url = dripping_server().await;
+        let client = UpstreamClient::new(&crate::upstream::ClientSettings {
+            deadline: std::time::Duration::from_millis(600),
+            ..crate::upstream::ClientSettings::default()
+        })
+        .unwrap();
+        let started = std::time::Instant::now();
+        let err = read_wheel_metadata(&client, &url, "pkg.whl")
+            .await
+            .unwrap_err();
+        assert!(matches!(err, WheelMetadataError::Timeout { .. }), "{err:?}");
+        // Three attempts of 0.6 s and the backoff between them; without the deadline, the
+        // drip would go on for 100,000 × 0.2 s.
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(4),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[tokio::test]

@@ -234,6 +234,12 @@ impl UpstreamClient {
     /// One request with the access of `url`'s origin (credentials, headers, CA bundle), redirects
     /// followed as for pages and files, each hop with its own origin's access; no retries and no
     /// breaker. For the mirror's ranged reads of a wheel and its `HEAD`s for sizes.
+    /// How long one page fetch may take in all (`[limits] upstream_deadline_secs`): the bound
+    /// for other small reads too.
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
     pub async fn send(
         &self,
         method: reqwest::Method,
