@@ -56,6 +56,10 @@ pub enum ConfigShowError {
     Output(#[from] io::Error),
     #[error(transparent)]
     Networks(#[from] NetworksError),
+    #[error(
+        "the configured `machine` cannot exist; fix it in the configuration file, or remove it to resolve for this host"
+    )]
+    Machine(#[source] wheelgate_resolver::machine::ImplausibleMachine),
 }
 
 /// Runs `wheelgate config ...`.
@@ -160,7 +164,13 @@ fn render(args: &ServeArgs, matches: Option<&ArgMatches>) -> Result<String, Conf
         .as_ref()
         .and_then(|path| std::fs::read_to_string(path).ok())
         .and_then(|text| text.parse::<Table>().ok());
-    // Checked as `serve` checks them, so `config show` finds a bad rule before a start does.
+    // Checked as `serve` checks them, so `config show` finds a bad machine or rule before a
+    // start does.
+    if let Some(machine) = &config.machine {
+        machine
+            .check_plausible(wheelgate_resolver::Catalog::embedded())
+            .map_err(ConfigShowError::Machine)?;
+    }
     let networks = ClientNetworks::resolve(
         &config.networks,
         &config.trusted_proxies,
@@ -551,6 +561,39 @@ headers = { "X-JFrog-Art-Api" = { file = "/surely/absent/key" } }
             assert!(env.contains(line), "missing `{line}` in\n{env}");
         }
         assert!(!env.contains("s3cret"), "{env}");
+    }
+
+    #[test]
+    fn refuses_a_configured_machine_that_cannot_exist_as_serve_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wheelgate.toml");
+        std::fs::write(
+            &path,
+            "[machine]\nplatform = \"macos-arm64\"\n[machine.nvidia]\ndriver_version = \"580.65.06\"\ngpus = [{ compute_capability = \"9.0\" }]\n",
+        )
+        .unwrap();
+        let full = [
+            "wheelgate",
+            "config",
+            "show",
+            "--config",
+            path.to_str().unwrap(),
+            "--cache-dir",
+            dir.path().to_str().unwrap(),
+        ];
+        let Command::Config(ConfigArgs {
+            command: ConfigCommand::Show(args),
+        }) = Cli::try_parse_from(full).unwrap().command
+        else {
+            panic!("not config show")
+        };
+        let err = render(&args.serve, None).unwrap_err();
+        let text = format!("{err}: {}", crate::error_chain::source_chain(&err));
+        assert!(
+            text.contains("the configured `machine` cannot exist"),
+            "{text}"
+        );
+        assert!(text.to_lowercase().contains("macos"), "{text}");
     }
 
     #[test]
