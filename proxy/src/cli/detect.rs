@@ -51,6 +51,21 @@ pub fn run(args: &DetectArgs) -> Result<(), DetectCommandError> {
     }
     .map_err(DetectCommandError::Override)?;
     let detection = detect(&ctx)?;
+    // The machine is printed as found (a token or a JSON file made from it can then be checked
+    // anywhere), but `WHEELGATE_*` overrides can describe one that cannot exist: said on
+    // standard error, as `serve` says it, before anyone builds a rule or a mirror on it.
+    let source = "this host's probes and WHEELGATE_* overrides";
+    match detection
+        .machine
+        .check_plausible(wheelgate_resolver::Catalog::embedded())
+    {
+        Err(impossible) => tracing::warn!(source, "{impossible}"),
+        Ok(doubts) => {
+            for doubt in doubts {
+                tracing::warn!(source, "{doubt}");
+            }
+        }
+    }
     let mut out = io::stdout().lock();
     if args.token {
         writeln!(out, "{}", token::encode(&detection.machine))?;

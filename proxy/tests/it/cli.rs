@@ -112,6 +112,25 @@ fn select_rejects_bad_requirements_with_a_clear_error() {
 }
 
 #[test]
+fn detect_says_when_overrides_describe_a_machine_that_cannot_exist() {
+    let windows_with_rocm = [
+        ("WHEELGATE_PLATFORM", "windows-x86_64"),
+        ("WHEELGATE_AMD_GFX", "gfx1100"),
+    ];
+    let output = wheelgate(&["detect", "--json"], &windows_with_rocm);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("cannot use its AMD GPU `gfx1100` through ROCm"),
+        "{stderr}"
+    );
+    // A machine that can exist: nothing said.
+    let output = wheelgate(&["detect", "--json"], V100);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("WARN"), "{stderr}");
+}
+
+#[test]
 fn detect_token_round_trips_and_pip_config_uses_it() {
     let output = wheelgate(&["detect", "--token"], V100);
     assert!(output.status.success());
