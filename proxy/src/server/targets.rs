@@ -71,14 +71,10 @@ impl TargetMemo {
         resolved
     }
 
-    /// How many resolutions are remembered (for tests).
-    pub fn len(&self) -> usize {
+    /// How many resolutions are remembered.
+    #[cfg(test)]
+    fn len(&self) -> usize {
         lock(&self.entries).len()
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
