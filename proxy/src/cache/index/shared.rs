@@ -23,7 +23,7 @@ use bytes::Bytes;
 use tracing::{debug, info, warn};
 
 use super::admit::{Verdict, admit};
-use super::{CachedPage, Inner, StoredPage, page_key, parse, write_temp, younger_than};
+use super::{CachedPage, Inner, StoredPage, page_key, parse, serialize, write_temp, younger_than};
 use crate::metrics::IndexOutcome;
 use crate::upstream::{UpstreamClient, redact};
 
@@ -157,7 +157,7 @@ impl Inner {
                 return;
             };
             stored.fetched_at_secs = fetched_at_secs;
-            let text = match serde_json::to_vec(&stored) {
+            let text = match serialize(&stored) {
                 Ok(text) => Bytes::from(text),
                 Err(err) => {
                     warn!(url = %redact(&url), error = %err, "cannot serialize the revalidated page");
