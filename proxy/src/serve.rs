@@ -1,5 +1,7 @@
 //! Starting the server: build the state from a configuration, then serve until a signal.
 
+pub mod per_core;
+
 use std::sync::Arc;
 use std::time::Duration;
 

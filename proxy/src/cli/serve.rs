@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::io::Write as _;
 
 use crate::config::{ConfigError, ServeConfig, pip_configured_index};
-use crate::serve::StartError;
+use crate::serve::{StartError, per_core};
 use crate::server::AppState;
 use crate::server::explain::describe_machine;
 use crate::units::human_bytes;
@@ -109,26 +109,33 @@ pub fn effective_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
 }
 
 /// Runs `wheelgate serve` until a signal: builds the state, binds, says what it is doing on
-/// standard output (logs stay on standard error, so a JSON log stream stays JSON), serves.
+/// standard output (logs stay on standard error, so a JSON log stream stays JSON), serves with
+/// one accept loop per core (`serve/per_core.rs`).
 // The steps of `crate::serve::run_until`, spelled out so that the lines can be printed once
 // the listener is bound (the real port of `--listen 127.0.0.1:0`) and the state is built.
 pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
     let config = effective_config(args)?;
+    // The state's background tasks (cache upkeep, refreshes it starts) and the signal wait run
+    // here; requests run on the cores' own runtimes.
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
         .map_err(ServeCommandError::Runtime)?;
-    runtime.block_on(async {
-        let addr = config.listen;
-        let state = crate::serve::build_state(config).await?;
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|source| StartError::Listen { addr, source })?;
-        let local = listener.local_addr().unwrap_or(addr);
-        print_start_lines(&state, local);
-        tracing::info!(listen = %local, "wheelgate serving");
-        crate::serve::serve_until(listener, state, crate::serve::shutdown_signal()).await
-    })?;
+    let addr = config.listen;
+    let state = runtime.block_on(crate::serve::build_state(config))?;
+    let first = per_core::bind_first(addr).map_err(|source| StartError::Listen { addr, source })?;
+    let local = first.local_addr().unwrap_or(addr);
+    print_start_lines(&state, local);
+    let cores = per_core::cores();
+    tracing::info!(listen = %local, cores, "wheelgate serving");
+    per_core::serve_per_core(
+        &runtime,
+        &state,
+        first,
+        cores,
+        crate::serve::shutdown_signal(),
+    )?;
     Ok(())
 }
 

@@ -15,7 +15,7 @@
 //! HTTP/1.1 only: pip, uv and every installer speak it to a plain `http://` index, and without
 //! protocol sniffing the header timeout covers a connection from its first byte.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -44,24 +44,31 @@ pub async fn serve(
     grace: Duration,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> bool {
-    let cap = connection_cap(limits.max_connections, open_files_limit());
-    info!(
-        max_connections = cap,
-        header_read_timeout_secs = limits.header_read_timeout().as_secs(),
-        "accepting connections"
-    );
-    let slots = Arc::new(Semaphore::new(cap));
+    let slots = ConnectionSlots::new(limits);
+    serve_with_slots(listener, router, &slots, limits, metrics, grace, shutdown).await
+}
+
+/// [`serve`] with a connection cap shared with other listeners: one accept loop per core
+/// (`serve/per_core.rs`) still admits at most `max_connections` in all.
+pub async fn serve_with_slots(
+    listener: TcpListener,
+    router: Router,
+    slots: &ConnectionSlots,
+    limits: &LimitsConfig,
+    metrics: Arc<Metrics>,
+    grace: Duration,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> bool {
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout())
         .keep_alive(true);
     let graceful = GracefulShutdown::new();
     let mut accept_errors = ErrorLog::default();
-    let mut last_cap_warning = None;
     tokio::pin!(shutdown);
     loop {
         let slot = tokio::select! {
-            slot = take_slot(&slots, cap, &metrics, &mut last_cap_warning) => slot,
+            slot = slots.take(&metrics) => slot,
             () = &mut shutdown => break,
         };
         let (stream, peer) = tokio::select! {
@@ -110,29 +117,60 @@ pub async fn serve(
     }
 }
 
-/// A connection slot; at the cap, waits for one. Reaching the cap is counted every time and
-/// logged at most every 10 s (a slowloris at the cap would otherwise log per connection).
-async fn take_slot(
-    slots: &Arc<Semaphore>,
+/// The connection cap: one semaphore, shared by every accept loop of the process.
+#[derive(Clone)]
+pub struct ConnectionSlots {
+    slots: Arc<Semaphore>,
     cap: usize,
-    metrics: &Metrics,
-    last_warning: &mut Option<Instant>,
-) -> OwnedSemaphorePermit {
-    if let Ok(slot) = Arc::clone(slots).try_acquire_owned() {
-        return slot;
-    }
-    metrics.connection_limit_reached();
-    if last_warning.is_none_or(|at| at.elapsed() >= Duration::from_secs(10)) {
-        *last_warning = Some(Instant::now());
-        warn!(
+    last_warning: Arc<Mutex<Option<Instant>>>,
+}
+
+impl ConnectionSlots {
+    /// The cap `limits` allows (lowered to fit the descriptor limit), said once in the log.
+    pub fn new(limits: &LimitsConfig) -> ConnectionSlots {
+        let cap = connection_cap(limits.max_connections, open_files_limit());
+        info!(
             max_connections = cap,
-            "connection limit reached: not accepting new connections until one closes (raise [limits] max_connections and the descriptor limit if this is real load)"
+            header_read_timeout_secs = limits.header_read_timeout().as_secs(),
+            "accepting connections"
         );
+        ConnectionSlots {
+            slots: Arc::new(Semaphore::new(cap)),
+            cap,
+            last_warning: Arc::default(),
+        }
     }
-    Arc::clone(slots)
-        .acquire_owned()
-        .await
-        .expect("the semaphore is never closed")
+
+    /// A connection slot; at the cap, waits for one. Reaching the cap is counted every time
+    /// and logged at most every 10 s (a slowloris at the cap would otherwise log per
+    /// connection).
+    async fn take(&self, metrics: &Metrics) -> OwnedSemaphorePermit {
+        if let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned() {
+            return slot;
+        }
+        metrics.connection_limit_reached();
+        let warn_now = {
+            let mut last = self
+                .last_warning
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let due = last.is_none_or(|at| at.elapsed() >= Duration::from_secs(10));
+            if due {
+                *last = Some(Instant::now());
+            }
+            due
+        };
+        if warn_now {
+            warn!(
+                max_connections = self.cap,
+                "connection limit reached: not accepting new connections until one closes (raise [limits] max_connections and the descriptor limit if this is real load)"
+            );
+        }
+        Arc::clone(&self.slots)
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed")
+    }
 }
 
 /// The cap actually used: the configured one, lowered so that client connections leave

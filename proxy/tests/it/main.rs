@@ -15,6 +15,7 @@ mod networks;
 mod object_store;
 mod object_store_pages;
 mod ops;
+mod per_core;
 mod private_mirror;
 mod private_upstream;
 mod proxy_under_test;
