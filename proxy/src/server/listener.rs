@@ -8,7 +8,9 @@
 //! - **Connection cap**: at most `max_connections` at once (lowered to fit the process's
 //!   descriptor limit), so the server never runs out of descriptors for its cache files, its
 //!   upstream sockets and `/healthz`. At the cap it stops accepting, and says so once, until a
-//!   slot frees; new clients wait in the kernel's queue meanwhile.
+//!   slot frees; new clients wait in the kernel's queue meanwhile. One cap for all the per-core
+//!   loops of `wheelgate serve`; a loop takes its slot before it accepts, so near the cap up
+//!   to one slot per other core can sit waiting for a connection on that core's socket.
 //! - **Graceful shutdown**: on the signal the loop stops accepting, responses in flight (a wheel
 //!   streaming to pip) get `shutdown_grace_secs` to finish, and whatever is left is closed.
 //!
