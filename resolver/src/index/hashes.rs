@@ -3,9 +3,9 @@
 //!
 //! A `BTreeMap` spent a 540-byte node on that one entry, for each file's hashes and again for
 //! its metadata's: on the 2,649-link `/whl/torch/` page that was most of the 4 MB a parse
-//! allocated and first-touched. A sorted vector of exactly the entries present holds one
-//! `(name, digest)` pair in 48 bytes, and the usual names (`sha256`) are static strings, never
-//! allocated.
+//! allocated and first-touched. Here one `(name, digest)` pair is held inline, in 48 bytes and
+//! no allocation of its own; only a second hash moves the table into a sorted vector. The usual
+//! names (`sha256`) are static strings, never allocated.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -38,34 +38,47 @@ const KNOWN_NAMES: [&str; 9] = [
 /// [PEP 503]: https://peps.python.org/pep-0503/
 /// [PEP 658]: https://peps.python.org/pep-0658/
 /// [PEP 691]: https://peps.python.org/pep-0691/
-#[derive(Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Default)]
 pub struct Hashes {
-    /// Sorted by name, names unique: equal tables have equal vectors.
-    entries: Vec<(Cow<'static, str>, String)>,
+    entries: Entries,
+}
+
+/// One hash: its name, and its digest in hex.
+type Entry = (Cow<'static, str>, String);
+
+/// The entries, sorted by name, names unique.
+#[derive(Clone, Default)]
+enum Entries {
+    #[default]
+    None,
+    /// The table nearly every file has, inline.
+    One([Entry; 1]),
+    /// Two or more (PyPI's JSON gives some files `sha256`, `md5` and `blake2b_256`).
+    Many(Vec<Entry>),
 }
 
 impl Hashes {
     /// An empty table (allocates nothing).
     pub const fn new() -> Self {
         Hashes {
-            entries: Vec::new(),
+            entries: Entries::None,
         }
     }
 
     /// How many hashes the table holds.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.as_slice().len()
     }
 
     /// Whether the table holds no hash.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.as_slice().is_empty()
     }
 
     /// The digest for `name` (`"sha256"`), if the table has one.
     pub fn get(&self, name: &str) -> Option<&String> {
         let at = self.find(name).ok()?;
-        Some(&self.entries[at].1)
+        Some(&self.as_slice()[at].1)
     }
 
     /// Whether the table has a digest for `name`.
@@ -75,7 +88,7 @@ impl Hashes {
 
     /// `(name, digest)` pairs, ordered by name.
     pub fn iter(&self) -> Iter<'_> {
-        self.entries
+        self.as_slice()
             .iter()
             .map(|(name, digest)| (name.as_ref(), digest))
     }
@@ -87,7 +100,7 @@ impl Hashes {
         digest: String,
     ) -> Option<String> {
         match self.find(name.as_ref()) {
-            Ok(at) => Some(std::mem::replace(&mut self.entries[at].1, digest)),
+            Ok(at) => Some(std::mem::replace(&mut self.as_mut_slice()[at].1, digest)),
             Err(at) => {
                 let name = intern(name);
                 self.insert_at(at, name, digest);
@@ -106,21 +119,59 @@ impl Hashes {
                 at
             }
         };
-        &self.entries[at].1
+        &self.as_slice()[at].1
+    }
+
+    fn as_slice(&self) -> &[Entry] {
+        match &self.entries {
+            Entries::None => &[],
+            Entries::One(one) => one,
+            Entries::Many(many) => many,
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [Entry] {
+        match &mut self.entries {
+            Entries::None => &mut [],
+            Entries::One(one) => one,
+            Entries::Many(many) => many,
+        }
     }
 
     fn find(&self, name: &str) -> Result<usize, usize> {
-        self.entries
+        self.as_slice()
             .binary_search_by(|(probe, _)| probe.as_ref().cmp(name))
     }
 
     fn insert_at(&mut self, at: usize, name: Cow<'static, str>, digest: String) {
-        // A first entry gets room for itself only: `Vec` would reserve four, and most tables
-        // never hold a second.
-        if self.entries.capacity() == 0 {
-            self.entries.reserve_exact(1);
-        }
-        self.entries.insert(at, (name, digest));
+        self.entries = match std::mem::take(&mut self.entries) {
+            Entries::None => Entries::One([(name, digest)]),
+            Entries::One([first]) => {
+                let mut many = Vec::with_capacity(2);
+                many.push(first);
+                many.insert(at, (name, digest));
+                Entries::Many(many)
+            }
+            Entries::Many(mut many) => {
+                many.insert(at, (name, digest));
+                Entries::Many(many)
+            }
+        };
+    }
+}
+
+// Equal tables have equal sorted entries, wherever they are held.
+impl PartialEq for Hashes {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Hashes {}
+
+impl std::hash::Hash for Hashes {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_slice().hash(state);
     }
 }
 
@@ -163,10 +214,8 @@ impl<const N: usize> From<[(String, String); N]> for Hashes {
 }
 
 /// The iterator of [`Hashes::iter`]: `(name, digest)` pairs, ordered by name.
-pub type Iter<'a> = std::iter::Map<
-    std::slice::Iter<'a, (Cow<'static, str>, String)>,
-    fn(&'a (Cow<'static, str>, String)) -> (&'a str, &'a String),
->;
+pub type Iter<'a> =
+    std::iter::Map<std::slice::Iter<'a, Entry>, fn(&'a Entry) -> (&'a str, &'a String)>;
 
 impl<'a> IntoIterator for &'a Hashes {
     type Item = (&'a str, &'a String);
@@ -262,13 +311,24 @@ mod tests {
     }
 
     #[test]
-    fn a_single_entry_takes_room_for_one() {
+    fn a_single_entry_is_held_inline_with_a_static_name() {
         let mut hashes = Hashes::new();
         hashes.insert("sha256", "aa".to_owned());
-        assert_eq!(hashes.entries.capacity(), 1);
-        assert!(matches!(hashes.entries[0].0, Cow::Borrowed("sha256")));
+        assert!(matches!(
+            &hashes.entries,
+            Entries::One([(Cow::Borrowed("sha256"), _)])
+        ));
         hashes.insert("Unknown-Name", "bb".to_owned());
-        assert!(matches!(hashes.entries[0].0, Cow::Owned(_)));
+        assert!(matches!(
+            &hashes.entries,
+            Entries::Many(many) if matches!(many[..], [(Cow::Owned(_), _), (Cow::Borrowed(_), _)])
+        ));
+        assert_eq!(hashes.get("sha256").map(String::as_str), Some("aa"));
+        hashes.insert("md5", "cc".to_owned());
+        let names: Vec<&str> = hashes.iter().map(|(name, _)| name).collect();
+        assert_eq!(names, ["Unknown-Name", "md5", "sha256"]);
+        // As small as the vector it replaced was, plus the one entry it holds.
+        assert!(std::mem::size_of::<Hashes>() <= 48);
     }
 
     #[test]
