@@ -7,9 +7,10 @@
 //! matters for these pages: quoted, single-quoted and unquoted attributes, case-insensitive
 //! names, first attribute wins, comments, `<script>`/`<style>` raw text, character references.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 
 use super::error::{IndexParseError, check_api_version, check_link_count, check_size};
+use super::hashes::Hashes;
 use super::model::{
     CoreMetadata, DEFAULT_API_VERSION, IndexFile, Meta, ProjectLink, ProjectList, ProjectPage,
     ProjectStatus, Yanked, is_html_space, parse_api_version,
@@ -217,11 +218,16 @@ fn render_file(out: &mut String, file: &IndexFile) {
 }
 
 /// An HTML link carries one hash; sha256 is the one every installer checks.
-fn preferred_hash(hashes: &BTreeMap<String, String>) -> Option<(&str, &str)> {
+fn preferred_hash(hashes: &Hashes) -> Option<(&str, &str)> {
     hashes
-        .get_key_value("sha256")
-        .or_else(|| hashes.iter().next())
-        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .get("sha256")
+        .map(|value| ("sha256", value.as_str()))
+        .or_else(|| {
+            hashes
+                .iter()
+                .next()
+                .map(|(name, value)| (name, value.as_str()))
+        })
 }
 
 fn push_attr(out: &mut String, name: &str, value: &str) {
@@ -317,16 +323,15 @@ impl<'a> Anchor<'a> {
             tracing::debug!(text, "skipping anchor without href");
             return None;
         };
-        let mut url = decode(href.trim_matches(is_html_space));
-        let mut hashes = BTreeMap::new();
-        if let Some(at) = url.find('#') {
-            parse_hash_fragment(&url[at + 1..], &mut hashes);
-            url.truncate(at);
-        }
+        let (url, fragment) = decode_link(href.trim_matches(is_html_space));
         let filename = filename_from(text, &url);
         if filename.is_empty() {
             tracing::debug!(href, "skipping anchor without a file name");
             return None;
+        }
+        let mut hashes = Hashes::new();
+        if let Some(fragment) = fragment {
+            parse_hash_fragment(&fragment, &mut hashes);
         }
         let requires_python = self
             .requires_python
@@ -335,7 +340,9 @@ impl<'a> Anchor<'a> {
         let yanked = match self.yanked {
             None => Yanked::No,
             Some(reason) => Yanked::Yes {
-                reason: Some(decode(reason)).filter(|r| !r.is_empty()),
+                reason: Some(decode(reason))
+                    .filter(|r| !r.is_empty())
+                    .map(Cow::into_owned),
             },
         };
         let core_metadata = self
@@ -354,6 +361,7 @@ impl<'a> Anchor<'a> {
         let non_empty = |v: Option<&str>| {
             v.map(|v| decode(v.trim_matches(is_html_space)))
                 .filter(|v| !v.is_empty())
+                .map(Cow::into_owned)
         };
         Some(IndexFile {
             filename,
@@ -370,7 +378,7 @@ impl<'a> Anchor<'a> {
     }
 
     fn to_project(&self, text: &str) -> Option<ProjectLink> {
-        let href = decode(self.href?.trim_matches(is_html_space));
+        let href = decode(self.href?.trim_matches(is_html_space)).into_owned();
         let name = if text.is_empty() {
             let path = href.split(['?', '#']).next().unwrap_or("");
             percent_decode(path.trim_end_matches('/').rsplit('/').next().unwrap_or(""))
@@ -424,7 +432,7 @@ fn walk<'a>(
                 } else if tag.eq_ignore_ascii_case("base") {
                     if head.base.is_none() {
                         head.base = attr(&scanner.attrs, "href")
-                            .map(|href| decode(href.trim_matches(is_html_space)));
+                            .map(|href| decode(href.trim_matches(is_html_space)).into_owned());
                     }
                 } else if tag.eq_ignore_ascii_case("meta") {
                     read_meta(&scanner.attrs, &mut head, &mut status_reason)?;
@@ -472,7 +480,7 @@ fn read_meta(
         return Ok(());
     };
     let name = name.trim_matches(is_html_space);
-    let content = decode(content.trim_matches(is_html_space));
+    let content = decode(content.trim_matches(is_html_space)).into_owned();
     if name.eq_ignore_ascii_case("pypi:repository-version") {
         check_api_version(&content)?;
         head.meta.api_version = content;
@@ -507,7 +515,7 @@ fn filename_from(text: &str, url: &str) -> String {
 /// `#sha256=<hex>`, or any other `<hash name>=<hex>`; parts joined by `&` as pip accepts.
 /// Parts that are not hashes (`egg=`, `subdirectory=`) say nothing about a file on an index
 /// and are dropped.
-fn parse_hash_fragment(fragment: &str, hashes: &mut BTreeMap<String, String>) {
+fn parse_hash_fragment(fragment: &str, hashes: &mut Hashes) {
     for part in fragment.split('&') {
         let Some((name, value)) = part.split_once('=') else {
             continue;
@@ -521,9 +529,12 @@ fn parse_hash_fragment(fragment: &str, hashes: &mut BTreeMap<String, String>) {
         let is_hex = !value.is_empty() && all_hex_digits(value.as_bytes());
         if is_hash_name && is_hex {
             // Hash names are case-insensitive (Python's hashlib); pip matches only lowercase.
-            hashes
-                .entry(name.to_ascii_lowercase())
-                .or_insert_with(|| value.to_owned());
+            let name = if name.bytes().any(|b| b.is_ascii_uppercase()) {
+                Cow::Owned(name.to_ascii_lowercase())
+            } else {
+                Cow::Borrowed(name)
+            };
+            hashes.get_or_insert_with(&name, || value.to_owned());
         } else {
             tracing::debug!(part, "ignoring URL fragment part that is not a hash");
         }
@@ -549,7 +560,9 @@ fn parse_metadata_attr(value: &str) -> CoreMetadata {
     }
     match value.split_once('=') {
         Some((name, hash)) if !name.is_empty() && !hash.is_empty() => {
-            CoreMetadata::Hashes(BTreeMap::from([(name.to_owned(), hash.to_owned())]))
+            let mut hashes = Hashes::new();
+            hashes.insert(name, hash.to_owned());
+            CoreMetadata::Hashes(hashes)
         }
         _ => {
             if !value.is_empty() && !value.eq_ignore_ascii_case("true") {
@@ -565,9 +578,9 @@ fn parse_metadata_attr(value: &str) -> CoreMetadata {
 fn decode_requires_python(raw: &str) -> String {
     let once = decode(raw.trim_matches(is_html_space));
     if once.contains('&') {
-        decode(&once)
+        decode(&once).into_owned()
     } else {
-        once
+        once.into_owned()
     }
 }
 
@@ -598,13 +611,49 @@ fn percent_decode(s: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // Reading: character references
 
-fn decode(raw: &str) -> String {
+/// `raw` with its character references decoded; borrowed when it has none, as nearly every
+/// attribute value.
+fn decode(raw: &str) -> Cow<'_, str> {
     if !raw.contains('&') {
-        return raw.to_owned();
+        return Cow::Borrowed(raw);
     }
     let mut out = String::with_capacity(raw.len());
     decode_into(&mut out, raw);
-    out
+    Cow::Owned(out)
+}
+
+/// A link decoded up to its first `#` (a literal one, or one written as a reference such as
+/// `&#35;`), and the decoded fragment after it: what decoding the whole link and splitting it
+/// at its first `#` gives, without copying the fragment (the 64-digit digest of every link)
+/// only to cut it off again. The link gets an allocation of its own size; the fragment is
+/// borrowed unless it holds a reference.
+fn decode_link(raw: &str) -> (String, Option<Cow<'_, str>>) {
+    let mut url = String::new();
+    let mut rest = raw;
+    loop {
+        let Some(at) = rest.find(['&', '#']) else {
+            url.push_str(rest);
+            return (url, None);
+        };
+        url.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if rest.as_bytes()[at] == b'#' {
+            return (url, Some(decode(after)));
+        }
+        match decode_reference(after) {
+            Some(('#', consumed)) => {
+                return (url, Some(decode(after.get(consumed..).unwrap_or(""))));
+            }
+            Some((c, consumed)) => {
+                url.push(c);
+                rest = after.get(consumed..).unwrap_or("");
+            }
+            None => {
+                url.push('&');
+                rest = after;
+            }
+        }
+    }
 }
 
 /// Appends `raw` with its character references (`&gt;`, `&#43;`, `&#x2B;`) decoded. Unknown
@@ -999,7 +1048,7 @@ mod tests {
         );
         assert_eq!(
             first.core_metadata,
-            CoreMetadata::Hashes(BTreeMap::from([(
+            CoreMetadata::Hashes(Hashes::from([(
                 "sha256".to_owned(),
                 "b0d90eccbeb7479463e1093d577979226c22ccf5de748692a1e4a1ca7e43c269".to_owned()
             )]))
@@ -1080,12 +1129,12 @@ mod tests {
         IndexFile {
             filename: "Odd & <name>-1.0+local-py3-none-any.whl".to_owned(),
             url: "https://files.example/p/a%2Bb?x=1&y=\"2\"".to_owned(),
-            hashes: BTreeMap::from([("sha256".to_owned(), "ab".repeat(32))]),
+            hashes: Hashes::from([("sha256".to_owned(), "ab".repeat(32))]),
             requires_python: Some("<4,>=3.8,!=3.9.*".to_owned()),
             yanked: Yanked::Yes {
                 reason: Some("broken \"wheel\" <see #12> & 'more'".to_owned()),
             },
-            core_metadata: CoreMetadata::Hashes(BTreeMap::from([(
+            core_metadata: CoreMetadata::Hashes(Hashes::from([(
                 "sha256".to_owned(),
                 "cd".repeat(32),
             )])),
@@ -1138,7 +1187,7 @@ mod tests {
         file.core_metadata = CoreMetadata::Present;
         let html = render_project_html(&page_with(&file));
         assert!(html.contains(r#"data-dist-info-metadata="true" data-core-metadata="true""#));
-        file.core_metadata = CoreMetadata::Hashes(BTreeMap::from([
+        file.core_metadata = CoreMetadata::Hashes(Hashes::from([
             ("md5".to_owned(), "00".to_owned()),
             ("sha256".to_owned(), "ff".to_owned()),
         ]));
@@ -1155,7 +1204,7 @@ mod tests {
             name: "filelock".to_owned(),
             files: vec![IndexFile {
                 requires_python: Some(">=3.9".to_owned()),
-                hashes: BTreeMap::from([("sha256".to_owned(), "00ff".to_owned())]),
+                hashes: Hashes::from([("sha256".to_owned(), "00ff".to_owned())]),
                 ..IndexFile::new(
                     "filelock-3.20.0-py3-none-any.whl",
                     "https://files.pythonhosted.org/packages/f/filelock-3.20.0-py3-none-any.whl",
@@ -1195,7 +1244,7 @@ mod tests {
         assert_eq!(file.sha256().map(str::len), Some(64));
         assert_eq!(
             file.core_metadata,
-            CoreMetadata::Hashes(BTreeMap::from([("sha256".to_owned(), "7f3c".to_owned())]))
+            CoreMetadata::Hashes(Hashes::from([("sha256".to_owned(), "7f3c".to_owned())]))
         );
         assert!(file.provenance.as_deref().unwrap().ends_with("/provenance"));
         let page = parse_project_html(
@@ -1239,7 +1288,7 @@ mod tests {
             one_file(&format!(r#"<a href="a-1.whl" {attrs}>a-1.whl</a>"#)).core_metadata
         };
         let sha =
-            |v: &str| CoreMetadata::Hashes(BTreeMap::from([("sha256".to_owned(), v.to_owned())]));
+            |v: &str| CoreMetadata::Hashes(Hashes::from([("sha256".to_owned(), v.to_owned())]));
         assert_eq!(meta(r#"data-core-metadata="true""#), CoreMetadata::Present);
         assert_eq!(
             meta(r#"data-dist-info-metadata="true""#),
@@ -1300,11 +1349,64 @@ mod tests {
         assert_eq!(file.url, "/x/torch-2.9.0+cu128-cp312.whl?a=1&b=2&lt=3");
         assert_eq!(
             file.hashes,
-            BTreeMap::from([("sha512".to_owned(), "AbCd".to_owned())])
+            Hashes::from([("sha512".to_owned(), "AbCd".to_owned())])
         );
         assert_eq!(
             file.filename,
             "torch-2.9.0+cu128+\u{a0}&bogus;\u{fffd}\u{fffd}.whl"
+        );
+    }
+
+    /// What `decode_link` replaced: decode the whole link, then split at the first `#`.
+    fn decode_then_split(raw: &str) -> (String, Option<String>) {
+        let decoded = decode(raw).into_owned();
+        match decoded.split_once('#') {
+            Some((url, fragment)) => (url.to_owned(), Some(fragment.to_owned())),
+            None => (decoded, None),
+        }
+    }
+
+    #[test]
+    fn links_split_at_a_hash_written_as_a_reference_and_decode_their_fragment() {
+        for raw in [
+            "a-1.whl&#35;sha256=ab",
+            "a-1.whl&num;sha256=ab",
+            "a-1.whl&#x23sha256=ab",
+            "a&amp;b-1.whl#sha256=ab&amp;md5=cd",
+            "a-1.whl#sha256=ab#md5=cd",
+            "a-1.whl&#43;#",
+            "a-1.whl&",
+            "&#35;",
+            "#",
+            "",
+        ] {
+            let (url, fragment) = decode_link(raw);
+            assert_eq!(
+                (url, fragment.map(Cow::into_owned)),
+                decode_then_split(raw),
+                "{raw}"
+            );
+        }
+        let file = one_file(r#"<a href="a-1.whl&#35;sha256=AB&amp;md5=cd">a-1.whl</a>"#);
+        assert_eq!(file.url, "a-1.whl");
+        assert_eq!(
+            file.hashes,
+            Hashes::from([
+                ("sha256".to_owned(), "AB".to_owned()),
+                ("md5".to_owned(), "cd".to_owned())
+            ])
+        );
+    }
+
+    #[test]
+    fn the_first_of_duplicated_hash_names_wins_whatever_their_case() {
+        let file = one_file(r#"<a href="a-1.whl#sha256=aa&SHA256=bb&Md5=cc">a-1.whl</a>"#);
+        assert_eq!(
+            file.hashes,
+            Hashes::from([
+                ("sha256".to_owned(), "aa".to_owned()),
+                ("md5".to_owned(), "cc".to_owned())
+            ])
         );
     }
 
@@ -1479,6 +1581,14 @@ mod tests {
             fn arbitrary_text_never_panics(content in any::<String>()) {
                 let _ = parse_project_html(&content);
                 let _ = parse_project_list_html(&content);
+            }
+
+            #[test]
+            fn decoding_a_link_is_decoding_it_whole_then_splitting_it(
+                raw in "(a|#|&|;|#35|&#35;|&num;|&#x23|&amp;|&lt|=|sha256|x2B|é)*"
+            ) {
+                let (url, fragment) = decode_link(&raw);
+                prop_assert_eq!((url, fragment.map(Cow::into_owned)), decode_then_split(&raw));
             }
 
             #[test]

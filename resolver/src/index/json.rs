@@ -3,13 +3,13 @@
 //! `core-metadata` a boolean or a hash table) out of the model.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use super::error::{IndexParseError, check_api_version, check_link_count, check_size};
+use super::hashes::Hashes;
 use super::model::{
     CoreMetadata, DEFAULT_API_VERSION, IndexFile, JSON_API_VERSION, Meta, ProjectLink, ProjectList,
     ProjectPage, ProjectStatus, Yanked, normalize_project_name, parse_api_version, resolve_url,
@@ -206,7 +206,7 @@ struct FileIn {
     filename: String,
     url: String,
     #[serde(default)]
-    hashes: BTreeMap<String, String>,
+    hashes: Hashes,
     requires_python: Option<String>,
     #[serde(default)]
     yanked: YankedIn,
@@ -300,7 +300,7 @@ impl<'de> Deserialize<'de> for YankedIn {
 /// [PEP 714]: https://peps.python.org/pep-0714/
 enum MetadataIn {
     Flag(bool),
-    Hashes(BTreeMap<String, String>),
+    Hashes(Hashes),
 }
 
 impl<'de> Deserialize<'de> for MetadataIn {
@@ -315,9 +315,9 @@ impl<'de> Deserialize<'de> for MetadataIn {
                 Ok(MetadataIn::Flag(v))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MetadataIn, A::Error> {
-                let mut hashes = BTreeMap::new();
+                let mut hashes = Hashes::new();
                 while let Some((name, digest)) = map.next_entry::<String, String>()? {
-                    hashes.entry(name).or_insert(digest);
+                    hashes.get_or_insert_with(&name, || digest);
                 }
                 Ok(MetadataIn::Hashes(hashes))
             }
@@ -369,7 +369,7 @@ struct StatusOut<'a> {
 struct FileOut<'a> {
     filename: &'a str,
     url: Cow<'a, str>,
-    hashes: &'a BTreeMap<String, String>,
+    hashes: &'a Hashes,
     #[serde(skip_serializing_if = "Option::is_none")]
     requires_python: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -389,7 +389,7 @@ struct FileOut<'a> {
 #[serde(untagged)]
 enum MetadataOut<'a> {
     Flag(bool),
-    Hashes(&'a BTreeMap<String, String>),
+    Hashes(&'a Hashes),
 }
 
 #[derive(Serialize)]
@@ -569,7 +569,7 @@ mod tests {
         assert_eq!(
             file(r#","core-metadata":{"sha256":"aa"},"dist-info-metadata":{"sha256":"bb"}"#)
                 .core_metadata,
-            CoreMetadata::Hashes(BTreeMap::from([("sha256".to_owned(), "aa".to_owned())]))
+            CoreMetadata::Hashes(Hashes::from([("sha256".to_owned(), "aa".to_owned())]))
         );
         assert_eq!(file(r#","yanked":"""#).yanked, Yanked::Yes { reason: None });
         assert_eq!(file(r#","yanked":null"#).yanked, Yanked::No);
@@ -582,7 +582,7 @@ mod tests {
                 IndexFile {
                     filename: "odd_name-1.0+local-py3-none-any.whl".to_owned(),
                     url: "/files/odd_name-1.0%2Blocal-py3-none-any.whl".to_owned(),
-                    hashes: BTreeMap::from([
+                    hashes: Hashes::from([
                         ("sha256".to_owned(), "ab".repeat(32)),
                         ("blake2b_256".to_owned(), "cd".repeat(32)),
                     ]),
@@ -590,7 +590,7 @@ mod tests {
                     yanked: Yanked::Yes {
                         reason: Some("bad \"build\" <x> & \u{e9}".to_owned()),
                     },
-                    core_metadata: CoreMetadata::Hashes(BTreeMap::from([(
+                    core_metadata: CoreMetadata::Hashes(Hashes::from([(
                         "sha256".to_owned(),
                         "ef".repeat(32),
                     )])),

@@ -3,6 +3,7 @@
 //! one model ([`ProjectPage`], [`ProjectList`]) and rendered back without losing an attribute.
 //!
 //! - [`model`]: the page model, and resolving a file's link against the page URL;
+//! - [`hashes`]: [`Hashes`], a file's small hash name to digest table;
 //! - [`html`]: a small byte scanner for PEP 503 pages, and the HTML renderer;
 //! - [`json`]: PEP 691 pages through serde, and the JSON renderer;
 //! - [`error`]: [`IndexParseError`] and the size limits.
@@ -13,11 +14,13 @@
 //! [PEP 691]: https://peps.python.org/pep-0691/
 
 pub mod error;
+pub mod hashes;
 pub mod html;
 pub mod json;
 pub mod model;
 
 pub use error::{IndexParseError, MAX_LINKS, MAX_PAGE_BYTES};
+pub use hashes::Hashes;
 pub use html::{
     parse_project_html, parse_project_list_html, render_project_html, render_project_list_html,
 };

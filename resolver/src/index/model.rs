@@ -2,7 +2,7 @@
 //! attributes of PEPs 592, 629, 658, 714, 740 and 792) or PEP 691 JSON (with PEP 700's
 //! additions). Parsers fill it, renderers write it back, and the proxy rewrites it in between.
 
-use std::collections::BTreeMap;
+use super::hashes::Hashes;
 
 /// The API version a page that does not declare one speaks ([PEP 629]: absent means `1.0`).
 ///
@@ -77,7 +77,7 @@ pub enum CoreMetadata {
     Present,
     /// Offered, with the hashes of the metadata file (`sha256=<hex>`). Parsers never produce an
     /// empty map: that is [`CoreMetadata::Present`].
-    Hashes(BTreeMap<String, String>),
+    Hashes(Hashes),
 }
 
 impl CoreMetadata {
@@ -102,7 +102,7 @@ pub struct IndexFile {
     pub url: String,
     /// Hash name to hex digest: the `#sha256=` fragment in HTML, `hashes` in JSON. May be empty
     /// (PyTorch's nightly pages carry no hash).
-    pub hashes: BTreeMap<String, String>,
+    pub hashes: Hashes,
     /// `Requires-Python` specifier, unescaped (`>=3.8`, never `&gt;=3.8`) ([PEP 503]).
     ///
     /// [PEP 503]: https://peps.python.org/pep-0503/
