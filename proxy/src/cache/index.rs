@@ -22,14 +22,13 @@
 mod admit;
 mod memory;
 mod shared;
+mod stored;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
@@ -43,6 +42,7 @@ use crate::upstream::{PageResponse, UpstreamClient, UpstreamError, Validators, r
 
 use self::admit::{Verdict, admit};
 use self::memory::PageMemory;
+use self::stored::StoredPage;
 
 /// What an index request asks upstreams for: JSON where the upstream speaks it, else HTML.
 pub const UPSTREAM_ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
@@ -124,17 +124,6 @@ impl IndexError {
             other => other,
         }
     }
-}
-
-/// The on-disk form of a cached page.
-#[derive(Serialize, Deserialize)]
-struct StoredPage {
-    url: String,
-    content_type: String,
-    body: String,
-    etag: Option<String>,
-    last_modified: Option<String>,
-    fetched_at_secs: u64,
 }
 
 type RefreshResult = Result<Option<Arc<CachedPage>>, Arc<IndexError>>;
@@ -432,8 +421,7 @@ impl Inner {
         let writing = {
             let (path, stored) = (path.clone(), Arc::clone(&stored));
             tokio::task::spawn_blocking(move || {
-                let text = Bytes::from(serialize(&stored)?);
-                write_temp(&path, &text).map(|temp| (temp, text))
+                write_temp(&path, &[&stored.header(), stored.body.as_bytes()])
             })
         };
         let parsed = parse(&stored);
@@ -459,18 +447,15 @@ impl Inner {
             let (inner, client, url) = (Arc::clone(self), client.clone(), url.to_string());
             let generation = page.generation;
             async move {
-                let text = match writing.await.map_err(std::io::Error::other).flatten() {
-                    Ok((temp, text)) => {
-                        inner.commit_write(&url, generation, &temp, &path).await;
-                        text
-                    }
+                match writing.await.map_err(std::io::Error::other).flatten() {
+                    Ok(temp) => inner.commit_write(&url, generation, &temp, &path).await,
                     Err(err) => {
                         warn!(url = %redact(&url), error = %err, "could not write the index page to the cache directory");
                         return;
                     }
-                };
-                // Only an admitted copy is shared, serialized once for disk and bucket alike.
-                inner.publish(&client, &url, text);
+                }
+                // Only an admitted copy is shared.
+                inner.publish(&client, &url, &stored);
             }
         };
         // The server answers as soon as the page is in memory; the disk copy (for a restart or
@@ -526,8 +511,14 @@ impl Inner {
             return Some(page);
         }
         // Not in memory: a copy written by an earlier run (or a mirror sync) may be on disk.
-        let text = tokio::fs::read_to_string(self.path_for(url)).await.ok()?;
-        let stored: StoredPage = serde_json::from_str(&text).ok()?;
+        let bytes = tokio::fs::read(self.path_for(url)).await.ok()?;
+        let stored = match StoredPage::from_bytes(&bytes) {
+            Ok(stored) => stored,
+            Err(err) => {
+                warn!(url = %redact(url), error = %err, "ignoring a cached page that cannot be read");
+                return None;
+            }
+        };
         if stored.url != url {
             return None;
         }
@@ -586,27 +577,22 @@ fn page_key(url: &str) -> String {
     hex::encode(Sha256::digest(url.as_bytes()))
 }
 
-/// `stored` as JSON, in one allocation sized for the escaped body: growing the buffer by
-/// doubling would copy a real-size page several times and touch twice its memory, beside the
-/// cold request that is parsing the same page.
-fn serialize(stored: &StoredPage) -> std::io::Result<Vec<u8>> {
-    // A page's quotes and line breaks become two bytes each: about 2 % more on a real-size
-    // page; an odder page only grows the buffer once or twice.
-    let mut text = Vec::with_capacity(stored.body.len() + stored.body.len() / 16 + 1024);
-    serde_json::to_writer(&mut text, stored).map_err(std::io::Error::other)?;
-    Ok(text)
-}
-
-/// Writes `text` (a serialized [`StoredPage`]) to a temporary file beside `path` (the first half
-/// of an atomic write; the caller renames it into place or removes it).
-fn write_temp(path: &std::path::Path, text: &[u8]) -> std::io::Result<PathBuf> {
+/// Writes `parts` (a stored page, [`StoredPage`]) one after the other to a temporary file beside
+/// `path` (the first half of an atomic write; the caller renames it into place or removes it).
+fn write_temp(path: &std::path::Path, parts: &[&[u8]]) -> std::io::Result<PathBuf> {
+    use std::io::Write as _;
     static WRITES: AtomicU64 = AtomicU64::new(0);
     let temp = path.with_extension(format!(
         "tmp{}-{}",
         std::process::id(),
         WRITES.fetch_add(1, Ordering::Relaxed)
     ));
-    std::fs::write(&temp, text)?;
+    let written = std::fs::File::create(&temp)
+        .and_then(|mut file| parts.iter().try_for_each(|part| file.write_all(part)));
+    if let Err(err) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(err);
+    }
     Ok(temp)
 }
 
@@ -627,8 +613,8 @@ fn defend_cached(
 }
 
 /// Removes the temporary copy of a page that was not admitted.
-async fn discard(writing: tokio::task::JoinHandle<std::io::Result<(PathBuf, Bytes)>>) {
-    if let Ok(Ok((temp, _))) = writing.await {
+async fn discard(writing: tokio::task::JoinHandle<std::io::Result<PathBuf>>) {
+    if let Ok(Ok(temp)) = writing.await {
         let _ = tokio::fs::remove_file(&temp).await;
     }
 }

@@ -239,7 +239,8 @@ fn page_object(url: &str) -> Path {
     Path::from(format!("{PREFIX}/index/{}.json", sha256(url.as_bytes())))
 }
 
-/// The bucket's copy of the page at `url`, as JSON.
+/// The bucket's copy of the page at `url`: its header line, with the body that follows it
+/// under `body`.
 async fn stored_page(s3: &S3Server, url: &str) -> serde_json::Value {
     let bytes = s3
         .client()
@@ -249,7 +250,15 @@ async fn stored_page(s3: &S3Server, url: &str) -> serde_json::Value {
         .bytes()
         .await
         .unwrap();
-    serde_json::from_slice(&bytes).unwrap()
+    let end = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .expect("a header line");
+    let mut stored: serde_json::Value = serde_json::from_slice(&bytes[..end]).unwrap();
+    let body = std::str::from_utf8(&bytes[end + 1..]).unwrap();
+    assert_eq!(stored["body_bytes"].as_u64(), Some(body.len() as u64));
+    stored["body"] = body.into();
+    stored
 }
 
 fn now_secs() -> u64 {

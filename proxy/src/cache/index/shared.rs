@@ -23,7 +23,7 @@ use bytes::Bytes;
 use tracing::{debug, info, warn};
 
 use super::admit::{Verdict, admit};
-use super::{CachedPage, Inner, StoredPage, page_key, parse, serialize, write_temp, younger_than};
+use super::{CachedPage, Inner, StoredPage, page_key, parse, write_temp, younger_than};
 use crate::metrics::IndexOutcome;
 use crate::upstream::{UpstreamClient, redact};
 
@@ -87,7 +87,7 @@ impl Inner {
     /// `bytes` as the stored copy of `url`, or `None` (logged) when it is not one.
     fn stored_from_bucket(&self, url: &str, bytes: &[u8]) -> Option<StoredPage> {
         let bucket = self.bucket.as_ref().map_or("", |bucket| bucket.name());
-        match serde_json::from_slice::<StoredPage>(bytes) {
+        match StoredPage::from_bytes(bytes) {
             Ok(stored) if stored.url == url => Some(stored),
             Ok(stored) => {
                 warn!(url = %redact(url), bucket, stored_url = %redact(&stored.url), "ignoring the object store's copy of the page: it is another URL's");
@@ -105,7 +105,7 @@ impl Inner {
     async fn write_local(&self, url: &str, bytes: Bytes) {
         let path = self.path_for(url);
         let written = tokio::task::spawn_blocking(move || {
-            let temp = write_temp(&path, &bytes)?;
+            let temp = write_temp(&path, &[&bytes])?;
             std::fs::rename(&temp, &path).inspect_err(|_| {
                 let _ = std::fs::remove_file(&temp);
             })
@@ -118,12 +118,13 @@ impl Inner {
         }
     }
 
-    /// Publishes `text` (the stored copy of `url`, just fetched and admitted) in the background.
-    pub(super) fn publish(&self, client: &UpstreamClient, url: &str, text: Bytes) {
+    /// Publishes `stored` (the copy of `url` just fetched and admitted) in the background.
+    pub(super) fn publish(&self, client: &UpstreamClient, url: &str, stored: &Arc<StoredPage>) {
         let Some(bucket) = &self.bucket else { return };
         let (bucket, metrics) = (Arc::clone(bucket), Arc::clone(client.metrics()));
-        let key = page_key(url);
+        let (key, stored) = (page_key(url), Arc::clone(stored));
         tokio::spawn(async move {
+            let text = Bytes::from(stored.to_bytes());
             if bucket.put_page(key, text).await {
                 metrics.page_published();
             }
@@ -146,7 +147,7 @@ impl Inner {
             let stored = tokio::fs::read(&path)
                 .await
                 .ok()
-                .and_then(|text| serde_json::from_slice::<StoredPage>(&text).ok())
+                .and_then(|text| StoredPage::from_bytes(&text).ok())
                 .filter(|stored| {
                     stored.url == url
                         && stored.etag == validators.etag
@@ -157,13 +158,7 @@ impl Inner {
                 return;
             };
             stored.fetched_at_secs = fetched_at_secs;
-            let text = match serialize(&stored) {
-                Ok(text) => Bytes::from(text),
-                Err(err) => {
-                    warn!(url = %redact(&url), error = %err, "cannot serialize the revalidated page");
-                    return;
-                }
-            };
+            let text = Bytes::from(stored.to_bytes());
             if bucket.put_page(page_key(&url), text).await {
                 metrics.page_published();
             }
