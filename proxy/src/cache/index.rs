@@ -413,28 +413,15 @@ impl Inner {
         cached: Option<Arc<CachedPage>>,
         stored: StoredPage,
     ) -> Result<Option<Arc<CachedPage>>, IndexError> {
-        // The disk copy is written to a temporary file on a blocking thread while this
-        // one parses (a real-size page is 0.7 MB: its write and its parse each take
-        // milliseconds of a cold request); it is renamed into place only if admitted.
         let stored = Arc::new(stored);
-        let path = self.path_for(url);
-        let writing = {
-            let (path, stored) = (path.clone(), Arc::clone(&stored));
-            tokio::task::spawn_blocking(move || {
-                write_temp(&path, &[&stored.header(), stored.body.as_bytes()])
-            })
-        };
-        let parsed = parse(&stored);
-        let verdict = admit(parsed, cached.as_deref());
+        let verdict = admit(parse(&stored), cached.as_deref());
         let page = match verdict {
             Verdict::Accept(page) => page,
             Verdict::Refuse { reason, detail } => {
-                discard(writing).await;
                 let old = cached.expect("only a cached copy can be defended");
                 return Ok(Some(defend_cached(client, url, old, reason, &detail)));
             }
             Verdict::Unparseable(source) => {
-                discard(writing).await;
                 return Err(IndexError::Parse {
                     url: redact(url),
                     source,
@@ -443,10 +430,24 @@ impl Inner {
         };
         client.metrics().index_lookup(IndexOutcome::Miss);
         let page = self.install(url, cached.as_ref(), &stored, page);
+        let serving = self.stale_while_revalidate;
         let finishing = {
             let (inner, client, url) = (Arc::clone(self), client.clone(), url.to_string());
             let generation = page.generation;
             async move {
+                if serving {
+                    // The requests waiting for this page are answered first: they were woken
+                    // on this runtime just before, and starting the write (a blocking thread,
+                    // 0.7 MB of a real-size page) before them made a cold request wait for it.
+                    tokio::task::yield_now().await;
+                }
+                let path = inner.path_for(&url);
+                let writing = {
+                    let (path, stored) = (path.clone(), Arc::clone(&stored));
+                    tokio::task::spawn_blocking(move || {
+                        write_temp(&path, &[&stored.header(), stored.body.as_bytes()])
+                    })
+                };
                 match writing.await.map_err(std::io::Error::other).flatten() {
                     Ok(temp) => inner.commit_write(&url, generation, &temp, &path).await,
                     Err(err) => {
@@ -461,7 +462,7 @@ impl Inner {
         // The server answers as soon as the page is in memory; the disk copy (for a restart or
         // offline) lands moments later. `mirror sync` waits: its store must be complete when it
         // says so.
-        if self.stale_while_revalidate {
+        if serving {
             tokio::spawn(finishing);
         } else {
             finishing.await;
@@ -610,13 +611,6 @@ fn defend_cached(
     warn!(url = %redact(url), reason = reason.as_str(), detail = %detail, files = old.page.files.len(), "refused the upstream's new copy of the page; serving the cached one");
     defer_retry(&old);
     old
-}
-
-/// Removes the temporary copy of a page that was not admitted.
-async fn discard(writing: tokio::task::JoinHandle<std::io::Result<PathBuf>>) {
-    if let Ok(Ok(temp)) = writing.await {
-        let _ = tokio::fs::remove_file(&temp).await;
-    }
 }
 
 /// Removes the refresh's entry when its task ends, however it ends.
