@@ -95,8 +95,16 @@ impl VariantChoice {
 /// `*-variants.json`.
 pub fn lists_variants(files: &[FileRef<'_>]) -> bool {
     files.iter().any(|file| {
-        file.filename.ends_with(VARIANTS_JSON_SUFFIX) || variant_label(file.filename).is_some()
+        file.filename.ends_with(VARIANTS_JSON_SUFFIX)
+            || (has_six_parts(file.filename) && variant_label(file.filename).is_some())
     })
+}
+
+/// Whether `filename` has at least six dash-separated parts, as a variant wheel's name has
+/// (name, version, python, abi, platform, label): a count of dashes, where splitting and
+/// validating every name of a real-size page again cost a tenth of a cold request's render.
+fn has_six_parts(filename: &str) -> bool {
+    filename.bytes().filter(|&b| b == b'-').nth(4).is_some()
 }
 
 /// The page indices of the `*-variants.json` files, which the caller fetches and parses.
@@ -641,6 +649,31 @@ mod tests {
 
     fn machine(json: &str) -> Machine {
         serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn a_page_lists_variants_by_a_labelled_wheel_or_a_variants_file() {
+        let lists = |names: &[&str]| {
+            let refs: Vec<FileRef<'_>> = names
+                .iter()
+                .map(|name| FileRef {
+                    filename: name,
+                    url: name,
+                })
+                .collect();
+            lists_variants(&refs)
+        };
+        let plain = format!("torch-2.9.0+cu128-{TAGS}.whl");
+        // Six parts with a build tag, not a label: not a variant.
+        let build_tagged = format!("torch-2.9.0-1-{TAGS}.whl");
+        let labelled = format!("torch-2.9.0-{TAGS}-cuda12.8.whl");
+        let both = format!("torch-2.9.0-1-{TAGS}-cuda12.8.whl");
+        assert!(!lists(&[&plain, &build_tagged, "torch-2.9.0.tar.gz"]));
+        assert!(lists(&[&plain, &labelled]));
+        assert!(lists(&[&both]));
+        assert!(lists(&[&plain, "torch-2.9.0-variants.json"]));
+        // Seven dashes of garbage are not a label.
+        assert!(!lists(&["a-b-c-d-e-f-g-h.whl"]));
     }
 
     /// A torch 2.9.0 page: one wheel per label, plus the variants file (last).
