@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use pep440_rs::Version;
 use wheelgate_resolver::filename::DistFilename;
-use wheelgate_resolver::index::ProjectPage;
+use wheelgate_resolver::index::{IndexFile, ProjectPage};
 use wheelgate_resolver::select::{FileRef, PageSelection, select_page};
 use wheelgate_resolver::{Catalog, Machine, Policy};
 
@@ -53,9 +53,19 @@ pub fn rewrite_page(
         .into_iter()
         .map(|index| {
             let source = &upstream.files[index];
-            let mut file = source.clone();
-            file.url = file_link(project, &source.filename);
-            file
+            // Field by field: the upstream's link is replaced, so it is not copied first.
+            IndexFile {
+                filename: source.filename.clone(),
+                url: file_link(project, &source.filename),
+                hashes: source.hashes.clone(),
+                requires_python: source.requires_python.clone(),
+                yanked: source.yanked.clone(),
+                core_metadata: source.core_metadata.clone(),
+                gpg_sig: source.gpg_sig,
+                size: source.size,
+                upload_time: source.upload_time.clone(),
+                provenance: source.provenance.clone(),
+            }
         })
         .collect();
     ProjectPage {
