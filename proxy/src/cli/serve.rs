@@ -110,13 +110,13 @@ pub fn effective_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
 
 /// Runs `wheelgate serve` until a signal: builds the state, binds, says what it is doing on
 /// standard output (logs stay on standard error, so a JSON log stream stays JSON), serves with
-/// one accept loop per core (`serve/per_core.rs`).
+/// one connection server per core (`serve/per_core.rs`).
 // The steps of `crate::serve::run_until`, spelled out so that the lines can be printed once
 // the listener is bound (the real port of `--listen 127.0.0.1:0`) and the state is built.
 pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
     let config = effective_config(args)?;
-    // The state's background tasks (cache upkeep, refreshes it starts) and the signal wait run
-    // here; requests run on the cores' own runtimes.
+    // The state's background tasks (cache upkeep, refreshes it starts), the accept loop and the
+    // signal wait run here; requests run on the cores' own runtimes.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -124,15 +124,17 @@ pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
         .map_err(ServeCommandError::Runtime)?;
     let addr = config.listen;
     let state = runtime.block_on(crate::serve::build_state(config))?;
-    let first = per_core::bind_first(addr).map_err(|source| StartError::Listen { addr, source })?;
-    let local = first.local_addr().unwrap_or(addr);
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(addr))
+        .map_err(|source| StartError::Listen { addr, source })?;
+    let local = listener.local_addr().unwrap_or(addr);
     print_start_lines(&state, local);
     let cores = per_core::cores();
     tracing::info!(listen = %local, cores, "wheelgate serving");
     per_core::serve_per_core(
         &runtime,
         &state,
-        first,
+        listener,
         cores,
         crate::serve::shutdown_signal(),
     )?;

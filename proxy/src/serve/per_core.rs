@@ -1,70 +1,217 @@
-//! One accept loop per core, as `wheelgate serve` runs: each core's thread drives its own
-//! single-threaded runtime and accepts on its own socket, every socket bound to the same port
-//! with `SO_REUSEPORT`, so the kernel spreads connections over the cores and a connection is
-//! served start to end on the thread that accepted it. This is how nginx's worker processes
-//! work; on one work-stealing runtime, tokio's workers kept handing connections to each other
-//! (a seventh of a warm page's CPU went to task switches in `scripts/bench-proxy`).
+//! How `wheelgate serve` runs: one connection server per core, each on its own single-threaded
+//! runtime and thread, fed by one accept loop. A connection is served start to end on the
+//! thread it was handed to; on one work-stealing runtime, tokio's workers kept handing
+//! connections to each other (a seventh of a warm page's CPU went to task switches in
+//! `scripts/bench-proxy`). Each new connection goes to the core serving the fewest at that
+//! moment, so 64 keep-alive clients are split 32 and 32 (sockets sharing a port with
+//! `SO_REUSEPORT`, as nginx can, split them by a hash of the client's address: unevenly, and
+//! the busier core's queue showed in the 99th percentile).
 //!
-//! The cores share the state (caches, upstream client, metrics), the connection cap (one
-//! semaphore) and the shutdown signal. The main runtime, where the state was built, keeps the
-//! background tasks started then and waits for the signal. Every core's runtime stays up until
-//! all of them have finished their graceful shutdown: a pooled upstream connection is driven by
-//! the runtime that opened it, and a wheel that another core is still streaming may read from it.
+//! The accept loop runs on the main runtime, where the state was built and its background
+//! tasks run, and where the shutdown signal is awaited. Every core shares the state (caches,
+//! upstream client, metrics) and the one connection cap. On the signal the accept loop stops
+//! and each core drains its connections; every core's runtime stays up until all of them have
+//! drained, because a pooled upstream connection is driven by the runtime that opened it and a
+//! wheel another core is still streaming may read from it.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use socket2::{Domain, Protocol, Socket, Type};
+use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
-use tokio::sync::{mpsc, watch};
-use tracing::{error, warn};
+use tokio::sync::{OwnedSemaphorePermit, mpsc, watch};
+use tracing::{debug, error, warn};
 
 use super::StartError;
-use crate::server::listener::{ConnectionSlots, serve_with_slots};
+use crate::server::listener::{ConnectionServer, ConnectionSlots, accept_until};
 use crate::server::{AppState, app};
 
-/// Connections the kernel queues per socket before they are accepted (as tokio's own `bind`).
-const BACKLOG: i32 = 1024;
+/// Bytes of heap a core's thread grows its allocator arena by before it serves.
+const ARENA_ROOM: usize = 8 * 1024 * 1024;
 
-/// How many accept loops to run: one per core this process may use (its CPU affinity and
-/// cgroup quota included).
+/// How many connection servers to run: one per core this process may use (its CPU affinity
+/// and cgroup quota included).
 pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }
 
-/// The first listening socket on `addr`, shareable by the other cores' ([`bind_shared`]).
-/// A plain bind comes first: it fails when anything listens there already, even another
-/// `wheelgate serve` whose sockets allow sharing (the kernel would otherwise split the port's
-/// connections between the two servers without a word). It also picks the port of
-/// `--listen 127.0.0.1:0`.
-pub fn bind_first(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
-    let probe = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    // As any server: connections of an earlier run still in TIME_WAIT do not block the port.
-    probe.set_reuse_address(true)?;
-    probe.bind(&addr.into())?;
-    let local = probe
-        .local_addr()?
-        .as_socket()
-        .ok_or_else(|| std::io::Error::other("the bound address is not an IP address"))?;
-    drop(probe);
-    bind_shared(local)
+/// An accepted connection on its way to a core.
+struct Handoff {
+    stream: std::net::TcpStream,
+    peer: SocketAddr,
+    held: Held,
 }
 
-/// A listening socket on `addr` that other sockets of this process may share
-/// (`SO_REUSEPORT`); non-blocking, for a runtime to take.
-pub fn bind_shared(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    socket.set_reuse_address(true)?;
-    socket.set_reuse_port(true)?;
-    socket.set_nonblocking(true)?;
-    socket.bind(&addr.into())?;
-    socket.listen(BACKLOG)?;
-    Ok(socket.into())
+/// What an open connection holds until it ends: its slot under the cap, and its place in its
+/// core's count.
+struct Held {
+    _slot: OwnedSemaphorePermit,
+    load: Arc<AtomicUsize>,
 }
 
-/// Bytes of heap a core's thread grows its allocator arena by before it serves.
-const ARENA_ROOM: usize = 8 * 1024 * 1024;
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.load.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// One core's connection server, seen from the accept loop.
+struct Core {
+    connections: mpsc::UnboundedSender<Handoff>,
+    load: Arc<AtomicUsize>,
+}
+
+/// Serves `state` on `listener` (bound on `main`) with `cores` connection servers until
+/// `shutdown` completes on `main`; then accepting stops and every core lets its responses in
+/// flight finish for `shutdown_grace_secs`.
+pub fn serve_per_core(
+    main: &Runtime,
+    state: &AppState,
+    listener: TcpListener,
+    cores: usize,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StartError> {
+    let runtimes = (0..cores.max(1))
+        .map(|_| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+        })
+        .collect::<Result<Vec<Runtime>, _>>()
+        .map_err(StartError::Serve)?;
+    let limits = state.config.limits.clone();
+    let grace = Duration::from_secs(state.config.shutdown_grace_secs);
+    let (release, released) = watch::channel(false);
+    let (done, mut finished) = mpsc::unbounded_channel::<bool>();
+    let mut threads = Vec::with_capacity(runtimes.len());
+    let mut targets = Vec::with_capacity(runtimes.len());
+    let mut spawn_error = None;
+    for (index, runtime) in runtimes.into_iter().enumerate() {
+        let (connections, mut incoming) = mpsc::unbounded_channel::<Handoff>();
+        let (router, limits) = (app(state.clone()), limits.clone());
+        let metrics = Arc::clone(&state.metrics);
+        let (mut released, done) = (released.clone(), done.clone());
+        let spawned = std::thread::Builder::new()
+            .name(format!("wheelgate-core-{index}"))
+            .spawn(move || {
+                grow_allocator_arena();
+                runtime.block_on(async move {
+                    let server = ConnectionServer::new(router, &limits, metrics);
+                    // Until the accept loop stops and drops its sender.
+                    while let Some(handoff) = incoming.recv().await {
+                        match tokio::net::TcpStream::from_std(handoff.stream) {
+                            Ok(stream) => server.serve(stream, handoff.peer, handoff.held),
+                            Err(err) => {
+                                debug!(peer = %handoff.peer, error = %err, "cannot take a connection onto this core");
+                            }
+                        }
+                    }
+                    let _ = done.send(server.drain(grace).await);
+                    drop(done);
+                    // Up until every core has drained (see the module's comment).
+                    let _ = released.wait_for(|release| *release).await;
+                });
+            });
+        match spawned {
+            Ok(thread) => {
+                threads.push(thread);
+                targets.push(Core {
+                    connections,
+                    load: Arc::default(),
+                });
+            }
+            Err(err) => {
+                spawn_error = Some(err);
+                break;
+            }
+        }
+    }
+    drop(done);
+
+    let all_drained = main.block_on(async {
+        if spawn_error.is_none() {
+            let slots = ConnectionSlots::new(&limits);
+            accept_until(
+                &listener,
+                &slots,
+                &state.metrics,
+                shutdown,
+                |stream, peer, slot| hand_off(&targets, stream, peer, slot),
+            )
+            .await;
+        }
+        drop(listener);
+        // The cores see their channels close and drain.
+        let pending = targets.len();
+        drop(targets);
+        let mut all_drained = true;
+        for _ in 0..pending {
+            // A core that panicked drops its sender without a word; the channel closes once
+            // no core is left to say anything.
+            let Some(drained) = finished.recv().await else {
+                break;
+            };
+            all_drained &= drained;
+        }
+        all_drained
+    });
+    let _ = release.send(true);
+    for thread in threads {
+        if thread.join().is_err() {
+            error!("a core's connection server panicked");
+        }
+    }
+    if let Some(err) = spawn_error {
+        return Err(StartError::Serve(err));
+    }
+    if !all_drained {
+        warn!(
+            grace_secs = grace.as_secs(),
+            "shutdown grace elapsed; closing the responses still in flight"
+        );
+    }
+    Ok(())
+}
+
+/// Hands an accepted connection to the core serving the fewest connections (of those still
+/// running: one whose server panicked is passed over).
+fn hand_off(
+    cores: &[Core],
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    slot: OwnedSemaphorePermit,
+) {
+    let Some(core) = cores
+        .iter()
+        .filter(|core| !core.connections.is_closed())
+        .min_by_key(|core| core.load.load(Ordering::Relaxed))
+    else {
+        error!(%peer, "no core is serving; the connection is closed");
+        return;
+    };
+    // Out of this runtime's reactor, into the core's.
+    let stream = match stream.into_std() {
+        Ok(stream) => stream,
+        Err(err) => {
+            debug!(%peer, error = %err, "cannot hand a connection to a core");
+            return;
+        }
+    };
+    core.load.fetch_add(1, Ordering::Relaxed);
+    let held = Held {
+        _slot: slot,
+        load: Arc::clone(&core.load),
+    };
+    if core
+        .connections
+        .send(Handoff { stream, peer, held })
+        .is_err()
+    {
+        error!(%peer, "a core's connection server has stopped; the connection is closed");
+    }
+}
 
 /// Grows this thread's allocator arena by [`ARENA_ROOM`] and gives the memory back at once.
 /// glibc gives each new thread its own arena and grows it one page at a time, with one
@@ -81,121 +228,4 @@ fn grow_allocator_arena() {
         .map(|_| Vec::with_capacity(BLOCK))
         .collect();
     drop(std::hint::black_box(blocks));
-}
-
-/// Serves `state` on `first` (bound by [`bind_first`]) and on one more socket of the same
-/// address per further core, until `shutdown` completes on `main`; then every core stops
-/// accepting and lets its responses in flight finish for `shutdown_grace_secs`.
-pub fn serve_per_core(
-    main: &Runtime,
-    state: &AppState,
-    first: std::net::TcpListener,
-    cores: usize,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), StartError> {
-    let local = first.local_addr().map_err(StartError::Serve)?;
-    let listen_error = |source| StartError::Listen {
-        addr: local,
-        source,
-    };
-    let mut sockets = vec![first];
-    // The same port as the first socket: `--listen 127.0.0.1:0` picked it.
-    for _ in 1..cores.max(1) {
-        sockets.push(bind_shared(local).map_err(listen_error)?);
-    }
-    // Everything that can fail is done here, before any thread starts.
-    let mut loops = Vec::with_capacity(sockets.len());
-    for socket in sockets {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(StartError::Serve)?;
-        let listener = runtime
-            .block_on(async { tokio::net::TcpListener::from_std(socket) })
-            .map_err(listen_error)?;
-        loops.push((runtime, listener));
-    }
-
-    let limits = state.config.limits.clone();
-    let grace = Duration::from_secs(state.config.shutdown_grace_secs);
-    let slots = ConnectionSlots::new(&limits);
-    let (stop, stopped) = watch::channel(false);
-    let (release, released) = watch::channel(false);
-    let (done, mut finished) = mpsc::unbounded_channel::<bool>();
-    let mut threads = Vec::with_capacity(loops.len());
-    let mut spawn_error = None;
-    for (core, (runtime, listener)) in loops.into_iter().enumerate() {
-        let (router, slots, limits) = (app(state.clone()), slots.clone(), limits.clone());
-        let metrics = Arc::clone(&state.metrics);
-        let (mut stopped, mut released, done) = (stopped.clone(), released.clone(), done.clone());
-        let spawned = std::thread::Builder::new()
-            .name(format!("wheelgate-core-{core}"))
-            .spawn(move || {
-                grow_allocator_arena();
-                runtime.block_on(async move {
-                    let stop = async move {
-                        let _ = stopped.wait_for(|stop| *stop).await;
-                    };
-                    let drained =
-                        serve_with_slots(listener, router, &slots, &limits, metrics, grace, stop)
-                            .await;
-                    let _ = done.send(drained);
-                    drop(done);
-                    // Up until every core has drained (see the module's comment).
-                    let _ = released.wait_for(|release| *release).await;
-                });
-            });
-        match spawned {
-            Ok(thread) => threads.push(thread),
-            Err(err) => {
-                spawn_error = Some(err);
-                break;
-            }
-        }
-    }
-    drop(done);
-
-    let all_drained = main.block_on(async {
-        let (mut pending, mut all_drained) = (threads.len(), true);
-        if spawn_error.is_none() {
-            tokio::select! {
-                () = shutdown => {}
-                // A core's loop ended before the signal: it can only have failed.
-                early = finished.recv() => {
-                    error!("an accept loop stopped unexpectedly; shutting the server down");
-                    if let Some(drained) = early {
-                        pending -= 1;
-                        all_drained &= drained;
-                    }
-                }
-            }
-        }
-        let _ = stop.send(true);
-        // Each loop says once how its drain went; a loop that panicked drops its sender
-        // without a word, and the channel closes once no loop is left to say anything.
-        while pending > 0 {
-            let Some(drained) = finished.recv().await else {
-                break;
-            };
-            pending -= 1;
-            all_drained &= drained;
-        }
-        all_drained
-    });
-    let _ = release.send(true);
-    for thread in threads {
-        if thread.join().is_err() {
-            error!("an accept loop panicked");
-        }
-    }
-    if let Some(err) = spawn_error {
-        return Err(StartError::Serve(err));
-    }
-    if !all_drained {
-        warn!(
-            grace_secs = grace.as_secs(),
-            "shutdown grace elapsed; closing the responses still in flight"
-        );
-    }
-    Ok(())
 }

@@ -8,15 +8,14 @@
 //! - **Connection cap**: at most `max_connections` at once (lowered to fit the process's
 //!   descriptor limit), so the server never runs out of descriptors for its cache files, its
 //!   upstream sockets and `/healthz`. At the cap it stops accepting, and says so once, until a
-//!   slot frees; new clients wait in the kernel's queue meanwhile. One cap for all the per-core
-//!   loops of `wheelgate serve`; a loop takes its slot before it accepts, so near the cap up
-//!   to one slot per other core can sit waiting for a connection on that core's socket.
+//!   slot frees; new clients wait in the kernel's queue meanwhile.
 //! - **Graceful shutdown**: on the signal the loop stops accepting, responses in flight (a wheel
 //!   streaming to pip) get `shutdown_grace_secs` to finish, and whatever is left is closed.
 //!
 //! HTTP/1.1 only: pip, uv and every installer speak it to a plain `http://` index, and without
 //! protocol sniffing the header timeout covers a connection from its first byte.
 
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,7 +24,7 @@ use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt;
 use tracing::{debug, info, warn};
@@ -47,35 +46,40 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> bool {
     let slots = ConnectionSlots::new(limits);
-    serve_with_slots(listener, router, &slots, limits, metrics, grace, shutdown).await
+    let server = ConnectionServer::new(router, limits, Arc::clone(&metrics));
+    accept_until(
+        &listener,
+        &slots,
+        &metrics,
+        shutdown,
+        |stream, peer, slot| {
+            server.serve(stream, peer, slot);
+        },
+    )
+    .await;
+    drop(listener);
+    server.drain(grace).await
 }
 
-/// [`serve`] with a connection cap shared with other listeners: one accept loop per core
-/// (`serve/per_core.rs`) still admits at most `max_connections` in all.
-pub async fn serve_with_slots(
-    listener: TcpListener,
-    router: Router,
+/// Accepts connections on `listener`, each once it holds a slot of `slots`, and hands each to
+/// `accepted` with its slot, until `shutdown` completes.
+pub async fn accept_until(
+    listener: &TcpListener,
     slots: &ConnectionSlots,
-    limits: &LimitsConfig,
-    metrics: Arc<Metrics>,
-    grace: Duration,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> bool {
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout())
-        .keep_alive(true);
-    let graceful = GracefulShutdown::new();
+    metrics: &Metrics,
+    shutdown: impl Future<Output = ()>,
+    mut accepted: impl FnMut(TcpStream, SocketAddr, OwnedSemaphorePermit),
+) {
     let mut accept_errors = ErrorLog::default();
     tokio::pin!(shutdown);
     loop {
         let slot = tokio::select! {
-            slot = slots.take(&metrics) => slot,
+            slot = slots.take(metrics) => slot,
             () = &mut shutdown => break,
         };
         let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
+            result = listener.accept() => match result {
+                Ok(connection) => connection,
                 Err(err) => {
                     // Out of descriptors (EMFILE) or a connection reset before accept: wait a
                     // moment rather than spin, and say so at most once a second.
@@ -87,13 +91,46 @@ pub async fn serve_with_slots(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let router = router.clone();
+        accepted(stream, peer, slot);
+    }
+}
+
+/// Serves accepted connections on the runtime it is used on: HTTP/1.1 with the header-read
+/// timeout, each connection in its own task, and a graceful drain at the end.
+pub struct ConnectionServer {
+    router: Router,
+    http: hyper::server::conn::http1::Builder,
+    graceful: GracefulShutdown,
+    metrics: Arc<Metrics>,
+}
+
+impl ConnectionServer {
+    /// A server of `router`'s connections under `limits`.
+    pub fn new(router: Router, limits: &LimitsConfig, metrics: Arc<Metrics>) -> ConnectionServer {
+        let mut http = hyper::server::conn::http1::Builder::new();
+        http.timer(TokioTimer::new())
+            .header_read_timeout(limits.header_read_timeout())
+            .keep_alive(true);
+        ConnectionServer {
+            router,
+            http,
+            graceful: GracefulShutdown::new(),
+            metrics,
+        }
+    }
+
+    /// Serves `stream` from `peer` in a task of the current runtime; `held` (its connection
+    /// slot, and whatever else counts it) is dropped when the connection ends.
+    pub fn serve(&self, stream: TcpStream, peer: SocketAddr, held: impl Send + 'static) {
+        let router = self.router.clone();
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             request.extensions_mut().insert(ConnectInfo(peer));
             router.clone().oneshot(request)
         });
-        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
-        let metrics = Arc::clone(&metrics);
+        let connection = self
+            .graceful
+            .watch(self.http.serve_connection(TokioIo::new(stream), service));
+        let metrics = Arc::clone(&self.metrics);
         tokio::spawn(async move {
             metrics.connection(1);
             if let Err(err) = connection.await {
@@ -105,21 +142,25 @@ pub async fn serve_with_slots(
                 }
             }
             metrics.connection(-1);
-            drop(slot);
+            drop(held);
         });
     }
-    drop(listener);
-    info!(
-        grace_secs = grace.as_secs(),
-        "shutting down: waiting for responses in flight"
-    );
-    tokio::select! {
-        () = graceful.shutdown() => true,
-        () = tokio::time::sleep(grace) => false,
+
+    /// Once nothing more is accepted: lets the responses in flight finish for `grace`.
+    /// `false` when the grace ran out with connections still open.
+    pub async fn drain(self, grace: Duration) -> bool {
+        info!(
+            grace_secs = grace.as_secs(),
+            "shutting down: waiting for responses in flight"
+        );
+        tokio::select! {
+            () = self.graceful.shutdown() => true,
+            () = tokio::time::sleep(grace) => false,
+        }
     }
 }
 
-/// The connection cap: one semaphore, shared by every accept loop of the process.
+/// The connection cap: one semaphore for the accept loop.
 #[derive(Clone)]
 pub struct ConnectionSlots {
     slots: Arc<Semaphore>,
