@@ -6,13 +6,15 @@
   helper.py devpi-mirror URL PASSWORD INDEX MIRROR_URL
                                          log in to devpi-server as root, create INDEX as a
                                          mirror of MIRROR_URL
-  helper.py wrk FILE                     `req/s p50_ms p99_ms errors` from `wrk --latency` output
+  helper.py wrk FILE...                  `req/s p50_ms p99_ms errors` from `wrk --latency` output;
+                                         of several runs, the median of each and every error
   helper.py link PAGE FILENAME           the URL a PEP 691 JSON page gives for FILENAME
 """
 
 import base64
 import hashlib
 import json
+import statistics
 import os
 import random
 import re
@@ -165,7 +167,18 @@ def devpi_mirror(server, password, index, mirror_url):
 #   ...
 #   Non-2xx or 3xx responses: 12
 # Requests/sec:  38215.47
-def wrk(path):
+def wrk(paths):
+    """One line for one run; for several, the median of each figure and every error."""
+    runs = [read_wrk(path) for path in paths]
+    median = lambda values: statistics.median(values)  # noqa: E731
+    rate = median([r[0] for r in runs])
+    p50 = median([r[1] for r in runs])
+    p99 = median([r[2] for r in runs])
+    errors = sum(r[3] for r in runs)
+    print(f"{rate:.0f} {p50:.2f} {p99:.2f} {errors}")
+
+
+def read_wrk(path):
     text = open(path, encoding="utf-8").read()
     rate = re.search(r"Requests/sec:\s+([\d.]+)", text)
     p50 = re.search(r"^\s+50%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
@@ -181,7 +194,7 @@ def wrk(path):
         errors += sum(int(n) for n in sock.groups())
     scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}
     ms = lambda m: float(m.group(1)) * scale[m.group(2)]  # noqa: E731
-    print(f"{float(rate.group(1)):.0f} {ms(p50):.2f} {ms(p99):.2f} {errors}")
+    return float(rate.group(1)), ms(p50), ms(p99), errors
 
 
 def link(path, filename):
@@ -202,7 +215,7 @@ def main(argv):
     elif command == "devpi-mirror":
         devpi_mirror(*args)
     elif command == "wrk":
-        wrk(args[0])
+        wrk(args)
     elif command == "link":
         link(*args)
     else:
