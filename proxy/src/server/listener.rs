@@ -125,7 +125,14 @@ impl ConnectionServer {
         let router = self.router.clone();
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             request.extensions_mut().insert(ConnectInfo(peer));
-            router.clone().oneshot(request)
+            let refused = super::limits::refuse_oversized_headers(&request);
+            let router = router.clone();
+            async move {
+                match refused {
+                    Some(response) => Ok(response),
+                    None => router.oneshot(request).await,
+                }
+            }
         });
         let connection = self
             .graceful

@@ -25,7 +25,9 @@ pub use state::AppState;
 
 use axum::Router;
 
-/// The whole application: simple-index routes, files, operations.
+/// The whole application: simple-index routes, files, operations. The request limits
+/// (`limits.rs`) are checked by the listener that serves it (`listener.rs`, through
+/// `serve::serve_until` or `wheelgate serve`), not by the router.
 pub fn app(state: AppState) -> Router {
     let routes = Router::new()
         .merge(simple::routes())
@@ -51,6 +53,5 @@ pub fn app(state: AppState) -> Router {
             state.clone(),
             observe::track,
         ))
-        .layer(axum::middleware::from_fn(limits::limit_headers))
         .with_state(state)
 }

@@ -14,8 +14,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use wheelgate::config::ServeConfig;
-use wheelgate::serve::build_state;
-use wheelgate::server::app;
+use wheelgate::serve::{build_state, serve_until};
 
 const H100: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"9.0"}]}}"#;
 const PIP_ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01";
@@ -138,7 +137,8 @@ async fn start_proxy(
     let state = build_state(config).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app(state)).await.unwrap() });
+    // As the server serves: through its listener, where the request limits are checked.
+    tokio::spawn(serve_until(listener, state, std::future::pending()));
     addr
 }
 
@@ -578,6 +578,31 @@ async fn a_malformed_upstream_page_is_a_502_and_the_next_request_after_healing_s
     let (status, _, body) = get_with(&url, &[("accept", PIP_ACCEPT)]).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(filenames(&body), ["filelock-3.20.0-py3-none-any.whl"]);
+}
+
+#[tokio::test]
+async fn headers_over_the_limit_are_a_431_naming_it_before_any_route() {
+    let (_fake, upstream) = start_fake().await;
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(upstream, cache.path(), |_| {}).await;
+    // Over 32 KiB in all, well under what hyper itself refuses.
+    let response = client()
+        .get(format!("http://{proxy}/simple/torch/"))
+        .header("x-padding", "x".repeat(40_000))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 431);
+    let body = response.text().await.unwrap();
+    assert!(body.contains("over the limit of 32768"), "{body}");
+    // Just under the limit is served.
+    let response = client()
+        .get(format!("http://{proxy}/healthz"))
+        .header("x-padding", "x".repeat(30_000))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
 }
 
 #[tokio::test]
