@@ -169,10 +169,52 @@ struct UpstreamSeries {
     health: UpstreamHealth,
 }
 
+/// Status codes HTTP allows (100 to 999), one counter each per route.
+const STATUS_CODES: usize = 900;
+
+/// Requests answered, by route and status code: one counter each, so that answering a request
+/// takes no lock (a mutex over a map here was shared by every core's requests).
+#[derive(Debug)]
+struct RequestCounts(Box<[AtomicU64]>);
+
+impl Default for RequestCounts {
+    fn default() -> RequestCounts {
+        RequestCounts(
+            (0..Route::ALL.len() * STATUS_CODES)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        )
+    }
+}
+
+impl RequestCounts {
+    fn slot(route: Route, status: u16) -> Option<usize> {
+        let code = usize::from(status).checked_sub(100)?;
+        (code < STATUS_CODES).then_some(route.index() * STATUS_CODES + code)
+    }
+
+    fn add(&self, route: Route, status: u16) {
+        if let Some(slot) = Self::slot(route, status) {
+            self.0[slot].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The counts not zero, by route then status code.
+    fn nonzero(&self) -> impl Iterator<Item = (Route, u16, u64)> + '_ {
+        Route::ALL.into_iter().flat_map(move |route| {
+            (100..1000u16).filter_map(move |status| {
+                let count = Self::slot(route, status)
+                    .map_or(0, |slot| self.0[slot].load(Ordering::Relaxed));
+                (count > 0).then_some((route, status, count))
+            })
+        })
+    }
+}
+
 /// The registry; one per server, shared through an `Arc` in the state and the upstream client.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    requests: Mutex<BTreeMap<(Route, u16), u64>>,
+    requests: RequestCounts,
     response_bytes: [AtomicU64; 6],
     in_flight: [AtomicI64; 6],
     file_hits: AtomicU64,
@@ -207,7 +249,7 @@ pub fn upstream_label(url: &str) -> String {
 impl Metrics {
     /// Counts one answered request.
     pub fn request(&self, route: Route, status: u16) {
-        *lock(&self.requests).entry((route, status)).or_default() += 1;
+        self.requests.add(route, status);
     }
 
     /// Counts body bytes sent on `route`.
@@ -331,7 +373,7 @@ impl Metrics {
             "counter",
             "HTTP requests answered, by route and status code.",
         );
-        for ((route, status), count) in lock(&self.requests).iter() {
+        for (route, status, count) in self.requests.nonzero() {
             let _ = writeln!(
                 out,
                 "wheelgate_http_requests_total{{route=\"{}\",status=\"{status}\"}} {count}",
@@ -568,6 +610,29 @@ fn escape_label(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn request_counts_are_kept_per_route_and_status_in_order() {
+        let counts = RequestCounts::default();
+        counts.add(Route::Files, 404);
+        counts.add(Route::Simple, 200);
+        counts.add(Route::Simple, 200);
+        counts.add(Route::Simple, 100);
+        counts.add(Route::Other, 999);
+        // Outside what HTTP allows: not counted, never a panic.
+        counts.add(Route::Simple, 99);
+        counts.add(Route::Simple, 1000);
+        let listed: Vec<_> = counts.nonzero().collect();
+        assert_eq!(
+            listed,
+            [
+                (Route::Simple, 100, 1),
+                (Route::Simple, 200, 2),
+                (Route::Files, 404, 1),
+                (Route::Other, 999, 1),
+            ]
+        );
+    }
 
     #[test]
     fn routes_are_a_fixed_set() {
