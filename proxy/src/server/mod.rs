@@ -26,8 +26,8 @@ pub use state::AppState;
 use axum::Router;
 
 /// The whole application: simple-index routes, files, operations. The request limits
-/// (`limits.rs`) are checked by the listener that serves it (`listener.rs`, through
-/// `serve::serve_until` or `wheelgate serve`), not by the router.
+/// (`limits.rs`) and request metrics (`observe.rs`) are the listener's, around it
+/// (`listener.rs`, through `serve::serve_until` or `wheelgate serve`), not the router's.
 pub fn app(state: AppState) -> Router {
     let routes = Router::new()
         .merge(simple::routes())
@@ -48,10 +48,5 @@ pub fn app(state: AppState) -> Router {
     } else {
         routes
     };
-    routes
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            observe::track,
-        ))
-        .with_state(state)
+    routes.with_state(state)
 }
