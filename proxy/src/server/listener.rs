@@ -173,11 +173,10 @@ impl ConnectionServer {
 }
 
 /// The connection cap: one semaphore for the accept loop.
-#[derive(Clone)]
 pub struct ConnectionSlots {
     slots: Arc<Semaphore>,
     cap: usize,
-    last_warning: Arc<Mutex<Option<Instant>>>,
+    last_warning: Mutex<Option<Instant>>,
 }
 
 impl ConnectionSlots {
@@ -192,7 +191,7 @@ impl ConnectionSlots {
         ConnectionSlots {
             slots: Arc::new(Semaphore::new(cap)),
             cap,
-            last_warning: Arc::default(),
+            last_warning: Mutex::default(),
         }
     }
 

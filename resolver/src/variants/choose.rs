@@ -651,18 +651,20 @@ mod tests {
         serde_json::from_str(json).unwrap()
     }
 
+    /// A page listing `names`, each linked by its own name.
+    fn refs_of<S: AsRef<str>>(names: &[S]) -> Vec<FileRef<'_>> {
+        names
+            .iter()
+            .map(|name| FileRef {
+                filename: name.as_ref(),
+                url: name.as_ref(),
+            })
+            .collect()
+    }
+
     #[test]
     fn a_page_lists_variants_by_a_labelled_wheel_or_a_variants_file() {
-        let lists = |names: &[&str]| {
-            let refs: Vec<FileRef<'_>> = names
-                .iter()
-                .map(|name| FileRef {
-                    filename: name,
-                    url: name,
-                })
-                .collect();
-            lists_variants(&refs)
-        };
+        let lists = |names: &[&str]| lists_variants(&refs_of(names));
         let plain = format!("torch-2.9.0+cu128-{TAGS}.whl");
         // Six parts with a build tag, not a label: not a variant.
         let build_tagged = format!("torch-2.9.0-1-{TAGS}.whl");
@@ -779,13 +781,7 @@ mod tests {
             .map(|label| format!("{project}-{version}-{TAGS}-{label}.whl"))
             .collect();
         names.push(format!("{project}-{version}-variants.json"));
-        let refs: Vec<FileRef<'_>> = names
-            .iter()
-            .map(|name| FileRef {
-                filename: name,
-                url: name,
-            })
-            .collect();
+        let refs = refs_of(&names);
         let parsed = BTreeMap::from([(refs.len() - 1, Ok(file))]);
         let choice = choose_variants(
             Catalog::embedded(),
