@@ -21,6 +21,8 @@ pub use secrets::SecretSource;
 
 pub mod upstreams;
 pub use upstreams::{UpstreamAccessConfig, UpstreamsConfig};
+pub mod sources;
+pub use sources::SourceConfig;
 pub mod networks;
 pub use networks::{ClientNetworks, NetworkRule};
 
@@ -75,6 +77,9 @@ pub struct ServeConfig {
     /// private upstreams (none by default).
     #[serde(skip_serializing_if = "UpstreamsConfig::is_empty")]
     pub upstreams: UpstreamsConfig,
+    /// `[[sources]]`: more indexes, each owning the names it lists (`config/sources.rs`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<SourceConfig>,
     /// Peers (load balancers) whose `X-Forwarded-For` / `Forwarded` headers name the client;
     /// from anyone else those headers are ignored.
     pub trusted_proxies: Vec<String>,
@@ -100,6 +105,7 @@ impl Default for ServeConfig {
             auth: AuthConfig::default(),
             limits: LimitsConfig::default(),
             upstreams: UpstreamsConfig::default(),
+            sources: Vec::new(),
             trusted_proxies: Vec::new(),
             networks: Vec::new(),
         }
@@ -140,6 +146,18 @@ impl ServeConfig {
     /// The general upstream without a trailing slash.
     pub fn pypi_root(&self) -> &str {
         self.pypi_url.trim_end_matches('/')
+    }
+
+    /// Every source this configuration names: the PyTorch index, `[[sources]]`, the general
+    /// index; checked.
+    pub fn sources(&self) -> Result<crate::sources::Sources, crate::sources::SourcesError> {
+        crate::sources::Sources::new(
+            wheelgate_resolver::Catalog::embedded(),
+            &self.pytorch_url,
+            &self.pypi_url,
+            &self.upstreams,
+            &self.sources,
+        )
     }
 }
 

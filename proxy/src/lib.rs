@@ -2,7 +2,9 @@
 //! every machine the right PyTorch build through one index URL.
 //!
 //! - [`config`]: the configuration and its defaults;
-//! - [`upstream`]: the HTTP client and which upstream owns which project;
+//! - [`sources`]: the upstream indexes, which names each owns, and a project's pages from all
+//!   its owners;
+//! - [`upstream`]: the HTTP client, its breakers and each source's access settings;
 //! - [`cache`]: index pages (TTL, revalidation, stale on failure) and files (verified, streamed);
 //! - [`server`]: the axum app: simple-index routes, files, operations;
 //! - [`metrics`]: request, cache and upstream counters (Prometheus);
@@ -19,5 +21,6 @@ pub mod metrics;
 pub mod mirror;
 pub mod serve;
 pub mod server;
+pub mod sources;
 pub mod units;
 pub mod upstream;

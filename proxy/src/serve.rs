@@ -15,7 +15,9 @@ use crate::cache::lock::{CacheDirLock, LockError};
 use crate::config::ServeConfig;
 use crate::server::state::Shared;
 use crate::server::{AppState, app};
-use crate::upstream::{AccessError, ClientSettings, UpstreamClient, UpstreamError, resolve_access};
+use crate::upstream::{
+    AccessError, ClientSettings, UpstreamClient, UpstreamError, resolve_sources,
+};
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +38,8 @@ pub enum StartError {
     Client(#[from] UpstreamError),
     #[error(transparent)]
     Access(#[from] AccessError),
+    #[error(transparent)]
+    Sources(#[from] crate::sources::SourcesError),
     #[error(transparent)]
     Networks(#[from] crate::config::networks::NetworksError),
     #[error(
@@ -94,10 +98,11 @@ pub fn default_machine(config: &ServeConfig) -> Result<(Machine, Policy), StartE
 pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     // First, so a missing token or CA bundle stops the start before anything else is done.
     // Offline, no upstream is asked: its secrets need not be there.
+    let sources = config.sources()?;
     let access = if config.offline {
         Vec::new()
     } else {
-        resolve_access(&config)?
+        resolve_sources(&sources)?
     };
     for upstream in &access {
         // Header names only: their values are secrets.
@@ -170,6 +175,8 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         config: Arc::new(config),
         client,
         catalog: Catalog::embedded(),
+        source_counters: Arc::new(crate::sources::counters::SourceCounters::new(&sources)),
+        sources: Arc::new(sources),
         index: Arc::new(index),
         files: Arc::new(files),
         default_machine: Arc::new(machine),
@@ -224,7 +231,26 @@ pub async fn run_until(
         machine = %serde_json::to_string(&*state.default_machine).unwrap_or_default(),
         "wheelgate serving; point pip at http://{local}/simple/"
     );
+    for (_, source) in state.sources.iter() {
+        info!(source = %source.name, url = %crate::upstream::redact(&source.url), owns = %describe_owns(&source.owns), "source");
+    }
     serve_until(listener, state, shutdown).await
+}
+
+/// What a source owns, in words for the log and `config show`.
+pub fn describe_owns(owns: &crate::sources::Owns) -> String {
+    match owns {
+        crate::sources::Owns::PytorchNames => "the catalog's PyTorch projects".to_string(),
+        crate::sources::Owns::Patterns(patterns) => patterns
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        crate::sources::Owns::Rest => {
+            "every project no other source owns, and the PyTorch projects published on PyPI"
+                .to_string()
+        }
+    }
 }
 
 /// Serves on `listener` until `shutdown` completes; then stops accepting, lets the responses in

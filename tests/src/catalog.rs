@@ -8,7 +8,8 @@
 //! legacy unlabelled wheel linked at `/whl/<file>` from every torch page (the real cu130 page
 //! lists such wheels from 2017); and `filelock` 3.13.1 republished from PyPI, as the real index
 //! does. General side (PyPI): `filelock` 3.20.0, and planted to prove routing safety a
-//! `torch` 99.0 and a `pytorch-triton` 99.0 that must never be served.
+//! `pytorch-triton` 99.0 that must never be served (PyTorch's own PyPI projects, torch
+//! included, are merged with the PyTorch index's: none is published here).
 
 use std::sync::OnceLock;
 
@@ -238,11 +239,8 @@ impl Catalog {
                 &WheelSpec::new("filelock", "3.20.0", "py3-none-any").requires_python(">=3.10"),
                 "2025-10-08T18:03:48.456789Z",
             ),
-            // Planted: a PyPI `torch` and `pytorch-triton` that must never reach a client.
-            pypi_file(
-                &WheelSpec::new("torch", "99.0", "py3-none-any"),
-                "2026-01-01T00:00:00Z",
-            ),
+            // Planted: a PyPI `pytorch-triton` (a name only the PyTorch index publishes) that
+            // must never reach a client.
             pypi_file(
                 &WheelSpec::new("pytorch-triton", "99.0", "py3-none-any"),
                 "2026-01-01T00:00:00Z",

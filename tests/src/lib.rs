@@ -4,7 +4,8 @@
 //! The reusable parts live here, the tests in `tests/e2e/`:
 //! - [`wheels`]: small real wheels built in memory (correct `RECORD` hashes);
 //! - [`catalog`]: what the fake upstreams publish (torch 2.9.0 and 2.6.0 per backend,
-//!   torchvision, pytorch-triton, filelock; a planted PyPI `torch` 99.0 and `pytorch-triton`);
+//!   torchvision, pytorch-triton, filelock; a planted PyPI `pytorch-triton`);
+//! - [`simple_index`]: a plain PEP 503 index (an internal index, a PyPI with chosen files);
 //! - [`reference`](mod@reference): a second catalog with torch's real dependency structure (markers,
 //!   Requires-Python, per-backend `nvidia-*` pins, squatters), for the mirror's resolution;
 //! - [`upstream`]: the fake PyTorch index, its second file host and the fake PyPI, counting
@@ -21,6 +22,7 @@ pub mod load_balancer;
 pub mod machines;
 pub mod proxy;
 pub mod reference;
+pub mod simple_index;
 pub mod soak;
 pub mod upstream;
 pub mod variant_index;

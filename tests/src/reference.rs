@@ -9,8 +9,9 @@
 //! pins of the reference (PyPI's torch 2.9.0 is that build), cu130 a different set with `-cu13`
 //! names (representative versions: the reference lists only the cu128 build). General side: the
 //! dependencies in the versions the reference names plus the older ones Python 3.10 needs,
-//! the `nvidia-*` wheels (built here, as the reference says), and squatters: PyPI `torch` and
-//! `torchvision` 99.0, and `pytorch-triton` 99.0.
+//! the `nvidia-*` wheels (built here, as the reference says), and a squatter: `pytorch-triton`
+//! 99.0 (torch and torchvision, which PyTorch also publishes on PyPI, are merged from both
+//! indexes; none is published here).
 //!
 //! Every wheel is `py3-none-<platform>` (or `any`), so the host's Python installs it.
 
@@ -151,9 +152,7 @@ fn build() -> Catalog {
             .requires("MarkupSafe>=2.0"),
         WheelSpec::new("fsspec", "2026.9.0", any).requires_python(">=3.10"),
         WheelSpec::new("opt_einsum", "3.4.0", any).requires_python(">=3.8"),
-        // Planted: names the PyTorch index owns, never to be taken from here.
-        WheelSpec::new("torch", "99.0", any),
-        WheelSpec::new("torchvision", "99.0", any),
+        // Planted: a name only the PyTorch index publishes, never to be taken from here.
         WheelSpec::new("pytorch-triton", "99.0", any),
     ];
     for platform in [LINUX_X86_64, LINUX_AARCH64] {

@@ -94,6 +94,36 @@ impl CachedPage {
     pub fn fetched_at(&self) -> SystemTime {
         self.fetched_at
     }
+
+    /// Several sources' pages merged into one (`sources::merge`, links absolute), known by the
+    /// first page's `url`; never stored.
+    pub(crate) fn merged(url: &str, page: ProjectPage, generation: u64) -> CachedPage {
+        CachedPage {
+            url: url.to_string(),
+            page,
+            generation,
+            fetched_at: SystemTime::now(),
+            validators: Validators::default(),
+            retired: Vec::new(),
+            retry_at_ms: AtomicU64::new(0),
+            weight: 0,
+        }
+    }
+
+    /// A page fetched now from `url`, outside any cache: for tests of what is built on pages.
+    #[cfg(test)]
+    pub fn for_tests(url: &str, page: ProjectPage) -> CachedPage {
+        CachedPage {
+            url: url.to_string(),
+            page,
+            generation: 1,
+            fetched_at: SystemTime::now(),
+            validators: Validators::default(),
+            retired: Vec::new(),
+            retry_at_ms: AtomicU64::new(0),
+            weight: 0,
+        }
+    }
 }
 
 /// A page request that failed with nothing cached to fall back on.
@@ -117,6 +147,14 @@ pub enum IndexError {
 }
 
 impl IndexError {
+    /// The page's URL (credentials possible: label or redact before showing).
+    pub fn url(&self) -> &str {
+        match self.root() {
+            IndexError::Upstream { url, .. } | IndexError::Parse { url, .. } => url,
+            IndexError::Shared(_) => unreachable!("root() sees through shared errors"),
+        }
+    }
+
     /// The error itself, seen through a shared refresh.
     pub fn root(&self) -> &IndexError {
         match self {

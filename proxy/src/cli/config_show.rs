@@ -214,18 +214,30 @@ fn render(args: &ServeArgs, matches: Option<&ArgMatches>) -> Result<String, Conf
     Ok(out)
 }
 
-/// One comment line per setting of each private upstream, never a secret's value.
+/// One comment line per source: what it serves, then each access setting, never a secret's
+/// value.
 fn upstream_access(config: &ServeConfig) -> String {
     let mut out = String::from(
-        "# Private upstreams (`[upstreams.*]`; secrets are shown only as where they come from):\n",
+        "# Sources, in priority order (`pytorch_url`, `[[sources]]`, `pypi_url`; access from \
+         `[upstreams.*]` and each `[[sources]]` entry; secrets are shown only as where they \
+         come from):\n",
     );
-    let sections = [
-        ("pytorch", config.pytorch_root(), &config.upstreams.pytorch),
-        ("pypi", config.pypi_root(), &config.upstreams.pypi),
-    ];
-    for (name, root, access) in sections {
-        let root = redact_url(root);
-        let lines = access.describe();
+    let sources = match config.sources() {
+        Ok(sources) => sources,
+        Err(err) => {
+            let _ = writeln!(out, "#   cannot be used: {err}");
+            return out;
+        }
+    };
+    for (_, source) in sources.iter() {
+        let name = &source.name;
+        let root = redact_url(&source.url);
+        let _ = writeln!(
+            out,
+            "#   {name} ({root}): serves {}",
+            crate::serve::describe_owns(&source.owns)
+        );
+        let lines = source.access.describe();
         if lines.is_empty() {
             let _ = writeln!(
                 out,

@@ -15,7 +15,6 @@ use super::environment::{Build, Environment};
 use super::select::select_files_with_variants;
 use super::solver::Candidate;
 use super::variants::{VariantsFiles, variants_json_version};
-use crate::upstream::route;
 
 /// The versions of `project` with files for the environment, and those files: the mirror's
 /// selection for one Python, one platform and the environment's build; yanked versions marked.
@@ -27,11 +26,11 @@ pub(super) fn candidates(
     variants: Option<&VariantsFiles>,
 ) -> (BTreeMap<Version, Candidate>, BTreeMap<Version, Vec<usize>>) {
     let catalog = Catalog::embedded();
-    let upstream = route(catalog, project);
+    let kind = config.sources().kind(project);
     let mut entry = PackageEntry {
         name: project.to_string(),
         project: project.to_string(),
-        upstream,
+        kind,
         versions: Some(VersionSpecifiers::empty()),
         backends: Vec::new(),
         machines: Vec::new(),

@@ -13,8 +13,9 @@ use wheelgate_resolver::filename::normalize_name;
 use wheelgate_resolver::machine::ImplausibleMachine;
 use wheelgate_resolver::{Backend, Catalog, Machine, Platform, Policy};
 
+use crate::config::SourceConfig;
 use crate::config::{DEFAULT_PYPI_URL, DEFAULT_PYTORCH_URL, UpstreamsConfig};
-use crate::upstream::{Upstream, route};
+use crate::sources::{ProjectKind, Sources, SourcesError};
 
 /// The offline server's address in lock files when a configuration names none.
 pub const DEFAULT_SERVER_URL: &str = "http://localhost:3141";
@@ -43,6 +44,9 @@ pub struct MirrorConfig {
     /// upstreams, the server's sections as they are (`config/upstreams.rs`), for the origins of
     /// this file's `pytorch_url` and `pypi_url`. Read when the sync starts.
     pub upstreams: UpstreamsConfig,
+    /// `[[sources]]`: the server's section as it is (checked when the file is read), so a
+    /// project is mirrored from the sources the server serves it from.
+    pub sources: Vec<SourceConfig>,
 }
 
 /// One `[[constraint]]` entry: every version of `project` a resolution takes must satisfy
@@ -63,8 +67,9 @@ pub struct PackageEntry {
     pub name: String,
     /// The normalized project name (PEP 503).
     pub project: String,
-    /// Which upstream owns the project (the same routing as the server's).
-    pub upstream: Upstream,
+    /// Whether its builds are selected per backend and machine (a PyTorch project) or taken
+    /// whole, as the server does.
+    pub kind: ProjectKind,
     /// `None`: only the newest final version that has a matching file.
     pub versions: Option<VersionSpecifiers>,
     /// Every file of these builds (PyTorch projects).
@@ -95,7 +100,7 @@ impl PackageEntry {
         PackageEntry {
             name: project.to_string(),
             project: project.to_string(),
-            upstream: route(Catalog::embedded(), project),
+            kind: config.sources().kind(project),
             versions: None,
             backends: Vec::new(),
             machines: Vec::new(),
@@ -249,6 +254,8 @@ pub enum MirrorConfigError {
         "`{name}`: `variant_labels` select files, but this entry resolves its dependencies; name the builds as `backends` (`cu130` takes the `cuda13.0` variant, `cpu` the `null` one) or `machines`, or set `dependencies = false`"
     )]
     VariantLabelsResolved { name: String },
+    #[error(transparent)]
+    Sources(#[from] SourcesError),
 }
 
 /// Refuses a machine that cannot exist (it would mirror CPU builds for a GPU machine) and logs
@@ -304,6 +311,8 @@ struct RawConfig {
     constraint: Vec<RawConstraint>,
     #[serde(default)]
     upstreams: UpstreamsConfig,
+    #[serde(default)]
+    sources: Vec<SourceConfig>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -372,6 +381,13 @@ impl MirrorConfig {
             None => vec![DEFAULT_PLATFORM.parse().expect("a valid platform")],
         };
         let policy = raw.policy.unwrap_or_default();
+        let sources = Sources::new(
+            catalog,
+            raw.pytorch_url.as_deref().unwrap_or(DEFAULT_PYTORCH_URL),
+            raw.pypi_url.as_deref().unwrap_or(DEFAULT_PYPI_URL),
+            &raw.upstreams,
+            &raw.sources,
+        )?;
         check_machines(None, raw.machines.as_deref().unwrap_or_default(), catalog)?;
         let mut packages: Vec<PackageEntry> = Vec::new();
         for (index, package) in raw.package.into_iter().enumerate() {
@@ -433,11 +449,11 @@ impl MirrorConfig {
                 .as_ref()
                 .or(raw.variant_labels.as_ref());
             let variant_labels = parse_variant_labels(&name, labels)?;
-            let upstream = route(catalog, &project);
+            let kind = sources.kind(&project);
             let dependencies = package.dependencies.or(raw.dependencies).unwrap_or(true);
             builds_named(
                 &name,
-                upstream,
+                kind,
                 &backends,
                 &machines,
                 &variant_labels,
@@ -450,7 +466,7 @@ impl MirrorConfig {
             packages.push(PackageEntry {
                 name,
                 project,
-                upstream,
+                kind,
                 versions,
                 backends,
                 machines,
@@ -476,12 +492,26 @@ impl MirrorConfig {
             policy,
             server_url: raw.server_url.unwrap_or(DEFAULT_SERVER_URL.into()),
             upstreams: raw.upstreams,
+            sources: raw.sources,
         })
     }
 
     /// Whether any entry has its dependencies resolved.
     pub fn resolves(&self) -> bool {
         self.packages.iter().any(|p| p.dependencies)
+    }
+
+    /// Every source, as the server with the same `pytorch_url`, `pypi_url`, `[upstreams.*]`
+    /// and `[[sources]]` has them.
+    pub fn sources(&self) -> Sources {
+        Sources::new(
+            Catalog::embedded(),
+            &self.pytorch_url,
+            &self.pypi_url,
+            &self.upstreams,
+            &self.sources,
+        )
+        .expect("checked when the configuration was read")
     }
 
     /// The PyTorch upstream without a trailing slash.
@@ -500,7 +530,7 @@ impl MirrorConfig {
 /// machines, which take their variants on a variant index: labels there would be ignored.
 fn builds_named(
     name: &str,
-    upstream: Upstream,
+    kind: ProjectKind,
     backends: &[Backend],
     machines: &[Machine],
     variant_labels: &[String],
@@ -511,7 +541,7 @@ fn builds_named(
             name: name.to_string(),
         });
     }
-    if upstream == Upstream::Pytorch
+    if kind == ProjectKind::Pytorch
         && backends.is_empty()
         && machines.is_empty()
         && variant_labels.is_empty()
@@ -632,7 +662,7 @@ mod tests {
         assert_eq!(config.pytorch_url, DEFAULT_PYTORCH_URL);
         let torch = &config.packages[0];
         assert_eq!(torch.project, "torch");
-        assert_eq!(torch.upstream, Upstream::Pytorch);
+        assert_eq!(torch.kind, ProjectKind::Pytorch);
         assert!(!torch.backends.is_empty());
         assert!(torch.dependencies);
         // Top-level requirements only: what users install.
@@ -640,7 +670,7 @@ mod tests {
             config
                 .packages
                 .iter()
-                .all(|p| p.upstream == Upstream::Pytorch)
+                .all(|p| p.kind == ProjectKind::Pytorch)
         );
         assert!(config.packages.iter().any(|p| !p.machines.is_empty()));
         assert_eq!(config.constraints[0].project, "numpy");
@@ -726,7 +756,7 @@ mod tests {
         assert_eq!(vision.machines.len(), 1);
         assert_eq!(vision.python[0].to_string(), "3.13t");
         assert_eq!(filelock.project, "file-lock");
-        assert_eq!(filelock.upstream, Upstream::General);
+        assert_eq!(filelock.kind, ProjectKind::General);
         assert!(filelock.versions.is_none());
     }
 

@@ -10,7 +10,7 @@ use wheelgate_resolver::machine::{Arch, Os};
 use wheelgate_resolver::{Backend, Machine, Platform, Policy};
 
 use super::config::{MirrorConfig, PackageEntry, PythonVersion};
-use crate::upstream::Upstream;
+use crate::sources::ProjectKind;
 
 /// Which PyTorch build an environment's PyTorch projects come in.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,18 +89,18 @@ impl Environment {
         if !entry.python.contains(&self.python) {
             return false;
         }
-        match (&self.build, entry.upstream) {
-            (Build::Machine { machine, .. }, Upstream::Pytorch) => {
+        match (&self.build, entry.kind) {
+            (Build::Machine { machine, .. }, ProjectKind::Pytorch) => {
                 entry.machines.contains(machine.as_ref())
             }
-            (Build::Machine { machine, .. }, Upstream::General) => {
+            (Build::Machine { machine, .. }, ProjectKind::General) => {
                 entry.platforms.contains(&machine.platform)
             }
-            (Build::Backend(backend), Upstream::Pytorch) => {
+            (Build::Backend(backend), ProjectKind::Pytorch) => {
                 entry.platforms.contains(&self.platform) && entry.backends.contains(backend)
             }
-            (_, Upstream::General) => entry.platforms.contains(&self.platform),
-            (Build::None, Upstream::Pytorch) => false,
+            (_, ProjectKind::General) => entry.platforms.contains(&self.platform),
+            (Build::None, ProjectKind::Pytorch) => false,
         }
     }
 }
@@ -131,7 +131,7 @@ pub fn environments(config: &MirrorConfig) -> Vec<Environment> {
                 platforms.push(*platform);
             }
         }
-        if entry.upstream == Upstream::Pytorch {
+        if entry.kind == ProjectKind::Pytorch {
             for backend in &entry.backends {
                 if !backends.contains(backend) {
                     backends.push(backend.clone());

@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::TryStreamExt;
 use tokio::sync::OnceCell;
-use wheelgate_resolver::Catalog;
 use wheelgate_resolver::index::{CoreMetadata, IndexFile};
 use wheelgate_resolver::variants::choose::variant_label;
 use wheelgate_resolver::variants::decide_variant_label;
@@ -22,7 +21,8 @@ use crate::cache::files::{FileCache, FileCacheError, FileSpec};
 use crate::cache::index::{CachedPage, IndexCache};
 use crate::metrics::upstream_label;
 use crate::server::variants::read_variants_files;
-use crate::upstream::{Upstream, UpstreamClient, route};
+use crate::sources::{ProjectPages, Sources};
+use crate::upstream::UpstreamClient;
 
 /// How metadata could not be fetched or read.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +52,7 @@ impl MetadataFetchError {
     }
 }
 
-/// The page of a project, or `None` where its upstream has none.
+/// The page of a project (its owners' pages merged), or `None` where no owner has one.
 type PageSlot = Arc<OnceCell<Option<Arc<CachedPage>>>>;
 /// The metadata of a file, or why it could not be had: a failure is remembered too, so a file
 /// whose upstream failed after its retries is not asked again by the next environment or by
@@ -64,6 +64,9 @@ type VariantsSlot = Arc<OnceCell<Arc<VariantsFiles>>>;
 /// Pages and metadata shared by all environments' resolutions, each fetched once.
 pub struct Fetcher<'a> {
     config: &'a MirrorConfig,
+    sources: Sources,
+    /// The URLs of the owners' pages each project's page was made from, for the plan.
+    page_urls: Mutex<HashMap<String, Vec<String>>>,
     client: &'a UpstreamClient,
     index: &'a IndexCache,
     files: &'a FileCache,
@@ -82,6 +85,8 @@ impl<'a> Fetcher<'a> {
     ) -> Self {
         Fetcher {
             config,
+            sources: config.sources(),
+            page_urls: Mutex::default(),
             client,
             index,
             files,
@@ -96,7 +101,7 @@ impl<'a> Fetcher<'a> {
         self.config
     }
 
-    /// The aggregated page of `project` on the upstream that owns it.
+    /// The aggregated page of `project` from every source that owns it, merged.
     pub(super) async fn page(
         &self,
         project: &str,
@@ -108,19 +113,37 @@ impl<'a> Fetcher<'a> {
             .entry(project.to_string())
             .or_default()
             .clone();
-        let url = page_url(self.config, project);
         slot.get_or_try_init(|| async {
-            self.index
-                .get(self.client, &url)
+            let pages = ProjectPages::fetch(&self.sources, self.index, self.client, project, None)
                 .await
-                .map_err(|source| ResolveError::Page {
+                .map_err(|failed| ResolveError::Page {
                     project: project.to_string(),
-                    host: upstream_label(&url),
-                    source,
-                })
+                    host: upstream_label(failed.error.url()),
+                    source: failed.error,
+                })?;
+            Ok(pages.map(|pages| {
+                self.page_urls
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(
+                        project.to_string(),
+                        pages.urls().map(str::to_string).collect(),
+                    );
+                pages.as_cached()
+            }))
         })
         .await
         .cloned()
+    }
+
+    /// The upstream pages `project`'s page was made from (after [`Fetcher::page`]).
+    pub(super) fn page_urls(&self, project: &str) -> Vec<String> {
+        self.page_urls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(project)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// The variants files (PEP 825) of `page`, read (and so stored) through the file cache and
@@ -201,11 +224,13 @@ impl<'a> Fetcher<'a> {
     }
 }
 
-/// The upstream page of `project`: the server's `lookup::page_url` (PyTorch's aggregated
-/// `<root>/<project>/`).
+/// The upstream pages of `project` on every source that owns it, for messages.
 pub fn page_url(config: &MirrorConfig, project: &str) -> String {
-    match route(Catalog::embedded(), project) {
-        Upstream::Pytorch => format!("{}/{project}/", config.pytorch_root()),
-        Upstream::General => format!("{}/{project}/", config.pypi_root()),
-    }
+    let sources = config.sources();
+    sources
+        .owners(project)
+        .into_iter()
+        .map(|id| sources.get(id).page_url(project, None))
+        .collect::<Vec<_>>()
+        .join("` and `")
 }

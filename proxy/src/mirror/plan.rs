@@ -14,12 +14,13 @@ use wheelgate_resolver::variants::lists_variants;
 
 use super::config::{MirrorConfig, PackageEntry};
 use super::environment::Build;
-use super::resolve::{Fetcher, Resolution, ResolveError, resolve_all};
+use super::resolve::{Fetcher, Resolution, ResolveError, page_url, resolve_all};
 use super::select::select_files_with_variants;
 use crate::cache::files::{FileCache, FileSpec};
 use crate::cache::index::{CachedPage, IndexCache, IndexError};
 use crate::server::variants::read_variants_files;
-use crate::upstream::{Upstream, UpstreamClient};
+use crate::sources::{ProjectKind, ProjectPages};
+use crate::upstream::UpstreamClient;
 
 /// One index page the store holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -126,23 +127,31 @@ pub async fn make_plan(
         seen_pages: BTreeSet::new(),
     };
     let mut unmatched = Vec::new();
+    let sources = config.sources();
     for entry in config.packages.iter().filter(|e| !e.dependencies) {
-        let url = page_url(config, entry, None);
         let page_error = |source| PlanError::Page {
             name: entry.name.clone(),
             source,
         };
-        let Some(cached) = index.get(client, &url).await.map_err(page_error)? else {
+        let pages = ProjectPages::fetch(&sources, index, client, &entry.project, None)
+            .await
+            .map_err(|failed| page_error(failed.error))?;
+        let Some(pages) = pages else {
             unmatched.push(Unmatched {
                 name: entry.name.clone(),
-                reason: format!("no project named `{}` at `{url}`", entry.project),
+                reason: format!(
+                    "no project named `{}` at `{}`",
+                    entry.project,
+                    page_url(config, &entry.project)
+                ),
             });
             continue;
         };
+        let cached = pages.as_cached();
         // A wheel-variant index (PEP 825): its variants files are read (and so stored) first,
         // to choose each machine's variant as the server does.
         let refs: Vec<FileRef<'_>> = cached.page.files.iter().map(FileRef::from).collect();
-        let variants = if entry.upstream == Upstream::Pytorch && lists_variants(&refs) {
+        let variants = if entry.kind == ProjectKind::Pytorch && lists_variants(&refs) {
             Some(read_variants_files(files, client, false, &cached.page, &cached.url).await)
         } else {
             None
@@ -155,8 +164,10 @@ pub async fn make_plan(
             });
             continue;
         }
-        plan.add_page(&entry.project, &url);
-        if entry.upstream == Upstream::Pytorch {
+        for url in pages.urls() {
+            plan.add_page(&entry.project, url);
+        }
+        if entry.kind == ProjectKind::Pytorch {
             for backend in &selection.backends {
                 plan.add_backend_page(entry, &backend.to_string())
                     .await
@@ -173,7 +184,9 @@ pub async fn make_plan(
         let resolutions = resolve_all(&fetcher).await?;
         for resolution in &resolutions {
             for package in &resolution.packages {
-                plan.add_page(&package.project, &package.page.url);
+                for url in fetcher.page_urls(&package.project) {
+                    plan.add_page(&package.project, &url);
+                }
                 // Its build's page (`/b/<backend>/simple/<project>/` offline): the file's local
                 // label, else (pytorch-triton, unlabelled wheels) the environment's backend.
                 let backend = package.backend().map(str::to_string).or_else(|| {
@@ -182,7 +195,7 @@ pub async fn make_plan(
                         Build::Machine { .. } | Build::None => None,
                     }
                 });
-                if package.upstream == Upstream::Pytorch
+                if package.kind == ProjectKind::Pytorch
                     && let Some(backend) = backend
                 {
                     let entry = PackageEntry::resolved(config, &package.project);
@@ -228,7 +241,7 @@ impl Planner<'_> {
         entry: &PackageEntry,
         backend: &str,
     ) -> Result<(), IndexError> {
-        let url = page_url(self.config, entry, Some(backend));
+        let url = backend_page_url(self.config, entry, backend);
         if self.seen_pages.contains(&url) {
             return Ok(());
         }
@@ -283,16 +296,10 @@ impl Planner<'_> {
     }
 }
 
-/// The upstream page of an entry's project: the server's `lookup::page_url` for the same
-/// configuration (PyTorch's aggregated `<root>/<project>/`, or `<root>/<backend>/<project>/`).
-fn page_url(config: &MirrorConfig, entry: &PackageEntry, backend: Option<&str>) -> String {
-    match (entry.upstream, backend) {
-        (Upstream::Pytorch, None) => format!("{}/{}/", config.pytorch_root(), entry.project),
-        (Upstream::Pytorch, Some(backend)) => {
-            format!("{}/{backend}/{}/", config.pytorch_root(), entry.project)
-        }
-        (Upstream::General, _) => format!("{}/{}/", config.pypi_root(), entry.project),
-    }
+/// The PyTorch index's page of a backend of an entry's project: what the server reads for
+/// `/b/<backend>/simple/<project>/`.
+fn backend_page_url(config: &MirrorConfig, entry: &PackageEntry, backend: &str) -> String {
+    format!("{}/{backend}/{}/", config.pytorch_root(), entry.project)
 }
 
 /// The filters of an entry, for "matched nothing" messages.

@@ -17,7 +17,6 @@ use std::sync::Arc;
 use futures_util::future::{join_all, try_join_all};
 use pep440_rs::Version;
 use pubgrub::Ranges;
-use wheelgate_resolver::Catalog;
 use wheelgate_resolver::filename::{DistFilename, normalize_name};
 use wheelgate_resolver::index::IndexFile;
 use wheelgate_resolver::select::FileRef;
@@ -34,7 +33,7 @@ use tracing::warn;
 use super::sync::error_chain;
 use crate::cache::index::{CachedPage, IndexError};
 use crate::metrics::upstream_label;
-use crate::upstream::{Upstream, route};
+use crate::sources::ProjectKind;
 
 /// One project of an environment's resolution.
 #[derive(Debug, Clone)]
@@ -45,7 +44,7 @@ pub struct ResolvedPackage {
     pub version: Version,
     /// The full version of its files (`2.9.0+cu130`).
     pub full_version: String,
-    pub upstream: Upstream,
+    pub kind: ProjectKind,
     /// The page its files are listed on.
     pub page: Arc<CachedPage>,
     /// Indices into the page's files: every file of this version that fits the environment.
@@ -182,7 +181,7 @@ async fn resolve_environment(
     loop {
         match solve(&state.universe, &roots, constraints) {
             Solve::Resolved(versions) => {
-                return Ok(resolution(&environment, &state, versions));
+                return Ok(resolution(fetcher.config(), &environment, &state, versions));
             }
             Solve::Conflict(derivation) => {
                 return Err(conflict(fetcher.config(), &environment, &state, derivation));
@@ -409,10 +408,12 @@ fn metadata_file<'s>(
 }
 
 fn resolution(
+    config: &MirrorConfig,
     environment: &Environment,
     state: &EnvironmentState,
     versions: BTreeMap<String, Version>,
 ) -> Resolution {
+    let sources = config.sources();
     let packages = versions
         .into_iter()
         .map(|(project, version)| {
@@ -426,7 +427,7 @@ fn resolution(
                 })
                 .unwrap_or_else(|| version.to_string());
             ResolvedPackage {
-                upstream: route(Catalog::embedded(), &project),
+                kind: sources.kind(&project),
                 project,
                 version,
                 full_version,
@@ -455,13 +456,17 @@ fn conflict(
         match known {
             ProjectState::NoPage { url } if derivation.contains(project.as_str()) => {
                 let _ = write!(notes, "\n- `{project}` has no page at `{url}`");
-                if route(Catalog::embedded(), project) == Upstream::Pytorch {
-                    let _ = write!(
-                        notes,
-                        " (a PyTorch project: only the PyTorch upstream is consulted, never `{}`)",
-                        config.pypi_root()
-                    );
-                }
+                let sources = config.sources();
+                let owners: Vec<String> = sources
+                    .owners(project)
+                    .into_iter()
+                    .map(|id| format!("`{}`", sources.get(id).name))
+                    .collect();
+                let _ = write!(
+                    notes,
+                    " (served only from the sources that own it: {}; no other index is consulted)",
+                    owners.join(", ")
+                );
             }
             ProjectState::Versions(versions)
                 if versions.is_empty() && derivation.contains(project.as_str()) =>

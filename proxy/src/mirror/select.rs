@@ -20,7 +20,7 @@ use wheelgate_resolver::{Backend, Catalog, Machine, Policy, select_page};
 
 use super::config::{PackageEntry, PythonVersion};
 use super::variants::{VariantsFiles, take_variants, variants_files_of};
-use crate::upstream::Upstream;
+use crate::sources::ProjectKind;
 
 /// What an entry takes from one project page.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -53,8 +53,8 @@ pub fn select_files_with_variants(
     // Candidates by public version: (file index, wheel platform check passed).
     let mut candidates: BTreeMap<Version, BTreeSet<usize>> = BTreeMap::new();
     let mut backends = BTreeSet::new();
-    match entry.upstream {
-        Upstream::Pytorch => {
+    match entry.kind {
+        ProjectKind::Pytorch => {
             for platform in &entry.platforms {
                 let machine = Machine::cpu_only(*platform);
                 for backend in &entry.backends {
@@ -88,7 +88,7 @@ pub fn select_files_with_variants(
                 take_variants(catalog, entry, &refs, variants, &mut candidates);
             }
         }
-        Upstream::General => {
+        ProjectKind::General => {
             let machines: Vec<Machine> = entry
                 .platforms
                 .iter()

@@ -23,7 +23,7 @@ use crate::cache::index::IndexCache;
 use crate::config::DEFAULT_CACHE_MAX_BYTES;
 use crate::metrics::upstream_label;
 use crate::upstream::{
-    AccessError, ClientSettings, UpstreamClient, UpstreamError, redact, resolve_sections,
+    AccessError, ClientSettings, UpstreamClient, UpstreamError, redact, resolve_sources,
 };
 
 /// The file written at the root of a store when, and only when, a sync completed.
@@ -363,7 +363,7 @@ async fn scratch_plan(
 /// the environment and files, CA bundles), as `wheelgate serve` builds its own: a missing token
 /// stops the sync before anything is fetched.
 fn upstream_client(config: &MirrorConfig) -> Result<UpstreamClient, SyncError> {
-    let access = resolve_sections(&config.upstreams, &config.pytorch_url, &config.pypi_url)?;
+    let access = resolve_sources(&config.sources())?;
     for upstream in &access {
         // Header names only: their values are secrets.
         let headers: Vec<&str> = upstream

@@ -8,6 +8,7 @@ use tracing::{error, warn};
 
 use crate::cache::index::IndexError;
 use crate::metrics::upstream_label;
+use crate::sources::pages::OwnersFailed;
 use crate::upstream::UpstreamError;
 
 /// What a client is told about an index failure: which upstream and what happened, never the
@@ -55,6 +56,9 @@ pub enum ApiError {
     NotAcceptable,
     #[error("the upstream index failed")]
     Upstream(#[source] IndexError),
+    /// Every source that owns a project failed; no other source is asked in their place.
+    #[error(transparent)]
+    Owners(#[from] OwnersFailed),
 }
 
 impl IntoResponse for ApiError {
@@ -64,34 +68,17 @@ impl IntoResponse for ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
-            ApiError::Upstream(inner) => match inner.root() {
-                IndexError::Parse { .. } => {
-                    error!(error = %self, cause = %source_chain(&self), "upstream page unusable");
-                    StatusCode::BAD_GATEWAY
-                }
-                IndexError::Upstream {
-                    source: UpstreamError::CircuitOpen { retry_in_secs, .. },
-                    ..
-                } => {
-                    warn!(error = %self, cause = %source_chain(&self), "upstream known down");
-                    retry_after = Some(*retry_in_secs);
-                    StatusCode::SERVICE_UNAVAILABLE
-                }
-                IndexError::Upstream {
-                    source: UpstreamError::Timeout { .. },
-                    ..
-                } => {
-                    warn!(error = %self, cause = %source_chain(&self), "upstream timed out");
-                    StatusCode::GATEWAY_TIMEOUT
-                }
-                IndexError::Upstream { .. } | IndexError::Shared(_) => {
-                    warn!(error = %self, cause = %source_chain(&self), "upstream failed");
-                    StatusCode::BAD_GATEWAY
-                }
-            },
+            ApiError::Upstream(inner) => index_status(&self, inner, &mut retry_after),
+            ApiError::Owners(owners) => index_status(&self, &owners.error, &mut retry_after),
         };
         let text = match &self {
             ApiError::Upstream(inner) => format!("{}\n", client_message(inner.root())),
+            ApiError::Owners(owners) => format!(
+                "`{}` is served only from {}: {}\n",
+                owners.project,
+                owners.owners,
+                client_message(owners.error.root())
+            ),
             other => format!("{other}\n"),
         };
         let mut response = (
@@ -109,5 +96,35 @@ impl IntoResponse for ApiError {
                 .insert(axum::http::header::RETRY_AFTER, secs.into());
         }
         response
+    }
+}
+
+/// The status of an index failure (logged here, once), and its `Retry-After` when the upstream
+/// is known down.
+fn index_status(error: &ApiError, inner: &IndexError, retry_after: &mut Option<u64>) -> StatusCode {
+    match inner.root() {
+        IndexError::Parse { .. } => {
+            error!(error = %error, cause = %source_chain(error), "upstream page unusable");
+            StatusCode::BAD_GATEWAY
+        }
+        IndexError::Upstream {
+            source: UpstreamError::CircuitOpen { retry_in_secs, .. },
+            ..
+        } => {
+            warn!(error = %error, cause = %source_chain(error), "upstream known down");
+            *retry_after = Some(*retry_in_secs);
+            StatusCode::SERVICE_UNAVAILABLE
+        }
+        IndexError::Upstream {
+            source: UpstreamError::Timeout { .. },
+            ..
+        } => {
+            warn!(error = %error, cause = %source_chain(error), "upstream timed out");
+            StatusCode::GATEWAY_TIMEOUT
+        }
+        IndexError::Upstream { .. } | IndexError::Shared(_) => {
+            warn!(error = %error, cause = %source_chain(error), "upstream failed");
+            StatusCode::BAD_GATEWAY
+        }
     }
 }

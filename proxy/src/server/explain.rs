@@ -26,7 +26,8 @@ use super::lookup::project_page;
 use super::simple::{Target, check_project_name, machine_and_policy, parse_backend, parse_token};
 use super::state::AppState;
 use super::status::escape;
-use crate::upstream::{Upstream, redact, route};
+use crate::sources::merge::drop_same_builds;
+use crate::upstream::redact;
 
 /// The explain routes, one per route prefix of the simple index.
 pub fn routes() -> Router<AppState> {
@@ -52,8 +53,13 @@ pub struct Explanation {
     pub policy: Policy,
     /// The project page this explains (root-relative).
     pub simple_url: String,
-    /// The upstream page it was rewritten from (credentials redacted).
+    /// The upstream page it was rewritten from (credentials redacted): the first source's.
     pub upstream_url: String,
+    /// Every source that owns the project, in priority order: its page, and whether it
+    /// answered (a source that failed with nothing cached has no builds on the page).
+    pub sources: Vec<SourceReport>,
+    /// The source of every file on the pages, by filename.
+    pub file_sources: std::collections::BTreeMap<String, String>,
     /// `false` for projects of the general upstream: their pages are passed through whole.
     pub selected: bool,
     /// Newest version first.
@@ -98,6 +104,19 @@ pub struct BuildVerdict {
 pub struct DroppedFile {
     pub filename: String,
     pub reason: String,
+}
+
+/// One source of the project.
+#[derive(Debug, Serialize)]
+pub struct SourceReport {
+    pub name: String,
+    /// Its page of the project (credentials redacted).
+    pub url: String,
+    /// Files its page lists (0 when it has no such project or failed).
+    pub files: usize,
+    /// Why its builds are missing: it failed and nothing is cached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 async fn explain_default(
@@ -197,18 +216,27 @@ async fn explain_response(
     check_project_name(&project, raw)?;
     let json = wants_json(headers, query)?;
     let (machine, policy) = machine_and_policy(state, target, headers);
-    let cached = project_page(state, &project, policy.pinned.as_ref())
-        .await
-        .map_err(ApiError::Upstream)?
+    let pages = project_page(state, &project, policy.pinned.as_ref())
+        .await?
         .ok_or_else(|| ApiError::NotFound(format!("no project named `{project}` upstream")))?;
-    let selected = route(state.catalog, &project) == Upstream::Pytorch;
+    let selected = state.sources.selects(&project);
+    let merged = pages.merged();
+    let source_name = |index: usize| state.sources.get(merged.origins.of(index)).name.clone();
     let mut explanation = Explanation {
         project: project.clone(),
         machine: describe_machine(&machine),
         machine_detail: machine.clone().into_owned(),
         policy: policy.clone(),
         simple_url: format!("{base}/simple/{project}/"),
-        upstream_url: redact(&cached.url),
+        upstream_url: redact(&pages.first().cached.url),
+        sources: source_reports(state, &project, policy.pinned.as_ref(), &pages),
+        file_sources: merged
+            .page
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, file)| (file.filename.clone(), source_name(i)))
+            .collect(),
         selected,
         versions: Vec::new(),
         dropped: Vec::new(),
@@ -217,24 +245,48 @@ async fn explain_response(
     // Offline, the page served is reduced to the stored files before selection: the
     // explanation selects over the same page and lists what was left out and why.
     let (page, left_out) = if state.config.offline {
-        let stored = super::offline::stored_only(&cached.page, &cached.url, &state.files);
+        let stored = super::offline::stored_only(&merged.page, merged.base_url, &state.files);
         (std::borrow::Cow::Owned(stored.page), stored.left_out)
     } else {
-        (std::borrow::Cow::Borrowed(&cached.page), Vec::new())
+        (std::borrow::Cow::Borrowed(&*merged.page), Vec::new())
     };
     if selected {
         let files = &page.files;
         let refs: Vec<FileRef<'_>> = files.iter().map(FileRef::from).collect();
-        let selection = select_page(state.catalog, &machine, &policy, &project, &refs);
+        let mut selection = select_page(state.catalog, &machine, &policy, &project, &refs);
+        // A build two sources offer is served once, as the rewritten page does.
+        let mut kept: Vec<usize> = selection
+            .versions
+            .iter()
+            .flat_map(|v| v.kept.iter().copied())
+            .collect();
+        let twice = if state.config.offline {
+            // Offline pages are reduced first; their indices no longer match `origins`.
+            Vec::new()
+        } else {
+            drop_same_builds(files, &merged.origins, &mut kept)
+        };
+        for version in &mut selection.versions {
+            version.kept.retain(|index| kept.contains(index));
+        }
         explanation.versions = selection
             .versions
             .iter()
             .map(|version| explain_version(version, files))
             .collect();
-        explanation.dropped = selection
-            .dropped
+        explanation.dropped = twice
             .iter()
-            .filter_map(|(index, dropped)| {
+            .map(|&(index, winner)| DroppedFile {
+                filename: files[index].filename.clone(),
+                reason: format!(
+                    "the same build is served from the source `{}`, which comes first",
+                    state.sources.get(winner).name
+                ),
+            })
+            .collect();
+        explanation
+            .dropped
+            .extend(selection.dropped.iter().filter_map(|(index, dropped)| {
                 let reason = match dropped {
                     Dropped::NotChosen { .. } => return None,
                     Dropped::Variant => {
@@ -249,14 +301,13 @@ async fn explain_response(
                     filename: files[*index].filename.clone(),
                     reason,
                 })
-            })
-            .collect();
+            }));
         super::variants::explain(
             state,
             &machine,
             &policy,
             &page,
-            &cached.url,
+            merged.base_url,
             &mut explanation,
         )
         .await;
@@ -282,6 +333,39 @@ async fn explain_response(
     out.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     out.insert(header::VARY, HeaderValue::from_static("Accept, User-Agent"));
     Ok(response)
+}
+
+/// Each owner of `project`: its page URL, how many files it gave, or why it gave none.
+fn source_reports(
+    state: &AppState,
+    project: &str,
+    pinned: Option<&wheelgate_resolver::Backend>,
+    pages: &crate::sources::ProjectPages,
+) -> Vec<SourceReport> {
+    state
+        .sources
+        .owners(project)
+        .into_iter()
+        .map(|id| {
+            let source = state.sources.get(id);
+            let part = pages.parts.iter().find(|part| part.source == id);
+            let failed = pages.failed.iter().find(|(failed, _)| *failed == id);
+            SourceReport {
+                name: source.name.clone(),
+                url: redact(&part.map_or_else(
+                    || source.page_url(project, pinned),
+                    |part| part.cached.url.clone(),
+                )),
+                files: part.map_or(0, |part| part.cached.page.files.len()),
+                error: failed.map(|(_, error)| {
+                    format!(
+                        "{}; its builds are missing from the page until it answers",
+                        crate::error_chain::source_chain(error)
+                    )
+                }),
+            }
+        })
+        .collect()
 }
 
 fn explain_version(
@@ -362,9 +446,25 @@ pub fn render_html(explanation: &Explanation) -> String {
             let _ = writeln!(out, "<p class=\"muted\">{}</p>", inline_code(refused));
         }
     }
+    if explanation.sources.len() > 1 || explanation.sources.iter().any(|s| s.error.is_some()) {
+        out.push_str("<h2>Sources</h2><table>");
+        for source in &explanation.sources {
+            let state = match &source.error {
+                Some(error) => format!("<span class=\"rejected\">{}</span>", escape(error)),
+                None => format!("{} files", source.files),
+            };
+            let _ = write!(
+                out,
+                "<tr><th><code>{}</code></th><td><code>{}</code></td><td>{state}</td></tr>",
+                escape(&source.name),
+                escape(&source.url),
+            );
+        }
+        out.push_str("</table>\n");
+    }
     if !explanation.selected {
         out.push_str(
-            "<p>This project comes from the general upstream: its page is passed through whole, \
+            "<p>This project is not a PyTorch project: its page is passed through whole, \
              with links pointing at this server. No build is selected.</p>\n",
         );
     }
@@ -406,9 +506,15 @@ pub fn render_html(explanation: &Explanation) -> String {
     if !explanation.dropped.is_empty() {
         out.push_str("<h2>Other files left off</h2><table>");
         for file in &explanation.dropped {
+            let source = explanation
+                .file_sources
+                .get(&file.filename)
+                .map_or(String::new(), |name| {
+                    format!(" <span class=\"muted\">from {}</span>", escape(name))
+                });
             let _ = write!(
                 out,
-                "<tr><td><code>{}</code></td><td>{}</td></tr>",
+                "<tr><td><code>{}</code>{source}</td><td>{}</td></tr>",
                 escape(&file.filename),
                 escape(&file.reason)
             );

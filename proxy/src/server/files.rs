@@ -263,7 +263,7 @@ pub(super) async fn serve_listed(
     };
     let source = find_file(state, &request.project, &request.filename)
         .await
-        .map_err(ApiError::Upstream)?
+        .map_err(ApiError::Owners)?
         .ok_or_else(|| {
             ApiError::NotFound(format!(
                 "`{}` has no file `{}`",

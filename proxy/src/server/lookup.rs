@@ -1,15 +1,15 @@
-//! Where a project's page and files live upstream: page URLs per upstream and route, and the
-//! lookup of a file's upstream URL and hash from its (cached) project page. Files are only ever
-//! fetched from URLs an upstream page listed, so a client cannot make the proxy fetch anything
-//! else.
+//! Where a project's pages and files live upstream: the pages of every source that owns the
+//! project (`crate::sources`), and the lookup of a file's upstream URL and hash from them.
+//! Files are only ever fetched from URLs an owner's page listed, so a client cannot make the
+//! proxy fetch anything else.
 
-use std::sync::Arc;
+use std::time::Duration;
 
 use wheelgate_resolver::Backend;
 use wheelgate_resolver::index::CoreMetadata;
 
-use crate::cache::index::{CachedPage, IndexError};
-use crate::upstream::{Upstream, route};
+use crate::sources::ProjectPages;
+use crate::sources::pages::OwnersFailed;
 
 use super::state::AppState;
 
@@ -25,72 +25,58 @@ pub struct FileSource {
 }
 
 /// A failed lookup.
-pub type LookupError = IndexError;
+pub type LookupError = OwnersFailed;
 
-/// The upstream page URL of a project: PyTorch's aggregated `<root>/<project>/` (every backend),
-/// or `<root>/<backend>/<project>/` when a backend is pinned; the general upstream's
-/// `<root>/<project>/`.
-pub fn page_url(state: &AppState, project: &str, pinned: Option<&Backend>) -> (Upstream, String) {
-    match route(state.catalog, project) {
-        Upstream::Pytorch => {
-            let root = state.config.pytorch_root();
-            let url = match pinned {
-                Some(backend) => format!("{root}/{backend}/{project}/"),
-                None => format!("{root}/{project}/"),
-            };
-            (Upstream::Pytorch, url)
-        }
-        Upstream::General => (
-            Upstream::General,
-            format!("{}/{project}/", state.config.pypi_root()),
-        ),
-    }
-}
-
-/// The cached or fetched page of a project. With a backend pinned and no such backend
-/// directory upstream (a wheel-variant index, `.../whl/variant/`, has none), the aggregated
-/// page, which the pin then selects from.
+/// The cached or fetched pages of a project from each source that owns it.
 pub async fn project_page(
     state: &AppState,
     project: &str,
     pinned: Option<&Backend>,
-) -> Result<Option<Arc<CachedPage>>, IndexError> {
-    let (_, url) = page_url(state, project, pinned);
-    let page = state.index.get(&state.client, &url).await?;
-    if page.is_none() && pinned.is_some() {
-        let (_, aggregated) = page_url(state, project, None);
-        return state.index.get(&state.client, &aggregated).await;
-    }
-    Ok(page)
+) -> Result<Option<ProjectPages>, OwnersFailed> {
+    ProjectPages::fetch_counted(
+        &state.sources,
+        &state.index,
+        &state.client,
+        project,
+        pinned,
+        Some(&state.source_counters),
+    )
+    .await
 }
 
-/// The upstream source of `filename` of `project`, from the project's aggregated page (a file
-/// a newer copy of the page dropped stays findable for a while, so a download a client started
+/// The upstream source of `filename` of `project`, from its owners' aggregated pages (a file
+/// a newer copy of a page dropped stays findable for a while, so a download a client started
 /// can finish). `Ok(None)` when the project or the file is unknown.
 pub async fn find_file(
     state: &AppState,
     project: &str,
     filename: &str,
 ) -> Result<Option<FileSource>, LookupError> {
-    let Some(mut cached) = project_page(state, project, None).await? else {
+    let Some(mut pages) = project_page(state, project, None).await? else {
         return Ok(None);
     };
-    if cached.find(filename).is_none() {
+    if pages.find(filename).is_none() {
         // An expired copy answered at once may predate the file (a release published since):
-        // this one request waits for the upstream's copy.
-        let (_, url) = page_url(state, project, None);
-        if cached.fetched_at().elapsed().unwrap_or_default()
-            >= std::time::Duration::from_secs(state.config.index_ttl_secs)
-            && let Some(refreshed) = state.index.get_refreshed(&state.client, &url).await?
-        {
-            cached = refreshed;
+        // this one request waits for the owners' copies.
+        let ttl = Duration::from_secs(state.config.index_ttl_secs);
+        for part in &mut pages.parts {
+            if part.cached.fetched_at().elapsed().unwrap_or_default() >= ttl {
+                // A failed refresh leaves the copy in hand: the file may be on another owner's.
+                if let Ok(Some(refreshed)) = state
+                    .index
+                    .get_refreshed(&state.client, &part.cached.url)
+                    .await
+                {
+                    part.cached = refreshed;
+                }
+            }
         }
     }
-    let Some(file) = cached.find(filename) else {
+    let Some((part, file)) = pages.find(filename) else {
         return Ok(None);
     };
     Ok(Some(FileSource {
-        url: cached.page.file_url(file, &cached.url),
+        url: part.cached.page.file_url(file, &part.cached.url),
         sha256: file.sha256().map(str::to_ascii_lowercase),
         size: file.size,
         core_metadata: file.core_metadata.clone(),

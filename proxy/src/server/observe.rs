@@ -34,9 +34,13 @@ async fn metrics(State(state): State<AppState>) -> Response {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state
-            .metrics
-            .render(gauges, &state.client.breakers().views()),
+        {
+            let mut text = state
+                .metrics
+                .render(gauges, &state.client.breakers().views());
+            state.source_counters.render(&state.sources, &mut text);
+            text
+        },
     )
         .into_response()
 }

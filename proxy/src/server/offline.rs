@@ -11,7 +11,6 @@ use tracing::debug;
 use wheelgate_resolver::index::{CoreMetadata, ProjectPage};
 
 use crate::cache::files::{FileCache, FileSpec};
-use crate::cache::index::CachedPage;
 
 /// Why an offline page leaves a file out, for explanations and logs.
 pub const NOT_MIRRORED: &str = "not mirrored: the store has no copy, and this server is offline";
@@ -61,16 +60,18 @@ pub fn stored_only(upstream: &ProjectPage, page_url: &str, files: &FileCache) ->
     StoredPage { page, left_out }
 }
 
-/// The page to rewrite: reduced to stored files when `offline`, else the upstream page as is.
+/// The page to rewrite (fetched from `page_url`, or merged with absolute links): reduced to
+/// stored files when `offline`, else as it is.
 pub fn offered<'a>(
-    cached: &'a CachedPage,
+    page: &'a ProjectPage,
+    page_url: &str,
     files: &FileCache,
     offline: bool,
 ) -> Cow<'a, ProjectPage> {
     if offline {
-        Cow::Owned(stored_only(&cached.page, &cached.url, files).page)
+        Cow::Owned(stored_only(page, page_url, files).page)
     } else {
-        Cow::Borrowed(&cached.page)
+        Cow::Borrowed(page)
     }
 }
 

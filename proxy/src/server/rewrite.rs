@@ -10,14 +10,18 @@ use wheelgate_resolver::index::{IndexFile, ProjectPage};
 use wheelgate_resolver::select::{FileRef, PageSelection, select_page};
 use wheelgate_resolver::{Catalog, Machine, Policy};
 
-/// The page a client gets: `upstream` reduced to the machine's builds when `select` is set (the
-/// PyTorch upstream), with links to `/files/<project>/<filename>`.
+use crate::sources::merge::{Origins, drop_same_builds};
+
+/// The page a client gets: `upstream` reduced to the machine's builds when `select` is set (a
+/// PyTorch project), each build once when several sources offer it (`origins`), with links to
+/// `/files/<project>/<filename>`.
 pub fn rewrite_page(
     catalog: &Catalog,
     machine: &Machine,
     policy: &Policy,
     project: &str,
     upstream: &ProjectPage,
+    origins: &Origins,
     select: bool,
 ) -> ProjectPage {
     let (kept, versions): (Vec<usize>, Vec<String>) = if select {
@@ -28,6 +32,7 @@ pub fn rewrite_page(
             .flat_map(|v| v.kept.iter().copied())
             .collect();
         kept.sort_unstable();
+        drop_same_builds(&upstream.files, origins, &mut kept);
         // The selection already knows each version: no filename is parsed twice.
         let mut versions: Vec<&Version> = selection
             .versions
@@ -138,6 +143,7 @@ mod tests {
             &Policy::default(),
             "torch",
             &upstream,
+            &Origins::One(crate::sources::SourceId(0)),
             true,
         );
         assert_eq!(page.files.len(), 1);
@@ -160,6 +166,7 @@ mod tests {
             &Policy::default(),
             "torch",
             &upstream,
+            &Origins::One(crate::sources::SourceId(0)),
             true,
         );
         assert_eq!(

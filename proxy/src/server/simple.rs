@@ -31,7 +31,6 @@ use super::rewrite::rewrite_page;
 use super::state::AppState;
 use super::useragent::{parse_user_agent, refine};
 use crate::config::networks::ClientNetwork;
-use crate::upstream::{Upstream, route};
 
 /// Index pages are revalidated by installers after this long (what pip expects).
 const INDEX_CACHE_CONTROL: &str = "max-age=600, public";
@@ -406,13 +405,13 @@ async fn project_response(
     });
     let (machine, policy) = (&resolved.machine, &resolved.policy);
     let pinned = policy.pinned.clone();
-    let cached = project_page(state, &project, pinned.as_ref())
-        .await
-        .map_err(ApiError::Upstream)?
+    let pages = project_page(state, &project, pinned.as_ref())
+        .await?
         .ok_or_else(|| ApiError::NotFound(format!("no project named `{project}` upstream")))?;
-    let select = route(state.catalog, &project) == Upstream::Pytorch;
+    let select = state.sources.selects(&project);
+    let (pages_key, generation) = pages.key();
     let key = RenderKey {
-        url: cached.url.clone(),
+        url: pages_key,
         json: format == Format::Json,
         // The HTML page names its explain URL, which differs per route prefix.
         prefix: if select && format != Format::Json {
@@ -430,11 +429,25 @@ async fn project_response(
     // rules exist: a shared cache between clients and this server must not hand one network's
     // page to another.
     let per_network = matches!(target, Target::Default(_)) && !state.networks.rules.is_empty();
-    let rendered = if let Some(hit) = state.rendered.get(&key, cached.generation) {
+    let rendered = if let Some(hit) = state.rendered.get(&key, generation) {
         hit
     } else {
-        let offered = super::offline::offered(&cached, &state.files, state.config.offline);
-        let mut page = rewrite_page(state.catalog, machine, policy, &project, &offered, select);
+        let merged = pages.merged();
+        let offered = super::offline::offered(
+            &merged.page,
+            merged.base_url,
+            &state.files,
+            state.config.offline,
+        );
+        let mut page = rewrite_page(
+            state.catalog,
+            machine,
+            policy,
+            &project,
+            &offered,
+            &merged.origins,
+            select,
+        );
         if select {
             page = super::variants::with_variants(
                 state,
@@ -442,10 +455,18 @@ async fn project_response(
                 policy,
                 &project,
                 &offered,
-                &cached.url,
+                merged.base_url,
                 page,
             )
             .await;
+        }
+        if page.files.is_empty() && !pages.failed.is_empty() {
+            drop(offered);
+            drop(merged);
+            return Err(pages
+                .into_failure(&state.sources, &project)
+                .expect("a source failed")
+                .into());
         }
         let body = match format {
             Format::Json => render_project_json(&page),
@@ -459,7 +480,7 @@ async fn project_response(
             Format::Html | Format::LegacyHtml => render_project_html(&page),
         };
         let rendered = Rendered {
-            generation: cached.generation,
+            generation,
             etag: etag_of(body.as_bytes()),
             body: Bytes::from(body),
             compressed: Arc::default(),

@@ -44,6 +44,10 @@ pub struct Shared {
     pub config: Arc<ServeConfig>,
     pub client: UpstreamClient,
     pub catalog: &'static Catalog,
+    /// The upstream indexes and the names each owns.
+    pub sources: Arc<crate::sources::Sources>,
+    /// How each source's pages came back (`/metrics`).
+    pub source_counters: Arc<crate::sources::counters::SourceCounters>,
     /// Cached upstream index pages.
     pub index: Arc<IndexCache>,
     /// Cached files (wheels, sdists, `.metadata`).

@@ -403,13 +403,16 @@ fn ago(time: SystemTime) -> String {
 
 fn render_upstreams(out: &mut String, state: &AppState) {
     out.push_str(
-        "<h2 id=\"upstreams\">Upstreams</h2><table><thead><tr><th>Upstream</th><th>URL</th>\
+        "<h2 id=\"upstreams\">Sources</h2><table><thead><tr><th>Source</th><th>URL</th>\
          <th>Last page fetch</th><th>Access</th></tr></thead>",
     );
-    for (name, url) in [
-        ("PyTorch", &state.config.pytorch_url),
-        ("General (PyPI)", &state.config.pypi_url),
-    ] {
+    for (_, source) in state.sources.iter() {
+        let url = &source.url;
+        let name = format!(
+            "{} (serves {})",
+            source.name,
+            crate::serve::describe_owns(&source.owns)
+        );
         let health: UpstreamHealth = state.metrics.upstream_health(url);
         let status = if state.config.offline {
             "<span class=\"muted\">offline: never contacted</span>".to_string()
@@ -474,7 +477,7 @@ fn render_upstreams(out: &mut String, state: &AppState) {
         let _ = write!(
             out,
             "<tr><td>{}</td><td><code>{}</code></td><td>{status}{breaker}</td><td>{access}</td></tr>",
-            escape(name),
+            escape(&name),
             escape(&redact(url))
         );
     }

@@ -8,7 +8,8 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Certificate, Url};
 
 use crate::config::secrets::SecretError;
-use crate::config::{ServeConfig, UpstreamAccessConfig, UpstreamsConfig};
+use crate::config::{ServeConfig, UpstreamAccessConfig};
+use crate::sources::{Sources, SourcesError};
 
 /// What requests to some origins carry: credentials and headers (marked sensitive, so they
 /// never show in `Debug` output), and CA certificates trusted besides the system's.
@@ -81,47 +82,42 @@ pub enum AccessError {
         source: reqwest::Error,
     },
     #[error(
-        "`[upstreams.pytorch]` and `[upstreams.pypi]` both apply to `{origin}`; configure it once: it applies to every request to that origin"
+        "`{first}` and `{second}` both give access settings for `{origin}`; configure them on one of the two: they apply to every request to that origin"
     )]
-    SameOrigin { origin: String },
+    SameOrigin {
+        first: String,
+        second: String,
+        origin: String,
+    },
+    #[error(transparent)]
+    Sources(#[from] SourcesError),
 }
 
-/// The access of each configured upstream, read now (secrets from the environment and files,
-/// CA bundles from disk). Empty when no `[upstreams.*]` section is set.
+/// The access of each configured source, read now (secrets from the environment and files,
+/// CA bundles from disk). Empty when no source has access settings.
 pub fn resolve(config: &ServeConfig) -> Result<Vec<OriginAccess>, AccessError> {
-    resolve_sections(&config.upstreams, config.pytorch_root(), config.pypi_root())
+    resolve_sources(&config.sources()?)
 }
 
-/// [`resolve`] for any configuration with the two upstreams and an `[upstreams]` section (the
-/// server's, a mirror's): `pytorch_url` and `pypi_url` give the origins the sections apply to.
-pub fn resolve_sections(
-    upstreams: &UpstreamsConfig,
-    pytorch_url: &str,
-    pypi_url: &str,
-) -> Result<Vec<OriginAccess>, AccessError> {
+/// [`resolve`] for any set of sources (the server's, a mirror's): each source's URL gives the
+/// origin its settings apply to.
+pub fn resolve_sources(sources: &Sources) -> Result<Vec<OriginAccess>, AccessError> {
     let mut all: Vec<OriginAccess> = Vec::new();
-    for (section, access, root) in [
-        (
-            "[upstreams.pytorch]",
-            &upstreams.pytorch,
-            pytorch_url.trim_end_matches('/'),
-        ),
-        (
-            "[upstreams.pypi]",
-            &upstreams.pypi,
-            pypi_url.trim_end_matches('/'),
-        ),
-    ] {
-        if access.is_empty() {
+    for (_, source) in sources.iter() {
+        if source.access.is_empty() {
             continue;
         }
-        let resolved = resolve_one(section, access, root)?;
-        if let Some(shared) = all
-            .iter()
-            .flat_map(|other| &other.origins)
-            .find(|origin| resolved.origins.contains(origin))
-        {
+        let resolved = resolve_one(&source.section, &source.access, &source.url)?;
+        if let Some((other, shared)) = all.iter().find_map(|other| {
+            other
+                .origins
+                .iter()
+                .find(|origin| resolved.origins.contains(origin))
+                .map(|origin| (other, origin))
+        }) {
             return Err(AccessError::SameOrigin {
+                first: other.section.clone(),
+                second: resolved.section.clone(),
                 origin: shared.clone(),
             });
         }

@@ -282,12 +282,28 @@ fn every_config_under_deploy_parses_as_serve_config() {
         .iter()
         .map(|p| p.strip_prefix(deploy_dir()).unwrap().display().to_string())
         .collect();
-    for expected in ["wheelgate.toml", "compose/wheelgate.toml"] {
+    for expected in ["wheelgate.toml", "compose/wheelgate.toml", "company.toml"] {
         assert!(names.iter().any(|n| n == expected), "{expected}: {names:?}");
     }
     for path in &files {
-        ServeConfig::from_file(path).unwrap_or_else(|err| panic!("{err}"));
+        let config = ServeConfig::from_file(path).unwrap_or_else(|err| panic!("{err}"));
+        // Its sources are checked as `serve` checks them at start.
+        config
+            .sources()
+            .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
     }
+    let company = ServeConfig::from_file(&deploy_dir().join("company.toml")).unwrap();
+    let sources = company.sources().unwrap();
+    let owners = |project: &str| -> Vec<String> {
+        sources
+            .owners(project)
+            .into_iter()
+            .map(|id| sources.get(id).name.clone())
+            .collect()
+    };
+    assert_eq!(owners("acme-utils"), ["internal"]);
+    assert_eq!(owners("acme-vision"), ["internal", "vision-team"]);
+    assert_eq!(owners("numpy"), ["pypi"]);
     let (_, configmap_toml) = k8s_config();
     let config = parse_config(&configmap_toml, "the ConfigMap's wheelgate.toml");
     assert!(config.machine.is_some(), "a pod has no GPU to probe");

@@ -44,6 +44,11 @@ pub enum CatalogError {
     #[error("the catalog lists no release")]
     /// The catalog lists no release at all.
     NoRelease,
+    #[error(
+        "`routing.published_on_pypi` names `{0}`, which is not a routing name (in neither `pytorch_built` nor `triton_family`)"
+    )]
+    /// A name published on PyPI that the PyTorch index does not own; holds the name.
+    PublishedNotRouted(String),
 }
 
 #[derive(Deserialize)]
@@ -103,6 +108,8 @@ struct RawBackend {
 struct RawRouting {
     pytorch_built: Vec<String>,
     triton_family: Vec<String>,
+    #[serde(default)]
+    published_on_pypi: Vec<String>,
 }
 
 impl Catalog {
@@ -152,14 +159,21 @@ impl Catalog {
                 });
             }
         }
+        let routing = raw.routing;
+        if let Some(stray) = routing.published_on_pypi.iter().find(|name| {
+            !routing.pytorch_built.contains(name) && !routing.triton_family.contains(name)
+        }) {
+            return Err(CatalogError::PublishedNotRouted(stray.clone()));
+        }
         Ok(Catalog {
             cuda_families,
             sm_sets: raw.sm_sets,
             rocm_gfx,
             xpu_device_ips: raw.xpu.device_ips,
             releases,
-            pytorch_built: raw.routing.pytorch_built.into_iter().collect(),
-            triton_family: raw.routing.triton_family.into_iter().collect(),
+            pytorch_built: routing.pytorch_built.into_iter().collect(),
+            triton_family: routing.triton_family.into_iter().collect(),
+            published_on_pypi: routing.published_on_pypi.into_iter().collect(),
         })
     }
 }
@@ -248,5 +262,37 @@ mod tests {
             Catalog::from_toml(&bad),
             Err(CatalogError::InvalidReleaseLine(_))
         ));
+    }
+
+    #[test]
+    fn rejects_a_name_published_on_pypi_that_is_no_routing_name() {
+        let bad = super::super::EMBEDDED_CATALOG
+            .replace("published_on_pypi = [", "published_on_pypi = [\"numpy\", ");
+        let error = Catalog::from_toml(&bad).unwrap_err();
+        assert!(
+            matches!(&error, CatalogError::PublishedNotRouted(name) if name == "numpy"),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "`routing.published_on_pypi` names `numpy`, which is not a routing name (in neither `pytorch_built` nor `triton_family`)"
+        );
+        // A catalog without the list publishes nothing on PyPI.
+        let start = super::super::EMBEDDED_CATALOG
+            .find("published_on_pypi = [")
+            .unwrap();
+        let end = start
+            + super::super::EMBEDDED_CATALOG[start..]
+                .find("\n]\n")
+                .unwrap()
+            + 3;
+        let without = format!(
+            "{}{}",
+            &super::super::EMBEDDED_CATALOG[..start],
+            &super::super::EMBEDDED_CATALOG[end..]
+        );
+        let catalog = Catalog::from_toml(&without).unwrap();
+        assert!(!catalog.is_published_on_pypi("torch"));
+        assert!(catalog.routes_to_pytorch("torch"));
     }
 }

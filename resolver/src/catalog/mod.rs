@@ -105,6 +105,8 @@ pub struct Catalog {
     pub(crate) releases: Vec<Release>,
     pub(crate) pytorch_built: BTreeSet<String>,
     pub(crate) triton_family: BTreeSet<String>,
+    /// Routing names PyTorch also publishes on PyPI; each is in one of the two sets above.
+    pub(crate) published_on_pypi: BTreeSet<String>,
 }
 
 impl Catalog {
@@ -182,6 +184,24 @@ impl Catalog {
         self.pytorch_built.iter().chain(self.triton_family.iter())
     }
 
+    /// Whether a (normalized) project name the PyTorch index owns is also published on PyPI,
+    /// under the same name and by the same maintainers (`torch`, `torchvision`): such a project
+    /// is merged from both upstreams, the PyTorch index's file kept when both offer the same
+    /// build. `false` for a name only the PyTorch index has, or whose PyPI project is a
+    /// placeholder (`pytorch-triton`), and for every name the PyTorch index does not own
+    /// (`numpy`). The list is `[routing] published_on_pypi` of `resolver/data/catalog.toml`,
+    /// each name with its PyPI evidence (<https://pypi.org/pypi/NAME/json>).
+    pub fn is_published_on_pypi(&self, normalized: &str) -> bool {
+        self.published_on_pypi.contains(normalized)
+    }
+
+    /// Every project name the PyTorch index owns that PyTorch also publishes on PyPI (see
+    /// [`Catalog::is_published_on_pypi`]), in name order; each is among
+    /// [`Catalog::pytorch_projects`].
+    pub fn pypi_published_projects(&self) -> impl Iterator<Item = &String> {
+        self.published_on_pypi.iter()
+    }
+
     /// Platform key used in `plain` tables.
     pub(crate) fn platform_key(platform: Platform) -> String {
         platform.to_string()
@@ -209,5 +229,30 @@ mod tests {
         assert!(catalog.routes_to_pytorch("pytorch-triton"));
         assert!(!catalog.routes_to_pytorch("numpy"));
         assert_eq!(catalog.driver_floor(13).unwrap().linux.to_string(), "580");
+    }
+
+    #[test]
+    fn names_published_on_pypi_are_pytorch_names_pypi_really_has() {
+        let catalog = Catalog::embedded();
+        for name in ["torch", "torchvision", "torchaudio", "fbgemm-gpu"] {
+            assert!(catalog.is_published_on_pypi(name), "{name}");
+        }
+        // A placeholder on PyPI, the 2022 attack's name, a PyTorch-index-only name, and a name
+        // the PyTorch index does not own.
+        for name in ["pytorch-triton", "torchtriton", "torcharrow", "numpy"] {
+            assert!(!catalog.is_published_on_pypi(name), "{name}");
+        }
+        let published: Vec<&String> = catalog.pypi_published_projects().collect();
+        assert!(published.len() >= 10, "{published:?}");
+        let routed: BTreeSet<&String> = catalog.pytorch_projects().collect();
+        assert!(
+            published.iter().all(|name| routed.contains(name)),
+            "{published:?}"
+        );
+        assert!(
+            published
+                .iter()
+                .all(|name| catalog.is_published_on_pypi(name))
+        );
     }
 }

@@ -6,6 +6,47 @@ use crate::version::ComputeCapability;
 
 use super::reason::Rejection;
 
+/// How one build fits a machine: the three outcomes selection ranks by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Fit {
+    /// The build runs as built (a CPU build, or a GPU build that can use the machine's GPUs),
+    /// with notes worth showing.
+    Runs(Vec<String>),
+    /// A CUDA, ROCm or XPU build on a machine with no GPU of its vendor: it runs on the CPU
+    /// alone, its GPU code unused, so it is a CPU build of last resort (DESIGN.md: PyPI's torch
+    /// is a CUDA build). The rejection says which GPU is missing.
+    CpuAlone(Rejection),
+    /// The build does not run here: the machine has a GPU of the build's vendor that the build
+    /// cannot use (a driver below the family's floor, an architecture or gfx target it was not
+    /// compiled for), or the vendor's stack is in a state selection cannot judge. Dropped, so
+    /// the installer moves to a version that uses the GPU.
+    Rejected(Rejection),
+}
+
+/// Judges one build against the machine: [`check`], with the builds that would run on the CPU
+/// alone told apart from those that do not run.
+pub(super) fn fit(machine: &Machine, rules: &BackendRules) -> Fit {
+    match check(machine, rules) {
+        Ok(notes) => Fit::Runs(notes),
+        Err(rejection) if no_gpu_of_vendor(&rejection) => Fit::CpuAlone(rejection),
+        Err(rejection) => Fit::Rejected(rejection),
+    }
+}
+
+/// Whether a rejection says only that the machine has no GPU of the build's vendor, so the
+/// build would run on the CPU (PyTorch's GPU builds fall back to the CPU when no device of
+/// their vendor is present). A GPU of the vendor that the build cannot use is not this: an
+/// Intel GPU the XPU builds do not support, an NVIDIA GPU whose driver is unknown.
+fn no_gpu_of_vendor(rejection: &Rejection) -> bool {
+    matches!(
+        rejection,
+        Rejection::NoNvidiaGpu
+            | Rejection::NvidiaDriverWithoutDevice
+            | Rejection::NoAmdGpu
+            | Rejection::NoXpuDevice { intel_gpus: 0 }
+    )
+}
+
 /// Checks the rules of one backend against the machine. `Ok` carries notes worth showing (a GPU
 /// whose compute capability is unknown, so coverage could not be checked).
 pub fn check(machine: &Machine, rules: &BackendRules) -> Result<Vec<String>, Rejection> {
@@ -141,4 +182,93 @@ fn check_cuda(
         }
     }
     Ok(notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::Backend;
+    use crate::catalog::Catalog;
+
+    /// How `backend` of torch `version` fits the machine described by `json`.
+    fn fit_of(json: &str, version: &str, backend: &str) -> Fit {
+        let catalog = Catalog::embedded();
+        let machine: Machine = serde_json::from_str(json).unwrap();
+        let release = catalog
+            .train_release("torch", &version.parse().unwrap())
+            .release;
+        let backend: Backend = backend.parse().unwrap();
+        fit(
+            &machine,
+            &catalog.backend_rules(release, &backend, machine.platform),
+        )
+    }
+
+    const NO_GPU: &str = r#"{"platform":"linux-x86_64"}"#;
+
+    #[test]
+    fn a_gpu_build_runs_on_the_cpu_alone_where_no_gpu_of_its_vendor_is() {
+        assert_eq!(fit_of(NO_GPU, "2.9.0", "cpu"), Fit::Runs(Vec::new()));
+        assert_eq!(
+            fit_of(NO_GPU, "2.9.0", "cu130"),
+            Fit::CpuAlone(Rejection::NoNvidiaGpu)
+        );
+        assert_eq!(
+            fit_of(NO_GPU, "2.9.0", "rocm6.4"),
+            Fit::CpuAlone(Rejection::NoAmdGpu)
+        );
+        assert_eq!(
+            fit_of(NO_GPU, "2.9.0", "xpu"),
+            Fit::CpuAlone(Rejection::NoXpuDevice { intel_gpus: 0 })
+        );
+        // A container started without GPUs: the driver is there, no device is.
+        let container =
+            r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"580.65.06","gpus":[]}}"#;
+        assert_eq!(
+            fit_of(container, "2.9.0", "cu130"),
+            Fit::CpuAlone(Rejection::NvidiaDriverWithoutDevice)
+        );
+        // Another vendor's GPU does not make a CUDA build usable, nor reject it.
+        let mi300x = r#"{"platform":"linux-x86_64","amd":{"gpus":[{"gfx":"gfx942"}]}}"#;
+        assert_eq!(
+            fit_of(mi300x, "2.9.0", "cu130"),
+            Fit::CpuAlone(Rejection::NoNvidiaGpu)
+        );
+        assert_eq!(fit_of(mi300x, "2.9.0", "rocm6.4"), Fit::Runs(Vec::new()));
+    }
+
+    #[test]
+    fn a_gpu_of_the_vendor_that_the_build_cannot_use_still_rejects_it() {
+        let v100 = r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"580.65.06","gpus":[{"name":"Tesla V100-SXM2-32GB","compute_capability":"7.0"}]}}"#;
+        let Fit::Rejected(rejection) = fit_of(v100, "2.11.0", "cu128") else {
+            panic!("a V100 is not covered by torch 2.11's cu128");
+        };
+        assert_eq!(
+            rejection.to_string(),
+            "Tesla V100-SXM2-32GB has compute capability 7.0, which this build has no code for (compiled for 7.5, 8.0, 8.6, 9.0, 10.0, 12.0)"
+        );
+        let driver_570 = r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"570.86.10","gpus":[{"compute_capability":"8.9"}]}}"#;
+        assert!(matches!(
+            fit_of(driver_570, "2.9.0", "cu130"),
+            Fit::Rejected(Rejection::DriverTooOld { family: 13, .. })
+        ));
+        let unknown_driver =
+            r#"{"platform":"linux-x86_64","nvidia":{"gpus":[{"compute_capability":"8.9"}]}}"#;
+        assert_eq!(
+            fit_of(unknown_driver, "2.9.0", "cu130"),
+            Fit::Rejected(Rejection::NvidiaDriverUnknown)
+        );
+        let strix_halo =
+            r#"{"platform":"linux-x86_64","amd":{"gpus":[{"gfx":"gfx1151","integrated":true}]}}"#;
+        assert!(matches!(
+            fit_of(strix_halo, "2.9.0", "rocm6.4"),
+            Fit::Rejected(Rejection::GfxNotCovered { .. })
+        ));
+        // An Intel GPU that XPU builds do not support is an Intel GPU all the same.
+        let uhd = r#"{"platform":"linux-x86_64","intel":{"gpus":[{"name":"Intel UHD Graphics 630","integrated":true}]}}"#;
+        assert_eq!(
+            fit_of(uhd, "2.9.0", "xpu"),
+            Fit::Rejected(Rejection::NoXpuDevice { intel_gpus: 1 })
+        );
+    }
 }

@@ -7,7 +7,7 @@ use crate::backend::{Backend, BackendKind};
 use crate::catalog::{Catalog, Release};
 use crate::machine::{Machine, Platform};
 
-use super::check::check;
+use super::check::{Fit, fit};
 use super::reason::{OutrankedBecause, Rejection, kind_name};
 
 /// How a site wants selection to lean.
@@ -72,8 +72,13 @@ pub struct Decision {
     /// Every offered backend, the chosen one first, then in preference order.
     pub considered: Vec<Considered>,
     /// Things the user should know: inferred rules, a GPU no build can use, a pin that overrode
-    /// the probes.
+    /// the probes, a GPU build kept as a CPU build of last resort.
     pub notes: Vec<String>,
+    /// Set when the chosen backend is a GPU build kept as a CPU build of last resort: the
+    /// machine has no GPU of its vendor, so it runs on the CPU alone, and no CPU build or build
+    /// that uses one of the machine's GPUs was offered (or it is pinned). Holds what the machine
+    /// lacks ([`Rejection::NoNvidiaGpu`], [`Rejection::NoAmdGpu`], ...); a note says it in words.
+    pub cpu_last_resort: Option<Rejection>,
 }
 
 impl Decision {
@@ -86,6 +91,12 @@ impl Decision {
 }
 
 /// Chooses among `offers` for a version of `release` on `machine`.
+///
+/// A build that runs here is chosen by preference (see [`class_order`]). A CUDA, ROCm or XPU
+/// build on a machine with no GPU of its vendor runs on the CPU alone: it is kept as a CPU build
+/// of last resort, below every build that runs as built, so a version published only as GPU
+/// builds (PyPI's torch on Linux) still has a build here. A build that cannot use the machine's
+/// GPU of its vendor is rejected, so the installer moves to a version that uses the GPU.
 pub fn decide(
     catalog: &Catalog,
     machine: &Machine,
@@ -94,51 +105,29 @@ pub fn decide(
     offers: &[Offer],
 ) -> Decision {
     let platform = machine.platform;
-    let mut notes = Vec::new();
-    let mut usable: Vec<Backend> = Vec::new();
-    let mut rejected: Vec<Considered> = Vec::new();
-    for offer in offers {
-        if !offer.has_platform_file {
-            rejected.push(Considered {
-                backend: offer.backend.clone(),
-                rejection: Some(Rejection::NoFileForPlatform { platform }),
-            });
-            continue;
-        }
-        let rules = catalog.backend_rules(release, &offer.backend, platform);
-        // What was assumed is said whether the build was kept or rejected: a rejection on an
-        // inferred list is only as good as the assumption.
-        notes.extend(
-            rules
-                .inferred
-                .iter()
-                .map(|i| format!("{}: {i}", offer.backend)),
-        );
-        match check(machine, &rules) {
-            Ok(check_notes) => {
-                usable.push(offer.backend.clone());
-                notes.extend(
-                    check_notes
-                        .into_iter()
-                        .map(|n| format!("{}: {n}", offer.backend)),
-                );
-            }
-            Err(rejection) => rejected.push(Considered {
-                backend: offer.backend.clone(),
-                rejection: Some(rejection),
-            }),
-        }
-    }
     let classes = class_order(machine);
-    usable.sort_by_key(|b| preference_key(&classes, policy, b));
-    usable.dedup();
-    notes.dedup();
+    let Judged {
+        usable,
+        last_resort,
+        rejected,
+        mut notes,
+    } = judge_offers(catalog, machine, policy, release, offers, &classes);
+    let no_gpu_of = |backend: &Backend| {
+        last_resort
+            .iter()
+            .find(|(b, _)| b == backend)
+            .map(|(_, no_gpu)| no_gpu)
+    };
 
     let chosen = if let Some(pinned) = &policy.pinned {
         let offered = offers
             .iter()
             .any(|o| &o.backend == pinned && o.has_platform_file);
-        if offered
+        if offered && let Some(no_gpu) = no_gpu_of(pinned) {
+            notes.push(format!(
+                "{pinned} is pinned although the probes say it cannot use a GPU here: {no_gpu}, so it will run on the CPU alone"
+            ));
+        } else if offered
             && !usable.contains(pinned)
             && let Some(reason) = rejected
                 .iter()
@@ -151,18 +140,153 @@ pub fn decide(
         }
         offered.then(|| pinned.clone())
     } else {
-        usable.first().cloned()
+        usable
+            .first()
+            .or_else(|| last_resort.first().map(|(b, _)| b))
+            .cloned()
     };
+    let cpu_last_resort = chosen.as_ref().and_then(no_gpu_of).cloned();
+    if policy.pinned.is_none()
+        && let Some(chosen) = &chosen
+        && let Some(no_gpu) = &cpu_last_resort
+    {
+        let nothing_better = if classes.len() > 1 {
+            format!("no CPU build for {platform}, nor a build that uses this machine's GPUs")
+        } else {
+            format!("no CPU build for {platform}")
+        };
+        notes.push(format!(
+            "{chosen}: kept as a CPU build of last resort: {no_gpu}, so its {} code goes unused and it runs on the CPU (this version offers {nothing_better})",
+            chosen.kind()
+        ));
+    }
 
+    let considered = account(
+        policy,
+        chosen.as_ref(),
+        cpu_last_resort.is_some(),
+        &usable,
+        &last_resort,
+        rejected,
+    );
+    explain_unusable_gpu(
+        machine,
+        chosen.as_ref(),
+        cpu_last_resort.is_some(),
+        &considered,
+        &mut notes,
+        release,
+    );
+    Decision {
+        chosen,
+        considered,
+        notes,
+        cpu_last_resort,
+    }
+}
+
+/// The offers of one version judged against the machine.
+struct Judged {
+    /// Builds that run as built, in preference order.
+    usable: Vec<Backend>,
+    /// GPU builds that would run on the CPU alone, with what the machine lacks, in preference
+    /// order.
+    last_resort: Vec<(Backend, Rejection)>,
+    /// Builds that do not run here as built, with why, in the order offered: the builds of last
+    /// resort too, with what the machine lacks.
+    rejected: Vec<Considered>,
+    /// What was assumed or is worth showing about the builds.
+    notes: Vec<String>,
+}
+
+fn judge_offers(
+    catalog: &Catalog,
+    machine: &Machine,
+    policy: &Policy,
+    release: &Release,
+    offers: &[Offer],
+    classes: &[BackendKind],
+) -> Judged {
+    let platform = machine.platform;
+    let mut judged = Judged {
+        usable: Vec::new(),
+        last_resort: Vec::new(),
+        rejected: Vec::new(),
+        notes: Vec::new(),
+    };
+    for offer in offers {
+        if !offer.has_platform_file {
+            judged.rejected.push(Considered {
+                backend: offer.backend.clone(),
+                rejection: Some(Rejection::NoFileForPlatform { platform }),
+            });
+            continue;
+        }
+        let rules = catalog.backend_rules(release, &offer.backend, platform);
+        // What was assumed is said whether the build was kept or rejected: a rejection on an
+        // inferred list is only as good as the assumption.
+        judged.notes.extend(
+            rules
+                .inferred
+                .iter()
+                .map(|i| format!("{}: {i}", offer.backend)),
+        );
+        match fit(machine, &rules) {
+            Fit::Runs(check_notes) => {
+                judged.usable.push(offer.backend.clone());
+                judged.notes.extend(
+                    check_notes
+                        .into_iter()
+                        .map(|n| format!("{}: {n}", offer.backend)),
+                );
+            }
+            Fit::CpuAlone(no_gpu) => {
+                judged.rejected.push(Considered {
+                    backend: offer.backend.clone(),
+                    rejection: Some(no_gpu.clone()),
+                });
+                judged.last_resort.push((offer.backend.clone(), no_gpu));
+            }
+            Fit::Rejected(rejection) => judged.rejected.push(Considered {
+                backend: offer.backend.clone(),
+                rejection: Some(rejection),
+            }),
+        }
+    }
+    judged
+        .usable
+        .sort_by_key(|b| preference_key(classes, policy, b));
+    judged.usable.dedup();
+    judged
+        .last_resort
+        .sort_by_key(|(b, _)| last_resort_key(policy, b));
+    judged.last_resort.dedup_by(|a, b| a.0 == b.0);
+    judged.notes.dedup();
+    judged
+}
+
+/// Every offered backend with its verdict: the chosen one first, then the usable ones in
+/// preference order, then the rejected ones. The builds of last resort are usable, after the
+/// others, only when one of them was chosen (`chose_last_resort`); else nothing runs on the CPU
+/// alone that a better build does not, so they are rejected for what the machine lacks (`no
+/// NVIDIA GPU on this machine`), in the order offered, as builds that cannot use a GPU here.
+fn account(
+    policy: &Policy,
+    chosen: Option<&Backend>,
+    chose_last_resort: bool,
+    usable: &[Backend],
+    last_resort: &[(Backend, Rejection)],
+    rejected: Vec<Considered>,
+) -> Vec<Considered> {
     let mut considered = Vec::new();
-    if let Some(chosen) = &chosen {
+    if let Some(chosen) = chosen {
         considered.push(Considered {
             backend: chosen.clone(),
             rejection: None,
         });
     }
-    for backend in usable.iter().filter(|b| Some(*b) != chosen.as_ref()) {
-        let rejection = match (&policy.pinned, &chosen) {
+    for backend in usable.iter().filter(|b| Some(*b) != chosen) {
+        let rejection = match (&policy.pinned, chosen) {
             (Some(pinned), _) => Rejection::NotPinned {
                 pinned: pinned.clone(),
             },
@@ -177,18 +301,29 @@ pub fn decide(
             rejection: Some(rejection),
         });
     }
-    // A pinned backend the probes rejected is already listed, as chosen.
-    considered.extend(
-        rejected
-            .into_iter()
-            .filter(|entry| chosen.as_ref() != Some(&entry.backend)),
-    );
-    explain_unusable_gpu(machine, chosen.as_ref(), &considered, &mut notes, release);
-    Decision {
-        chosen,
-        considered,
-        notes,
+    let last_resort = if chose_last_resort { last_resort } else { &[] };
+    for (backend, no_gpu) in last_resort.iter().filter(|(b, _)| Some(b) != chosen) {
+        let rejection = match (&policy.pinned, chosen) {
+            (Some(pinned), _) => Rejection::NotPinned {
+                pinned: pinned.clone(),
+            },
+            (None, Some(by)) => Rejection::CpuLastResort {
+                no_gpu: Box::new(no_gpu.clone()),
+                by: by.clone(),
+            },
+            (None, None) => unreachable!("a build of last resort exists, so one was chosen"),
+        };
+        considered.push(Considered {
+            backend: backend.clone(),
+            rejection: Some(rejection),
+        });
     }
+    // A pinned backend the probes rejected is already listed, as chosen; builds of last resort
+    // listed as usable are not listed again.
+    considered.extend(rejected.into_iter().filter(|entry| {
+        chosen != Some(&entry.backend) && !last_resort.iter().any(|(b, _)| *b == entry.backend)
+    }));
+    considered
 }
 
 fn outranked_because(policy: &Policy, by: &Backend, loser: &Backend) -> OutrankedBecause {
@@ -218,6 +353,25 @@ fn preference_key(
         .position(|b| b == backend)
         .unwrap_or(policy.prefer.len());
     (class_rank, site_rank, std::cmp::Reverse(backend.clone()))
+}
+
+/// Sort key among builds of last resort, smallest first: the site's preferences, then NVIDIA,
+/// AMD, Intel (as between a machine's devices), then the newest. None uses a GPU here, so no
+/// device class decides.
+fn last_resort_key(
+    policy: &Policy,
+    backend: &Backend,
+) -> (usize, BackendKind, std::cmp::Reverse<Backend>) {
+    let site_rank = policy
+        .prefer
+        .iter()
+        .position(|b| b == backend)
+        .unwrap_or(policy.prefer.len());
+    (
+        site_rank,
+        backend.kind(),
+        std::cmp::Reverse(backend.clone()),
+    )
 }
 
 /// The accelerator classes of the machine's devices, best first: discrete devices before
@@ -258,6 +412,7 @@ pub fn class_order(machine: &Machine) -> Vec<BackendKind> {
 fn explain_unusable_gpu(
     machine: &Machine,
     chosen: Option<&Backend>,
+    cpu_last_resort: bool,
     considered: &[Considered],
     notes: &mut Vec<String>,
     release: &Release,
@@ -283,6 +438,9 @@ fn explain_unusable_gpu(
         let device = kind_name(kind);
         let fallback = match chosen {
             Some(Backend::Cpu) => "the CPU build was chosen".to_string(),
+            Some(other) if cpu_last_resort => {
+                format!("{other} was chosen, to run on the CPU alone")
+            }
             Some(other) => format!("{other} was chosen"),
             None => "no build was chosen".to_string(),
         };
@@ -304,4 +462,167 @@ pub fn catalog_offers(catalog: &Catalog, release: &Release, platform: Platform) 
             has_platform_file: true,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NO_GPU: &str = r#"{"platform":"linux-x86_64"}"#;
+    const MI300X: &str = r#"{"platform":"linux-x86_64","amd":{"gpus":[{"name":"AMD Instinct MI300X","gfx":"gfx942"}]}}"#;
+
+    /// The decision for torch `version` on the machine `json` among `offered`, each with a file
+    /// for the machine's platform.
+    fn decide_on(json: &str, policy: &Policy, version: &str, offered: &[&str]) -> Decision {
+        let catalog = Catalog::embedded();
+        let machine: Machine = serde_json::from_str(json).unwrap();
+        let release = catalog
+            .train_release("torch", &version.parse().unwrap())
+            .release;
+        let offers: Vec<Offer> = offered
+            .iter()
+            .map(|b| Offer {
+                backend: b.parse().unwrap(),
+                has_platform_file: true,
+            })
+            .collect();
+        decide(catalog, &machine, policy, release, &offers)
+    }
+
+    fn lines(decision: &Decision) -> Vec<String> {
+        decision
+            .considered
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn only_gpu_builds_on_a_machine_without_a_gpu_keeps_one_as_a_cpu_build_of_last_resort() {
+        let decision = decide_on(NO_GPU, &Policy::default(), "2.9.0", &["cu128", "cu130"]);
+        assert_eq!(decision.chosen, Some("cu130".parse().unwrap()));
+        assert_eq!(decision.cpu_last_resort, Some(Rejection::NoNvidiaGpu));
+        assert_eq!(
+            lines(&decision),
+            [
+                "cu130: chosen",
+                "cu128: no NVIDIA GPU on this machine, so it would run on the CPU alone: a CPU build of last resort, ranked below cu130",
+            ]
+        );
+        assert_eq!(decision.considered[1].verdict(), "usable");
+        assert_eq!(
+            decision.notes,
+            [
+                "cu130: kept as a CPU build of last resort: no NVIDIA GPU on this machine, so its CUDA code goes unused and it runs on the CPU (this version offers no CPU build for linux-x86_64)"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_cpu_build_ranks_above_every_build_of_last_resort() {
+        let decision = decide_on(
+            NO_GPU,
+            &Policy::default(),
+            "2.9.0",
+            &["cu130", "rocm6.4", "xpu", "cpu"],
+        );
+        assert_eq!(decision.chosen, Some(Backend::Cpu));
+        assert_eq!(decision.cpu_last_resort, None);
+        // Rejected for what the machine lacks, as before issue 18: none is needed.
+        assert_eq!(
+            lines(&decision),
+            [
+                "cpu: chosen",
+                "cu130: no NVIDIA GPU on this machine",
+                "rocm6.4: no AMD GPU on this machine",
+                "xpu: no Intel GPU on this machine",
+            ]
+        );
+        assert!(
+            decision.considered[1..]
+                .iter()
+                .all(|c| c.verdict() == "rejected")
+        );
+        assert!(decision.notes.is_empty(), "{:?}", decision.notes);
+    }
+
+    #[test]
+    fn builds_of_last_resort_rank_nvidia_amd_intel_then_newest_unless_the_site_prefers() {
+        let decision = decide_on(
+            NO_GPU,
+            &Policy::default(),
+            "2.9.0",
+            &["xpu", "rocm6.4", "cu126", "cu130"],
+        );
+        let order: Vec<String> = decision
+            .considered
+            .iter()
+            .map(|c| c.backend.to_string())
+            .collect();
+        assert_eq!(order, ["cu130", "cu126", "rocm6.4", "xpu"]);
+        let policy = Policy {
+            pinned: None,
+            prefer: vec!["cu126".parse().unwrap()],
+        };
+        let decision = decide_on(NO_GPU, &policy, "2.9.0", &["cu126", "cu130"]);
+        assert_eq!(decision.chosen, Some("cu126".parse().unwrap()));
+    }
+
+    #[test]
+    fn a_build_that_uses_the_machines_gpu_ranks_above_a_build_of_last_resort() {
+        let decision = decide_on(MI300X, &Policy::default(), "2.9.0", &["cu130", "rocm6.4"]);
+        assert_eq!(decision.chosen, Some("rocm6.4".parse().unwrap()));
+        assert_eq!(decision.cpu_last_resort, None);
+        assert_eq!(lines(&decision)[1], "cu130: no NVIDIA GPU on this machine");
+        // A CUDA-only version on the same machine: the CUDA build, on the CPU, and the AMD GPU
+        // left without a build is said.
+        let decision = decide_on(MI300X, &Policy::default(), "2.9.0", &["cu130"]);
+        assert_eq!(decision.chosen, Some("cu130".parse().unwrap()));
+        assert_eq!(
+            decision.notes,
+            [
+                "cu130: kept as a CPU build of last resort: no NVIDIA GPU on this machine, so its CUDA code goes unused and it runs on the CPU (this version offers no CPU build for linux-x86_64, nor a build that uses this machine's GPUs)",
+                "this machine's AMD GPU has no ROCm build of this version (torch 2.9 line) to run; cu130 was chosen, to run on the CPU alone",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_gpu_the_build_cannot_use_is_no_last_resort() {
+        let v100 = r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"580.65.06","gpus":[{"name":"Tesla V100-SXM2-32GB","compute_capability":"7.0"}]}}"#;
+        let decision = decide_on(v100, &Policy::default(), "2.11.0", &["cu128"]);
+        assert_eq!(decision.chosen, None);
+        assert_eq!(decision.cpu_last_resort, None);
+        assert_eq!(decision.considered[0].verdict(), "rejected");
+        assert!(
+            decision.notes.iter().all(|n| !n.contains("last resort")),
+            "{:?}",
+            decision.notes
+        );
+    }
+
+    #[test]
+    fn a_pinned_gpu_build_on_a_machine_without_its_gpu_says_it_runs_on_the_cpu() {
+        let policy = Policy {
+            pinned: Some("cu128".parse().unwrap()),
+            prefer: Vec::new(),
+        };
+        let decision = decide_on(NO_GPU, &policy, "2.9.0", &["cpu", "cu128", "cu130"]);
+        assert_eq!(decision.chosen, Some("cu128".parse().unwrap()));
+        assert_eq!(decision.cpu_last_resort, Some(Rejection::NoNvidiaGpu));
+        assert_eq!(
+            lines(&decision),
+            [
+                "cu128: chosen",
+                "cpu: the backend is pinned to cu128",
+                "cu130: the backend is pinned to cu128",
+            ]
+        );
+        assert_eq!(
+            decision.notes,
+            [
+                "cu128 is pinned although the probes say it cannot use a GPU here: no NVIDIA GPU on this machine, so it will run on the CPU alone"
+            ]
+        );
+    }
 }

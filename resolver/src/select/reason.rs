@@ -79,6 +79,19 @@ pub enum Rejection {
         /// What made the chosen backend rank higher.
         why: OutrankedBecause,
     },
+    /// Runs here on the CPU alone, its GPU code unused: the machine has no GPU of the build's
+    /// vendor. Such a build is a CPU build of last resort, ranked below every CPU build and every
+    /// build that uses one of the machine's GPUs, and another build of last resort ranked above
+    /// it was chosen. (Where a build that runs as built was chosen, a build of last resort is
+    /// rejected with what the machine lacks, as [`Rejection::NoNvidiaGpu`].)
+    CpuLastResort {
+        /// Why the build's GPU code goes unused: [`Rejection::NoNvidiaGpu`],
+        /// [`Rejection::NvidiaDriverWithoutDevice`], [`Rejection::NoAmdGpu`] or
+        /// [`Rejection::NoXpuDevice`] with no Intel GPU at all.
+        no_gpu: Box<Rejection>,
+        /// The backend that was chosen instead.
+        by: Backend,
+    },
     /// A backend was pinned and this is not it.
     NotPinned {
         /// The pinned backend.
@@ -146,17 +159,24 @@ impl fmt::Display for Rejection {
                 OutrankedBecause::Newer => write!(f, "usable, but {by} is newer"),
                 OutrankedBecause::SitePreference => write!(f, "usable, but the configured preference puts {by} first"),
             },
+            Rejection::CpuLastResort { no_gpu, by } => write!(
+                f,
+                "{no_gpu}, so it would run on the CPU alone: a CPU build of last resort, ranked below {by}"
+            ),
             Rejection::NotPinned { pinned } => write!(f, "the backend is pinned to {pinned}"),
         }
     }
 }
 
 impl Rejection {
-    /// Whether the backend would run on the machine (it lost on preference only).
+    /// Whether the backend would run on the machine (it lost on preference only). A build that
+    /// would run on the CPU alone ([`Rejection::CpuLastResort`]) counts: it runs.
     pub fn is_usable(&self) -> bool {
         matches!(
             self,
-            Rejection::Outranked { .. } | Rejection::NotPinned { .. }
+            Rejection::Outranked { .. }
+                | Rejection::CpuLastResort { .. }
+                | Rejection::NotPinned { .. }
         )
     }
 }

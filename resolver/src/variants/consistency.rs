@@ -81,8 +81,13 @@ pub(super) fn train_choice<'a>(
                     .map(|rejection| format!(" (by the catalog, {best}: {rejection})"))
             })
             .unwrap_or_default();
+        let last_resort = decision
+            .cpu_last_resort
+            .as_ref()
+            .map(|no_gpu| format!("; {chosen} is kept as a CPU build of last resort: {no_gpu}, so it runs on the CPU alone"))
+            .unwrap_or_default();
         format!(
-            "one build across torch {}: `{label}` is served, the {chosen} build the catalog's rules choose for this release, as for its local-labelled torch, torchvision and torchaudio wheels; PEP 825 alone would choose `{}`{why}",
+            "one build across torch {}: `{label}` is served, the {chosen} build the catalog's rules choose for this release, as for its local-labelled torch, torchvision and torchaudio wheels; PEP 825 alone would choose `{}`{why}{last_resort}",
             train.release.torch,
             pep_825_best.unwrap_or("nothing"),
         )

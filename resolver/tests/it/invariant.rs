@@ -5,7 +5,10 @@
 //!
 //! 1. the chosen build is never one whose known or inferred requirements exclude one of the
 //!    machine's GPUs, nor one that a known neighbour of an inferred build rejects;
-//! 2. a GPU build is chosen whenever one is usable.
+//! 2. a GPU build is chosen whenever one is usable;
+//! 3. a GPU build that does not use a GPU here is chosen only on a machine with no GPU of its
+//!    vendor, as a CPU build of last resort when nothing on the page runs as built (issue 18),
+//!    and then the page never empties: the same page without its CPU wheels is checked too.
 //!
 //! The oracle below re-states the rules of DESIGN.md independently of `select/check.rs`, and
 //! finds the known neighbours of an inferred build itself. Seeded: the same cases every run.
@@ -55,11 +58,16 @@ static BACKENDS: LazyLock<Vec<Backend>> = LazyLock::new(|| {
 /// and Windows x86_64 (`%2B` links in backend directories, `linux_x86_64` and
 /// `manylinux_2_28_*` tags mixed), CPU wheels for Windows on Arm and IBM Z, unlabelled macOS
 /// wheels.
-static PAGE: LazyLock<Vec<(String, String)>> = LazyLock::new(|| {
+static PAGE: LazyLock<Vec<(String, String)>> = LazyLock::new(|| page(true));
+
+/// The same page without a CPU build: only GPU builds, as PyPI's torch on Linux x86_64.
+static GPU_ONLY_PAGE: LazyLock<Vec<(String, String)>> = LazyLock::new(|| page(false));
+
+fn page(with_cpu: bool) -> Vec<(String, String)> {
     let mut files = Vec::new();
     for release in Catalog::embedded().releases() {
         let version = format!("{}.0", release.torch);
-        for backend in BACKENDS.iter() {
+        for backend in BACKENDS.iter().filter(|b| with_cpu || **b != Backend::Cpu) {
             for tag in ["linux_x86_64", "manylinux_2_28_aarch64", "win_amd64"] {
                 let name = format!("torch-{version}+{backend}-cp312-cp312-{tag}.whl");
                 files.push((
@@ -67,6 +75,9 @@ static PAGE: LazyLock<Vec<(String, String)>> = LazyLock::new(|| {
                     format!("/whl/{backend}/{}", name.replace('+', "%2B")),
                 ));
             }
+        }
+        if !with_cpu {
+            continue;
         }
         for tag in ["win_arm64", "manylinux_2_28_s390x"] {
             let cpu = format!("torch-{version}+cpu-cp312-cp312-{tag}.whl");
@@ -76,7 +87,7 @@ static PAGE: LazyLock<Vec<(String, String)>> = LazyLock::new(|| {
         files.push((mac.clone(), format!("/whl/cpu/{mac}")));
     }
     files
-});
+}
 
 /// Every compute capability the catalog's sets mention, and the next minor of each (8.6 → 8.7:
 /// a GPU a set covers only through an older minor).
@@ -373,8 +384,23 @@ fn runs(
     }
 }
 
+/// Whether the machine has no GPU at all of `backend`'s vendor, so the build would run on the
+/// CPU alone (DESIGN.md: a CPU build of last resort). Any GPU of the vendor counts, one the
+/// build cannot use included.
+fn no_gpu_of_vendor(machine: &Machine, backend: &Backend) -> bool {
+    match backend.kind() {
+        BackendKind::Cpu => false,
+        BackendKind::Cuda => machine.nvidia.as_ref().is_none_or(|n| n.gpus.is_empty()),
+        BackendKind::Rocm => machine.amd.as_ref().is_none_or(|a| a.gpus.is_empty()),
+        BackendKind::Xpu => machine.intel.as_ref().is_none_or(|i| i.gpus.is_empty()),
+    }
+}
+
 /// Whether the page has a file of `backend` for the machine's platform.
-fn has_file(platform: Platform, backend: &Backend) -> bool {
+fn has_file(platform: Platform, backend: &Backend, with_cpu: bool) -> bool {
+    if !with_cpu && *backend == Backend::Cpu {
+        return false;
+    }
     match (platform.os, platform.arch) {
         (Os::Linux, Arch::X86_64 | Arch::Aarch64) | (Os::Windows, Arch::X86_64) => true,
         (Os::Linux, Arch::S390x) | (Os::Windows | Os::Macos, Arch::Aarch64) => {
@@ -387,8 +413,18 @@ fn has_file(platform: Platform, backend: &Backend) -> bool {
 }
 
 fn check_machine(machine: &Machine) -> Result<(), TestCaseError> {
+    check_page(machine, &PAGE, true)?;
+    check_page(machine, &GPU_ONLY_PAGE, false)
+}
+
+fn check_page(
+    machine: &Machine,
+    page: &[(String, String)],
+    with_cpu: bool,
+) -> Result<(), TestCaseError> {
     let catalog = Catalog::embedded();
-    let refs: Vec<FileRef<'_>> = PAGE
+    let has_file = |backend: &Backend| has_file(machine.platform, backend, with_cpu);
+    let refs: Vec<FileRef<'_>> = page
         .iter()
         .map(|(filename, url)| FileRef { filename, url })
         .collect();
@@ -414,18 +450,44 @@ fn check_machine(machine: &Machine) -> Result<(), TestCaseError> {
                 decision.notes.join("\n")
             )
         };
+        // What runs here as built, the CPU build included.
+        let runs_as_built = BACKENDS
+            .iter()
+            .find(|b| has_file(b) && runs(catalog, release, b, machine).is_ok());
         if let Some(chosen) = &decision.chosen {
             let verdict = runs(catalog, release, chosen, machine);
+            // A build that does not run as built is chosen only as a CPU build of last resort:
+            // no GPU of its vendor here, and nothing on the page runs as built.
             prop_assert!(
-                verdict.is_ok(),
-                "{chosen} was chosen but does not run: {:?}\n{}",
+                verdict.is_ok() || (no_gpu_of_vendor(machine, chosen) && runs_as_built.is_none()),
+                "{chosen} was chosen but does not run: {:?} (and {:?} runs as built)\n{}",
                 verdict,
+                runs_as_built,
+                explained()
+            );
+            prop_assert_eq!(
+                decision.cpu_last_resort.is_some(),
+                verdict.is_err(),
+                "the decision says whether {} is a CPU build of last resort\n{}",
+                chosen,
+                explained()
+            );
+        }
+        // Where the page has a build that runs here, as built or on the CPU alone, something
+        // is chosen: the page never empties on a machine without a GPU of the build's vendor.
+        if let Some(runs_somehow) = BACKENDS.iter().find(|b| {
+            has_file(b)
+                && (no_gpu_of_vendor(machine, b) || runs(catalog, release, b, machine).is_ok())
+        }) {
+            prop_assert!(
+                decision.chosen.is_some(),
+                "nothing chosen although {runs_somehow} runs here\n{}",
                 explained()
             );
         }
         let usable_gpu_build = BACKENDS.iter().find(|b| {
             b.kind() != BackendKind::Cpu
-                && has_file(machine.platform, b)
+                && has_file(b)
                 && runs(catalog, release, b, machine).is_ok()
         });
         if let Some(usable) = usable_gpu_build {
@@ -438,7 +500,7 @@ fn check_machine(machine: &Machine) -> Result<(), TestCaseError> {
             );
         }
         // Where the page has a CPU file for the platform, something is always chosen.
-        if has_file(machine.platform, &Backend::Cpu) {
+        if has_file(&Backend::Cpu) {
             prop_assert!(decision.chosen.is_some(), "nothing chosen\n{}", explained());
         }
     }

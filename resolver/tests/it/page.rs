@@ -239,3 +239,53 @@ fn unlabelled_triton_wheels_are_served_to_every_machine() {
         assert_eq!(selection.versions[0].kept, [0], "{machine}");
     }
 }
+
+#[test]
+fn pypi_torch_on_a_machine_without_a_gpu_keeps_the_cuda_wheel_as_a_cpu_build_of_last_resort() {
+    // PyPI's torch 2.9.0: unlabelled wheels, the release's default build per platform (a CUDA
+    // 12.8 build on Linux x86_64, CPU builds elsewhere), on PyPI's file host.
+    let files: Vec<(String, String)> = [
+        "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+        "torch-2.9.0-cp312-cp312-manylinux_2_28_aarch64.whl",
+        "torch-2.9.0-cp312-cp312-win_amd64.whl",
+        "torch-2.9.0-cp312-none-macosx_11_0_arm64.whl",
+    ]
+    .iter()
+    .map(|name| {
+        (
+            (*name).to_string(),
+            format!("https://files.pythonhosted.org/packages/3a/9f/{name}"),
+        )
+    })
+    .collect();
+    let selection = select(
+        r#"{"platform":"linux-x86_64","glibc":"2.36"}"#,
+        "torch",
+        &files,
+    );
+    assert_eq!(
+        kept_names(&selection, &files, "2.9.0"),
+        [files[0].0.clone()]
+    );
+    let decision = selection.versions[0].decision.as_ref().unwrap();
+    assert_eq!(
+        decision.chosen.as_ref().map(ToString::to_string).as_deref(),
+        Some("cu128")
+    );
+    assert!(decision.cpu_last_resort.is_some());
+    assert!(
+        decision.notes.iter().any(|n| n.starts_with(
+            "cu128: kept as a CPU build of last resort: no NVIDIA GPU on this machine, so its CUDA code goes unused"
+        )),
+        "{:?}",
+        decision.notes
+    );
+    // The same page for a Mac: its own CPU wheel, never the Linux CUDA one.
+    let selection = select(r#"{"platform":"macos-arm64"}"#, "torch", &files);
+    assert_eq!(
+        kept_names(&selection, &files, "2.9.0"),
+        [files[1].0.clone(), files[2].0.clone(), files[3].0.clone()]
+    );
+    let decision = selection.versions[0].decision.as_ref().unwrap();
+    assert!(decision.cpu_last_resort.is_none());
+}

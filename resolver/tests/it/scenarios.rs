@@ -1,10 +1,10 @@
 //! Every scenario of `tests/data/scenarios.toml`: a machine and the backend each torch version
-//! must resolve to from the catalog alone.
+//! must resolve to from the catalog alone, or from a page offering the scenario's builds.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use wheelgate_resolver::select::select_release;
+use wheelgate_resolver::select::{Decision, FileRef, select_page, select_release};
 use wheelgate_resolver::{Catalog, Machine, Policy};
 
 #[derive(Deserialize)]
@@ -25,29 +25,74 @@ struct Scenario {
     /// "version: text" that must not appear in the explanation.
     #[serde(default)]
     absent: Vec<String>,
+    /// The builds an index page offers for every version of `expect`, instead of the catalog's
+    /// list: backends (`cu130`) or `plain` (unlabelled wheels, as on PyPI: the release's default
+    /// build per platform), each with wheels for Linux x86_64 and aarch64 and Windows x86_64.
+    #[serde(default)]
+    offered: Option<Vec<String>>,
+}
+
+/// A torch page with `offered`'s wheels for `version`: download.pytorch.org's links for a
+/// backend, PyPI's file host for `plain`.
+fn page(version: &str, offered: &[String]) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    for build in offered {
+        for tag in [
+            "manylinux_2_28_x86_64",
+            "manylinux_2_28_aarch64",
+            "win_amd64",
+        ] {
+            files.push(if build == "plain" {
+                let name = format!("torch-{version}-cp312-cp312-{tag}.whl");
+                let url = format!("https://files.pythonhosted.org/packages/8f/02/{name}");
+                (name, url)
+            } else {
+                let name = format!("torch-{version}+{build}-cp312-cp312-{tag}.whl");
+                let url = format!(
+                    "https://download.pytorch.org/whl/{build}/{}",
+                    name.replace('+', "%2B")
+                );
+                (name, url)
+            });
+        }
+    }
+    files
+}
+
+fn decision(catalog: &Catalog, scenario: &Scenario, version: &str) -> Decision {
+    let Some(offered) = &scenario.offered else {
+        let version: pep440_rs::Version = version.parse().expect("scenario versions are valid");
+        return select_release(
+            catalog,
+            &scenario.machine,
+            &scenario.policy,
+            "torch",
+            Some(&version),
+        )
+        .decision;
+    };
+    let files = page(version, offered);
+    let refs: Vec<FileRef<'_>> = files
+        .iter()
+        .map(|(filename, url)| FileRef { filename, url })
+        .collect();
+    let selection = select_page(catalog, &scenario.machine, &scenario.policy, "torch", &refs);
+    let [only] = <[_; 1]>::try_from(selection.versions).expect("one version on the page");
+    only.decision.expect("torch wheels have a backend")
 }
 
 fn explanation(catalog: &Catalog, scenario: &Scenario, version: &str) -> (String, String) {
-    let version: pep440_rs::Version = version.parse().expect("scenario versions are valid");
-    let selection = select_release(
-        catalog,
-        &scenario.machine,
-        &scenario.policy,
-        "torch",
-        Some(&version),
-    );
-    let chosen = selection
-        .decision
+    let decision = decision(catalog, scenario, version);
+    let chosen = decision
         .chosen
         .as_ref()
         .map_or_else(|| "none".to_string(), ToString::to_string);
-    let mut lines: Vec<String> = selection
-        .decision
+    let mut lines: Vec<String> = decision
         .considered
         .iter()
         .map(ToString::to_string)
         .collect();
-    lines.extend(selection.decision.notes.iter().cloned());
+    lines.extend(decision.notes.iter().cloned());
     (chosen, lines.join("\n"))
 }
 

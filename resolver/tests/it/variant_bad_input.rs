@@ -15,6 +15,7 @@ use wheelgate_resolver::{Catalog, Machine, Policy};
 const TAGS: &str = "cp312-cp312-manylinux_2_28_x86_64";
 const H100: &str = r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"9.0"}]}}"#;
 const CPU: &str = r#"{"platform":"linux-x86_64"}"#;
+const V100: &str = r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"7.0"}]}}"#;
 
 /// A variants file with these `variants` entries (JSON text).
 fn variants_json(entries: &str) -> String {
@@ -113,12 +114,35 @@ fn a_null_with_properties_is_skipped_so_a_machine_none_fits_gets_nothing_and_why
     let json = variants_json(&format!(
         r#"{CUDA_13}, "null": {{"nvidia": {{"sm_arch": ["90_real"]}}}}"#
     ));
-    let (choice, names) = choose(CPU, &["cuda13.0", "null"], &json);
+    // A V100 (7.0): an NVIDIA GPU that CUDA 13 builds have no code for, so the CUDA build is
+    // not even a CPU build of last resort here.
+    let (choice, names) = choose(V100, &["cuda13.0", "null"], &json);
     assert_eq!(served(&choice), None);
     let why = skipped_reason(&choice, &names, "null");
     assert!(why.contains("`null` is reserved"), "{why}");
     let why = skipped_reason(&choice, &names, "cuda13.0");
     assert!(why.contains("no variant of"), "{why}");
+}
+
+#[test]
+fn a_null_with_properties_is_skipped_so_a_machine_without_a_gpu_gets_the_cuda_build_of_last_resort()
+{
+    let json = variants_json(&format!(
+        r#"{CUDA_13}, "null": {{"nvidia": {{"sm_arch": ["90_real"]}}}}"#
+    ));
+    let (choice, names) = choose(CPU, &["cuda13.0", "null"], &json);
+    // The release train's catalog decision (issue 18): with no CPU build left, the CUDA build
+    // runs on the CPU alone, as its local-labelled torchvision and torchaudio would.
+    assert_eq!(served(&choice), Some("cuda13.0"));
+    let why = skipped_reason(&choice, &names, "null");
+    assert!(why.contains("`null` is reserved"), "{why}");
+    let notes = choice.versions[0].notes.join("\n");
+    assert!(
+        notes.contains(
+            "cu130 is kept as a CPU build of last resort: no NVIDIA GPU on this machine, so it runs on the CPU alone"
+        ),
+        "{notes}"
+    );
 }
 
 #[test]

@@ -8,7 +8,11 @@
 //! - `install`: pip and uv install `torch` for each machine, through the server's default
 //!   machine and through `/m/<token>/`; `torch torchvision` from one backend; per-version
 //!   fallback; a pinned `/b/<backend>/`;
-//! - `routing`: the planted PyPI `torch` and `pytorch-triton` are never served;
+//! - `routing`: the planted PyPI `pytorch-triton` (a name only the PyTorch index publishes) is
+//!   never served;
+//! - `sources`: `[[sources]]` with real pip and uv: an internal index owning `acme-*` beside a
+//!   squatting PyPI (up, down, unreachable); torch from PyPI while the PyTorch index is down;
+//!   PyPI-only releases of PyTorch projects; a CUDA build of last resort on a CPU machine;
 //! - `rewriting`: no client ever receives an upstream URL; every link and `.metadata` works;
 //!   one backend per version; the User-Agent refines the platform;
 //! - `caching`: one upstream download per file across installers;
@@ -45,6 +49,7 @@ mod mirror_resolve;
 mod networks;
 mod rewriting;
 mod routing;
+mod sources;
 mod support;
 mod variants;
 mod variants_mirror;

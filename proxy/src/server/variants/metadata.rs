@@ -191,7 +191,7 @@ pub(super) async fn decided(
     }
     let source = find_file(state, project, dist)
         .await
-        .map_err(|err| FilesError::from(ApiError::Upstream(err)))?
+        .map_err(|err| FilesError::from(ApiError::Owners(err)))?
         .ok_or_else(|| {
             FilesError::from(ApiError::NotFound(format!(
                 "`{project}` has no file `{dist}`"

@@ -24,7 +24,6 @@ use super::super::negotiate::{Format, negotiate};
 use super::super::rewrite::file_link;
 use super::super::simple::{check_project_name, parse_backend, parse_token};
 use super::super::state::AppState;
-use crate::upstream::{Upstream, route};
 
 /// Pages are revalidated by installers after this long, as on `/simple/`.
 const CACHE_CONTROL: &str = "max-age=600, public";
@@ -90,18 +89,17 @@ async fn page(
         return Ok(Redirect::permanent(&format!("{prefix}/{project}/")).into_response());
     }
     check_project_name(&project, raw)?;
-    if route(state.catalog, &project) != Upstream::Pytorch {
+    if !state.sources.selects(&project) {
         return Err(ApiError::NotFound(format!(
             "`{project}` is not a project of the PyTorch index; the variant index serves only those"
         )));
     }
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let format = negotiate(accept, query.format.as_deref()).ok_or(ApiError::NotAcceptable)?;
-    let cached = project_page(state, &project, pinned.as_ref())
-        .await
-        .map_err(ApiError::Upstream)?
+    let pages = project_page(state, &project, pinned.as_ref())
+        .await?
         .ok_or_else(|| ApiError::NotFound(format!("no project named `{project}` upstream")))?;
-    let page = relinked(&project, &cached.page);
+    let page = relinked(&project, &pages.merged().page);
     let body = match format {
         Format::Json => render_project_json(&page),
         Format::Html | Format::LegacyHtml => render_project_html(&page),

@@ -9,7 +9,6 @@ use std::fmt::Write as _;
 use wheelgate_resolver::select::FileRef;
 use wheelgate_resolver::variants::{choose_variants, lists_variants};
 
-use super::super::lookup::page_url;
 use super::super::offline::offered;
 use super::super::state::AppState;
 use super::super::status::escape;
@@ -25,11 +24,17 @@ pub async fn section(state: &AppState) -> String {
     let policy = &state.config.policy;
     let mut rows = String::new();
     for project in PROJECTS {
-        let (_, url) = page_url(state, project, None);
+        // Variant wheels are the PyTorch index's (its `/whl/variant/` layout).
+        let url = state.sources.pytorch().page_url(project, None);
         let Some(cached) = state.index.peek(&url).await else {
             continue;
         };
-        let page = offered(&cached, &state.files, state.config.offline);
+        let page = offered(
+            &cached.page,
+            &cached.url,
+            &state.files,
+            state.config.offline,
+        );
         let refs: Vec<FileRef<'_>> = page.files.iter().map(FileRef::from).collect();
         if !lists_variants(&refs) {
             continue;

@@ -1,0 +1,336 @@
+//! [`Sources`] from a configuration, checked: names, URLs and patterns, so a mistake stops the
+//! start with its place and value instead of sending a name to the wrong index later.
+
+use reqwest::Url;
+use wheelgate_resolver::Catalog;
+
+use super::{Owns, PYPI, PYTORCH, PatternError, ProjectPattern, Source, SourceKind, Sources};
+use crate::config::{SourceConfig, UpstreamsConfig};
+use crate::upstream::redact;
+
+/// A configuration of sources that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SourcesError {
+    #[error(
+        "`[[sources]]` name `{0}` is not valid: use lower-case letters, digits and `-` (`internal`, `acme-index`)"
+    )]
+    BadName(String),
+    #[error(
+        "`[[sources]]` name `{0}` is taken by a built-in source; its settings are `{1}_url` and `[upstreams.{1}]`"
+    )]
+    BuiltInName(String, &'static str),
+    #[error("`[[sources]]` name `{0}` is given twice; each source needs its own name")]
+    Duplicate(String),
+    #[error(
+        "`{section}` url `{url}` is not an http(s) URL; give the index root whose `<url>/<project>/` is a project page"
+    )]
+    NotHttp { section: String, url: String },
+    #[error(
+        "`{section}` url `{url}` has a `{{placeholder}}`; URL templates are not supported by this version: give a fixed index root"
+    )]
+    Template { section: String, url: String },
+    #[error("`{section}` lists no `projects`; give the names or globs (`acme-*`) it serves")]
+    NoProjects { section: String },
+    #[error("`{section}` projects: {source}")]
+    Pattern {
+        section: String,
+        #[source]
+        source: PatternError,
+    },
+    #[error(
+        "`{section}` projects: the pattern `{pattern}` takes `{name}`, a PyTorch project (served from the PyTorch index); list `{name}` in its projects too to serve it from `{source_name}` as well, or narrow the pattern"
+    )]
+    ShadowsPytorch {
+        section: String,
+        source_name: String,
+        pattern: String,
+        name: String,
+    },
+}
+
+impl Sources {
+    /// The built-in PyTorch and general sources (`pytorch_url`, `pypi_url`, `[upstreams.*]`)
+    /// with the configured ones between them, checked.
+    pub fn new(
+        catalog: &'static Catalog,
+        pytorch_url: &str,
+        pypi_url: &str,
+        upstreams: &UpstreamsConfig,
+        configured: &[SourceConfig],
+    ) -> Result<Sources, SourcesError> {
+        let mut list = Vec::with_capacity(configured.len() + 2);
+        list.push(Source {
+            name: PYTORCH.to_string(),
+            kind: SourceKind::Pytorch,
+            url: root("`pytorch_url`", pytorch_url)?,
+            owns: Owns::PytorchNames,
+            access: upstreams.pytorch.clone(),
+            section: "[upstreams.pytorch]".to_string(),
+        });
+        for entry in configured {
+            list.push(configured_source(catalog, entry, &list)?);
+        }
+        list.push(Source {
+            name: PYPI.to_string(),
+            kind: SourceKind::Index,
+            url: root("`pypi_url`", pypi_url)?,
+            owns: Owns::Rest,
+            access: upstreams.pypi.clone(),
+            section: "[upstreams.pypi]".to_string(),
+        });
+        Ok(Sources { list, catalog })
+    }
+
+    /// The built-in two only (no `[[sources]]`), with no access settings: for tests and tools
+    /// that read one index.
+    pub fn builtin(catalog: &'static Catalog, pytorch_url: &str, pypi_url: &str) -> Sources {
+        Sources::new(
+            catalog,
+            pytorch_url,
+            pypi_url,
+            &UpstreamsConfig::default(),
+            &[],
+        )
+        .expect("built-in sources with valid URLs")
+    }
+}
+
+fn configured_source(
+    catalog: &Catalog,
+    entry: &SourceConfig,
+    before: &[Source],
+) -> Result<Source, SourcesError> {
+    let name = &entry.name;
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        return Err(SourcesError::BadName(name.clone()));
+    }
+    for builtin in [PYTORCH, PYPI] {
+        if name == builtin {
+            return Err(SourcesError::BuiltInName(name.clone(), builtin));
+        }
+    }
+    if before.iter().any(|s| &s.name == name) {
+        return Err(SourcesError::Duplicate(name.clone()));
+    }
+    let section = format!("[[sources]] {name}");
+    if entry.url.contains('{') {
+        return Err(SourcesError::Template {
+            section,
+            url: redact(&entry.url),
+        });
+    }
+    let url = root(&format!("`{section}`"), &entry.url).map_err(|_| SourcesError::NotHttp {
+        section: section.clone(),
+        url: redact(&entry.url),
+    })?;
+    if entry.projects.is_empty() {
+        return Err(SourcesError::NoProjects { section });
+    }
+    let patterns = entry
+        .projects
+        .iter()
+        .map(|text| ProjectPattern::parse(text))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|source| SourcesError::Pattern {
+            section: section.clone(),
+            source,
+        })?;
+    check_pytorch_names(catalog, name, &section, &patterns)?;
+    Ok(Source {
+        name: name.clone(),
+        kind: SourceKind::Index,
+        url,
+        owns: Owns::Patterns(patterns),
+        access: entry.access(),
+        section,
+    })
+}
+
+/// A glob that takes a PyTorch name would move it away from the PyTorch index by accident
+/// (`torch*` for `torch-utils-internal`); only a name written out is meant.
+fn check_pytorch_names(
+    catalog: &Catalog,
+    name: &str,
+    section: &str,
+    patterns: &[ProjectPattern],
+) -> Result<(), SourcesError> {
+    let listed = |project: &str| patterns.iter().any(|p| p.as_name() == Some(project));
+    for pattern in patterns.iter().filter(|p| p.as_name().is_none()) {
+        if let Some(project) = catalog
+            .pytorch_projects()
+            .find(|project| pattern.matches(project) && !listed(project))
+        {
+            return Err(SourcesError::ShadowsPytorch {
+                section: section.to_string(),
+                source_name: name.to_string(),
+                pattern: pattern.to_string(),
+                name: project.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// An http(s) index root without its trailing slash.
+fn root(section: &str, url: &str) -> Result<String, SourcesError> {
+    match Url::parse(url) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => {
+            Ok(url.trim_end_matches('/').to_string())
+        }
+        _ => Err(SourcesError::NotHttp {
+            section: section.to_string(),
+            url: redact(url),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::SourceId;
+
+    fn source(name: &str, url: &str, projects: &[&str]) -> SourceConfig {
+        toml::from_str(&format!(
+            "name = {name:?}\nurl = {url:?}\nprojects = {projects:?}\n"
+        ))
+        .unwrap()
+    }
+
+    fn sources(configured: &[SourceConfig]) -> Result<Sources, SourcesError> {
+        Sources::new(
+            Catalog::embedded(),
+            "https://download.example/whl",
+            "https://pypi.example/simple/",
+            &UpstreamsConfig::default(),
+            configured,
+        )
+    }
+
+    fn owner_names(sources: &Sources, project: &str) -> Vec<String> {
+        sources
+            .owners(project)
+            .into_iter()
+            .map(|id| sources.get(id).name.clone())
+            .collect()
+    }
+
+    #[test]
+    fn the_two_built_in_upstreams_are_the_first_and_last_sources() {
+        let sources = sources(&[]).unwrap();
+        assert_eq!(sources.pytorch().url, "https://download.example/whl");
+        assert_eq!(sources.general().url, "https://pypi.example/simple");
+        assert_eq!(owner_names(&sources, "numpy"), ["pypi"]);
+        assert_eq!(owner_names(&sources, "torchtriton"), ["pypi"]);
+        // Only on the PyTorch index (a placeholder on PyPI).
+        assert_eq!(owner_names(&sources, "pytorch-triton"), ["pytorch"]);
+        // Published by PyTorch's maintainers on both.
+        assert_eq!(owner_names(&sources, "torch"), ["pytorch", "pypi"]);
+        assert_eq!(
+            sources
+                .pytorch()
+                .page_url("torch", Some(&"cu128".parse().unwrap())),
+            "https://download.example/whl/cu128/torch/"
+        );
+        assert_eq!(
+            sources
+                .general()
+                .page_url("numpy", Some(&"cu128".parse().unwrap())),
+            "https://pypi.example/simple/numpy/"
+        );
+    }
+
+    #[test]
+    fn configured_sources_own_their_names_and_nothing_else() {
+        let sources = sources(&[
+            source(
+                "internal",
+                "https://pypi.internal.example/simple",
+                &["acme-*", "billing-client"],
+            ),
+            source("team", "http://127.0.0.1:9/simple", &["acme-utils"]),
+        ])
+        .unwrap();
+        assert_eq!(owner_names(&sources, "acme-utils"), ["internal", "team"]);
+        assert_eq!(owner_names(&sources, "acme-ml"), ["internal"]);
+        assert_eq!(owner_names(&sources, "billing-client"), ["internal"]);
+        assert_eq!(owner_names(&sources, "billing-client2"), ["pypi"]);
+        assert_eq!(sources.owners("numpy"), [SourceId(3)]);
+        assert_eq!(
+            sources
+                .by_name("team")
+                .unwrap()
+                .1
+                .page_url("acme-utils", None),
+            "http://127.0.0.1:9/simple/acme-utils/"
+        );
+    }
+
+    #[test]
+    fn a_pytorch_name_joins_a_source_only_when_written_out() {
+        let err = sources(&[source("amd", "https://amd.example/whl", &["torch*"])])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`torch*`") && err.contains("PyTorch project") && err.contains("amd"),
+            "{err}"
+        );
+        let sources = sources(&[source(
+            "amd",
+            "https://amd.example/whl",
+            &["torch", "amd-torch-device-*"],
+        )])
+        .unwrap();
+        assert_eq!(owner_names(&sources, "torch"), ["pytorch", "amd", "pypi"]);
+        assert_eq!(owner_names(&sources, "amd-torch-device-gfx942"), ["amd"]);
+    }
+
+    #[test]
+    fn bad_sources_are_refused_with_what_to_do() {
+        let cases = [
+            (
+                source("Internal", "https://a.example/simple", &["x"]),
+                "not valid",
+            ),
+            (
+                source("pypi", "https://a.example/simple", &["x"]),
+                "built-in",
+            ),
+            (
+                source("a", "ftp://a.example/simple", &["x"]),
+                "not an http(s) URL",
+            ),
+            (source("a", "/srv/wheels", &["x"]), "not an http(s) URL"),
+            (
+                source("a", "https://a.example/{torch}.html", &["x"]),
+                "placeholder",
+            ),
+            (
+                source("a", "https://a.example/simple", &[]),
+                "no `projects`",
+            ),
+            (
+                source("a", "https://a.example/simple", &["Acme_Utils"]),
+                "`acme-utils`",
+            ),
+        ];
+        for (config, expected) in cases {
+            let err = sources(&[config]).unwrap_err().to_string();
+            assert!(err.contains(expected), "{err}");
+        }
+        let twice = sources(&[
+            source("a", "https://a.example/simple", &["x"]),
+            source("a", "https://b.example/simple", &["y"]),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(twice.contains("twice"), "{twice}");
+        let redacted = sources(&[source("a", "ftp://ci:hunter2@a.example/", &["x"])])
+            .unwrap_err()
+            .to_string();
+        assert!(!redacted.contains("hunter2"), "{redacted}");
+    }
+}

@@ -1,0 +1,222 @@
+//! Several owners' pages of one project as one page: each file once (the higher-priority
+//! source's copy of a filename both list), every link made absolute so it needs no base, and
+//! which source each file came from. One owner's page is used as it is, borrowed.
+//!
+//! After selection, a build two sources both offer is served once ([`drop_same_builds`]):
+//! PyPI's `torch-2.9.0-cp312-...whl` is the default build PyTorch's index also lists as
+//! `torch-2.9.0+cu128-cp312-...whl`; the PyTorch index's file is kept.
+
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use wheelgate_resolver::index::{IndexFile, ProjectPage};
+
+use super::SourceId;
+use super::pages::SourcePage;
+
+/// Where each file of a page came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origins {
+    /// Every file, from one source.
+    One(SourceId),
+    /// Per file, in page order.
+    PerFile(Vec<SourceId>),
+}
+
+impl Origins {
+    /// The source of file `index`.
+    pub fn of(&self, index: usize) -> SourceId {
+        match self {
+            Origins::One(id) => *id,
+            Origins::PerFile(ids) => ids[index],
+        }
+    }
+}
+
+/// The page to select from.
+#[derive(Debug)]
+pub struct MergedPage<'a> {
+    pub page: Cow<'a, ProjectPage>,
+    /// What relative links on `page` resolve against: the one page's URL (a merged page's
+    /// links are absolute).
+    pub base_url: &'a str,
+    pub origins: Origins,
+}
+
+/// `parts` (never empty, priority order) as one page.
+pub fn merge(parts: &[SourcePage]) -> MergedPage<'_> {
+    if let [only] = parts {
+        return MergedPage {
+            page: Cow::Borrowed(&only.cached.page),
+            base_url: &only.cached.url,
+            origins: Origins::One(only.source),
+        };
+    }
+    let first = &parts[0].cached.page;
+    let capacity = parts.iter().map(|p| p.cached.page.files.len()).sum();
+    let mut files = Vec::with_capacity(capacity);
+    let mut origins = Vec::with_capacity(capacity);
+    let mut seen: HashSet<&str> = HashSet::with_capacity(capacity);
+    let mut versions: BTreeSet<&str> = BTreeSet::new();
+    for part in parts {
+        let page = &part.cached.page;
+        versions.extend(page.versions.iter().map(String::as_str));
+        for file in &page.files {
+            if !seen.insert(&file.filename) {
+                continue;
+            }
+            let mut merged = file.clone();
+            merged.url = page.file_url(file, &part.cached.url);
+            files.push(merged);
+            origins.push(part.source);
+        }
+    }
+    MergedPage {
+        page: Cow::Owned(ProjectPage {
+            name: first.name.clone(),
+            files,
+            versions: versions.into_iter().map(str::to_string).collect(),
+            meta: first.meta.clone(),
+            base: None,
+            status: first.status.clone(),
+        }),
+        base_url: "",
+        origins: Origins::PerFile(origins),
+    }
+}
+
+/// Removes from `kept` (indices into `files`) a file whose build a higher-priority source also
+/// offers among the kept files: same project, public version and wheel tags, the local label
+/// aside. Returns each removed file with the source whose file is served instead.
+pub fn drop_same_builds(
+    files: &[IndexFile],
+    origins: &Origins,
+    kept: &mut Vec<usize>,
+) -> Vec<(usize, SourceId)> {
+    if matches!(origins, Origins::One(_)) {
+        return Vec::new();
+    }
+    let mut best: HashMap<String, SourceId> = HashMap::new();
+    for &index in kept.iter() {
+        let source = origins.of(index);
+        best.entry(build_key(&files[index].filename))
+            .and_modify(|b| *b = (*b).min(source))
+            .or_insert(source);
+    }
+    let mut dropped = Vec::new();
+    kept.retain(|&index| {
+        let winner = best[&build_key(&files[index].filename)];
+        if winner == origins.of(index) {
+            true
+        } else {
+            dropped.push((index, winner));
+            false
+        }
+    });
+    dropped
+}
+
+/// A filename without the local label of its version: `torch-2.9.0+cu128-cp312-...` and
+/// `torch-2.9.0-cp312-...` are the same build when a selection kept both.
+fn build_key(filename: &str) -> String {
+    let mut parts = filename.splitn(3, '-');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(name), Some(version), Some(rest)) => {
+            let public = version.split('+').next().unwrap_or(version);
+            format!("{name}-{public}-{rest}")
+        }
+        _ => filename.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use wheelgate_resolver::index::parse_project_html;
+
+    use super::*;
+    use crate::cache::index::CachedPage;
+
+    fn part(source: u16, url: &str, html: &str) -> SourcePage {
+        SourcePage {
+            source: SourceId(source),
+            cached: Arc::new(CachedPage::for_tests(
+                url,
+                parse_project_html(html).unwrap(),
+            )),
+        }
+    }
+
+    const PYTORCH: &str = r#"<a href="/whl/cu128/torch-2.9.0%2Bcu128-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=aa">torch-2.9.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl</a>
+<a href="/whl/cpu/torch-2.9.0-cp312-none-macosx_11_0_arm64.whl#sha256=bb">torch-2.9.0-cp312-none-macosx_11_0_arm64.whl</a>"#;
+    const PYPI: &str = r#"<a href="https://files.example/packages/torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=cc">torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl</a>
+<a href="https://files.example/packages/torch-2.9.0-cp312-none-macosx_11_0_arm64.whl#sha256=dd">torch-2.9.0-cp312-none-macosx_11_0_arm64.whl</a>
+<a href="https://files.example/packages/torch-2.10.0-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=ee">torch-2.10.0-cp312-cp312-manylinux_2_28_x86_64.whl</a>"#;
+
+    #[test]
+    fn one_page_is_used_as_it_is() {
+        let parts = [part(0, "https://download.example/whl/torch/", PYTORCH)];
+        let merged = merge(&parts);
+        assert!(matches!(merged.page, Cow::Borrowed(_)));
+        assert_eq!(merged.base_url, "https://download.example/whl/torch/");
+        assert_eq!(merged.origins, Origins::One(SourceId(0)));
+    }
+
+    #[test]
+    fn merged_pages_keep_each_filename_once_from_the_first_source_with_absolute_links() {
+        let parts = [
+            part(0, "https://download.example/whl/torch/", PYTORCH),
+            part(2, "https://pypi.example/simple/torch/", PYPI),
+        ];
+        let merged = merge(&parts);
+        let names: Vec<(&str, &str, SourceId)> = merged
+            .page
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.filename.as_str(), f.url.as_str(), merged.origins.of(i)))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (
+                    "torch-2.9.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl",
+                    "https://download.example/whl/cu128/torch-2.9.0%2Bcu128-cp312-cp312-manylinux_2_28_x86_64.whl",
+                    SourceId(0)
+                ),
+                (
+                    "torch-2.9.0-cp312-none-macosx_11_0_arm64.whl",
+                    "https://download.example/whl/cpu/torch-2.9.0-cp312-none-macosx_11_0_arm64.whl",
+                    SourceId(0)
+                ),
+                (
+                    "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+                    "https://files.example/packages/torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+                    SourceId(2)
+                ),
+                (
+                    "torch-2.10.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+                    "https://files.example/packages/torch-2.10.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+                    SourceId(2)
+                ),
+            ]
+        );
+        // The mac wheel's hash is the PyTorch index's.
+        assert_eq!(merged.page.files[1].sha256(), Some("bb"));
+        assert_eq!(merged.base_url, "");
+    }
+
+    #[test]
+    fn a_build_both_offer_is_served_from_the_higher_priority_source() {
+        let parts = [
+            part(0, "https://download.example/whl/torch/", PYTORCH),
+            part(2, "https://pypi.example/simple/torch/", PYPI),
+        ];
+        let merged = merge(&parts);
+        let mut kept = vec![0, 2, 3];
+        let dropped = drop_same_builds(&merged.page.files, &merged.origins, &mut kept);
+        assert_eq!(kept, [0, 3]);
+        assert_eq!(dropped, [(2, SourceId(0))]);
+    }
+}

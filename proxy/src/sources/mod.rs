@@ -1,0 +1,173 @@
+//! Sources: the upstream indexes a project's pages and files come from, each owning the names
+//! it serves. The PyTorch index (`pytorch_url`) and the general index (`pypi_url`) are the first
+//! two, built in; `[[sources]]` adds any number more (a company's internal index, a vendor's).
+//!
+//! Ownership, never presence: a name is served from exactly the sources that own it, their
+//! files merged as builds of one project ([`pages`]), and from no other, whatever the other
+//! holds and even when every owner is down. So a name squatted on PyPI (`torchtriton`, December
+//! 2022; an internal `acme-utils` published publicly at 99.0) is never offered.
+//!
+//! - The PyTorch source owns the catalog's PyTorch names (`[routing]` in `catalog.toml`).
+//! - A configured source owns the names and globs of its `projects`. A glob may not take a
+//!   PyTorch name unless the source lists that name too (checked at start).
+//! - The general source owns every name nobody else owns, and besides the PyTorch index the
+//!   names PyTorch's maintainers also publish on PyPI (the catalog's `published_on_pypi`:
+//!   torch, torchvision, ...), so torch still resolves when download.pytorch.org cannot be
+//!   reached. Names only on the PyTorch index (`pytorch-triton`, a placeholder on PyPI) stay
+//!   the PyTorch index's alone.
+
+mod build;
+pub mod counters;
+pub mod merge;
+pub mod pages;
+mod pattern;
+
+use wheelgate_resolver::{Backend, Catalog};
+
+pub use build::SourcesError;
+pub use pages::{ProjectPages, SourcePage};
+pub use pattern::{PatternError, ProjectPattern};
+
+use crate::config::UpstreamAccessConfig;
+
+/// The built-in PyTorch source's name.
+pub const PYTORCH: &str = "pytorch";
+/// The built-in general source's name.
+pub const PYPI: &str = "pypi";
+
+/// What an index's URLs look like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    /// download.pytorch.org's layout: `<root>/<project>/` aggregates every backend, and
+    /// `<root>/<backend>/<project>/` holds one.
+    Pytorch,
+    /// A PEP 503/691 simple index: `<root>/<project>/`.
+    Index,
+}
+
+/// Which names a source owns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owns {
+    /// The catalog's PyTorch names.
+    PytorchNames,
+    /// The names and globs of `projects`.
+    Patterns(Vec<ProjectPattern>),
+    /// Every name no other source owns, and the PyTorch names also published on PyPI.
+    Rest,
+}
+
+/// One upstream index and the names it serves.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// `pytorch`, `pypi`, or a `[[sources]]` name.
+    pub name: String,
+    pub kind: SourceKind,
+    /// The index root, without a trailing slash (credentials possible: redact before showing).
+    pub url: String,
+    pub owns: Owns,
+    /// Its access settings (`[upstreams.*]` for the built-in two).
+    pub access: UpstreamAccessConfig,
+    /// Where it is configured, for messages: `[upstreams.pytorch]`, `[[sources]] internal`.
+    pub section: String,
+}
+
+impl Source {
+    /// The upstream page of `project` on this source: with a backend pinned, the PyTorch
+    /// index's page of that backend (other indexes have one page per project).
+    pub fn page_url(&self, project: &str, pinned: Option<&Backend>) -> String {
+        match (self.kind, pinned) {
+            (SourceKind::Pytorch, Some(backend)) => format!("{}/{backend}/{project}/", self.url),
+            _ => format!("{}/{project}/", self.url),
+        }
+    }
+}
+
+/// How a project's builds are served: PyTorch projects (the catalog's names, from whichever
+/// sources own them) are reduced to one build per version for a machine; others are passed
+/// through whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProjectKind {
+    Pytorch,
+    General,
+}
+
+/// A source's place in [`Sources`]; also its priority (lower first) when several own a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SourceId(pub u16);
+
+/// Every source, in priority order: the PyTorch index, the configured sources as written, the
+/// general index.
+#[derive(Debug, Clone)]
+pub struct Sources {
+    list: Vec<Source>,
+    catalog: &'static Catalog,
+}
+
+impl Sources {
+    /// Every source with its id, in priority order.
+    pub fn iter(&self) -> impl Iterator<Item = (SourceId, &Source)> {
+        self.list.iter().enumerate().map(|(i, s)| (id(i), s))
+    }
+
+    /// The source `id`.
+    pub fn get(&self, id: SourceId) -> &Source {
+        &self.list[usize::from(id.0)]
+    }
+
+    /// The source named `name`.
+    pub fn by_name(&self, name: &str) -> Option<(SourceId, &Source)> {
+        self.iter().find(|(_, s)| s.name == name)
+    }
+
+    /// The built-in PyTorch source.
+    pub fn pytorch(&self) -> &Source {
+        &self.list[0]
+    }
+
+    /// The built-in general source.
+    pub fn general(&self) -> &Source {
+        self.list
+            .last()
+            .expect("the general source is always there")
+    }
+
+    /// The sources that own the normalized `project`, in priority order; never empty.
+    pub fn owners(&self, project: &str) -> Vec<SourceId> {
+        let mut owners = Vec::with_capacity(1);
+        for (i, source) in self.list.iter().enumerate() {
+            let owns = match &source.owns {
+                Owns::PytorchNames => self.catalog.routes_to_pytorch(project),
+                Owns::Patterns(patterns) => patterns.iter().any(|p| p.matches(project)),
+                Owns::Rest => owners.is_empty() || self.catalog.is_published_on_pypi(project),
+            };
+            if owns {
+                owners.push(id(i));
+            }
+        }
+        owners
+    }
+
+    /// Whether `project`'s pages are reduced to one build per version for a machine: the
+    /// catalog's PyTorch names, from whichever sources own them.
+    pub fn selects(&self, project: &str) -> bool {
+        self.catalog.routes_to_pytorch(project)
+    }
+
+    /// [`ProjectKind`] of `project`.
+    pub fn kind(&self, project: &str) -> ProjectKind {
+        if self.selects(project) {
+            ProjectKind::Pytorch
+        } else {
+            ProjectKind::General
+        }
+    }
+
+    /// The catalog the PyTorch names come from.
+    pub fn catalog(&self) -> &'static Catalog {
+        self.catalog
+    }
+}
+
+fn id(index: usize) -> SourceId {
+    SourceId(u16::try_from(index).expect("fewer than 65,536 sources (checked at start)"))
+}
