@@ -249,9 +249,10 @@ async fn general_upstream_pages_are_passed_through_rewritten() {
         "{body}"
     );
     assert!(!body.contains("files.example"));
-    // torch is never asked of the general upstream.
-    let _ = get_with(&format!("http://{proxy}/simple/torch/"), &[]).await;
-    assert_eq!(fake.hits.lock().unwrap().get("pypi/torch"), None);
+    // pytorch-triton, a name only the PyTorch index publishes, is never asked of the general
+    // upstream (torch, which PyTorch publishes on PyPI too, is: `sources.rs`).
+    let _ = get_with(&format!("http://{proxy}/simple/pytorch-triton/"), &[]).await;
+    assert_eq!(fake.hits.lock().unwrap().get("pypi/pytorch-triton"), None);
 }
 
 #[tokio::test]

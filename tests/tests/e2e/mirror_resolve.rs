@@ -234,7 +234,9 @@ async fn bad_requirements_name_the_environment_and_the_chain_and_write_nothing()
     .await;
     assert!(err.contains("pytorch-triton"), "{err}");
     assert!(
-        err.contains("only the PyTorch upstream is consulted"),
+        err.contains(
+            "served only from the sources that own it: `pytorch`; no other index is consulted"
+        ),
         "{err}"
     );
     assert!(!store.join(mirror::MARKER).exists());

@@ -6,8 +6,10 @@
 //!   reachable: then the install fails, naming the source.
 //! - An `accelerate`-like package (1.0 needs torch; 0.0.1, the ancient release, does not) with
 //!   the PyTorch index down and nothing cached: torch comes from PyPI's default build where it
-//!   runs; where it cannot run (a GTX 1080 Ti and 2.9's cu128 default build) the install fails loudly,
-//!   never falling back to 0.0.1.
+//!   runs; where it cannot run (a GTX 1080 Ti and 2.9's cu128 default build) the torch page is
+//!   an error naming the sources and uv fails loudly (pip takes any failed index page for "no
+//!   versions" and backtracks, whatever the proxy answers; it never gets a torch that does not
+//!   run).
 //! - `torchtune` 0.7.0, only on PyPI, is installable beside 0.6.0 on the PyTorch index.
 //! - A CPU-only machine gets PyPI's CUDA torch as a CPU build of last resort when nothing
 //!   else exists.
@@ -230,10 +232,28 @@ async fn accelerate_with_the_pytorch_index_down(installer: Installer) {
     let dir = tempfile::tempdir().unwrap();
     let outcome = install_into(installer, &proxy.simple_url(), &["accelerate"], dir.path()).await;
     let dists = installers::installed(dir.path());
+    assert!(!dists.contains_key("torch"), "{dists:?}: {outcome}");
+    // The torch page is an error naming the source, never an empty page.
+    let response = reqwest::get(format!("{}torch/", proxy.simple_url()))
+        .await
+        .unwrap();
+    assert!(response.status().is_server_error(), "{}", response.status());
+    let text = response.text().await.unwrap();
     assert!(
-        !outcome.success && dists.is_empty(),
-        "installed {dists:?} without a torch that runs: {outcome}"
+        text.contains("served only from the sources `pytorch` and `pypi`"),
+        "{text}"
     );
+    match installer {
+        // uv stops on an index page that fails.
+        Installer::Uv => assert!(
+            !outcome.success && dists.is_empty(),
+            "installed {dists:?} without a torch that runs: {outcome}"
+        ),
+        // pip takes any failed index page for "no versions" (its LinkCollector logs and skips
+        // it), so it backtracks to the release without torch whatever the proxy answers: what
+        // a proxy can do is never give it a torch that does not run.
+        Installer::Pip => {}
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -345,4 +365,86 @@ async fn pip_on_a_cpu_machine_gets_pypis_cuda_torch_as_a_last_resort() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uv_on_a_cpu_machine_gets_pypis_cuda_torch_as_a_last_resort() {
     cpu_machine_gets_a_cuda_build_of_last_resort(Installer::Uv).await;
+}
+
+/// `mirror sync` with `[[sources]]`: `acme-utils` and its dependency come from the internal
+/// index (the PyPI squatter never asked), and an offline server on the store installs them
+/// with the internal index gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_stores_internal_packages_from_their_source_and_serves_them_offline() {
+    use wheelgate::mirror::{self, MirrorConfig, NoProgress, SyncOptions};
+
+    let upstreams = Upstreams::start().await;
+    let (internal, pypi) = company_indexes().await;
+    let text = format!(
+        r#"
+pytorch_url = "{}"
+pypi_url = "{}"
+python = ["3.11"]
+platforms = ["linux-x86_64"]
+
+[[package]]
+name = "acme-utils"
+
+[[sources]]
+name = "internal"
+url = "{}"
+projects = ["acme-*"]
+"#,
+        upstreams.pytorch_url(),
+        pypi.url(),
+        internal.url()
+    );
+    let config = MirrorConfig::parse(&text, std::path::Path::new("mirror.toml")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let report = mirror::sync(
+        &config,
+        &SyncOptions {
+            store: store.clone(),
+            jobs: 2,
+        },
+        &NoProgress,
+    )
+    .await
+    .unwrap();
+    assert!(report.is_complete(), "{:?}", report.failures);
+    let names: Vec<&str> = report
+        .plan
+        .files
+        .iter()
+        .map(|f| f.filename.as_str())
+        .collect();
+    assert!(
+        names.contains(&"acme_utils-1.0-py3-none-any.whl"),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"acme_core-2.1-py3-none-any.whl"),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains("99.0")), "{names:?}");
+    assert!(squatter_fetched(&pypi).is_empty(), "{:?}", pypi.requests());
+
+    // The internal index goes away; an offline server on the store, with the same sources.
+    let (pypi_url, internal_url) = (pypi.url(), internal.url());
+    drop(internal);
+    let proxy = Proxy::start_with(&upstreams, move |config| {
+        config.offline = true;
+        config.cache_dir.clone_from(&store);
+        config.machine = Some(machines::CPU_ONLY.machine());
+        config.pypi_url = pypi_url;
+        config.sources = vec![internal_source(&internal_url)];
+    })
+    .await;
+    for installer in [Installer::Pip, Installer::Uv] {
+        let dir = tempfile::tempdir().unwrap();
+        let outcome =
+            install_into(installer, &proxy.simple_url(), &["acme-utils"], dir.path()).await;
+        outcome.assert_success();
+        let dists = installers::installed(dir.path());
+        assert_eq!(version(&dists, "acme-utils"), "1.0", "{installer}");
+        assert_eq!(version(&dists, "acme-core"), "2.1", "{installer}");
+    }
+    assert!(squatter_fetched(&pypi).is_empty(), "{:?}", pypi.requests());
 }
