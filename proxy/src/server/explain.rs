@@ -251,57 +251,16 @@ async fn explain_response(
         (std::borrow::Cow::Borrowed(&*merged.page), Vec::new())
     };
     if selected {
-        let files = &page.files;
-        let refs: Vec<FileRef<'_>> = files.iter().map(FileRef::from).collect();
-        let mut selection = select_page(state.catalog, &machine, &policy, &project, &refs);
-        // A build two sources offer is served once, as the rewritten page does.
-        let mut kept: Vec<usize> = selection
-            .versions
-            .iter()
-            .flat_map(|v| v.kept.iter().copied())
-            .collect();
-        let twice = if state.config.offline {
-            // Offline pages are reduced first; their indices no longer match `origins`.
-            Vec::new()
-        } else {
-            drop_same_builds(files, &merged.origins, &mut kept)
-        };
-        for version in &mut selection.versions {
-            version.kept.retain(|index| kept.contains(index));
-        }
-        explanation.versions = selection
-            .versions
-            .iter()
-            .map(|version| explain_version(version, files))
-            .collect();
-        explanation.dropped = twice
-            .iter()
-            .map(|&(index, winner)| DroppedFile {
-                filename: files[index].filename.clone(),
-                reason: format!(
-                    "the same build is served from the source `{}`, which comes first",
-                    state.sources.get(winner).name
-                ),
-            })
-            .collect();
-        explanation
-            .dropped
-            .extend(selection.dropped.iter().filter_map(|(index, dropped)| {
-                let reason = match dropped {
-                    Dropped::NotChosen { .. } => return None,
-                    Dropped::Variant => {
-                        "a wheel-variant file (PEP 825): plain pip and uv cannot parse its name"
-                            .to_string()
-                    }
-                    Dropped::Unparseable(err) => format!("not a valid wheel or sdist name: {err}"),
-                    // The resolver's own words (unknown builds, disagreeing signals).
-                    other => other.to_string(),
-                };
-                Some(DroppedFile {
-                    filename: files[*index].filename.clone(),
-                    reason,
-                })
-            }));
+        let (versions, dropped) = explain_selection(
+            state,
+            &machine,
+            &policy,
+            &project,
+            &page,
+            (!state.config.offline).then_some(&merged.origins),
+        );
+        explanation.versions = versions;
+        explanation.dropped = dropped;
         super::variants::explain(
             state,
             &machine,
@@ -333,6 +292,64 @@ async fn explain_response(
     out.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     out.insert(header::VARY, HeaderValue::from_static("Accept, User-Agent"));
     Ok(response)
+}
+
+/// Each version's verdicts and the files dropped for other reasons than their backend, as the
+/// rewritten page selects (each build once when several sources offer it: `origins`, `None`
+/// for an offline page, reduced to the store first, whose indices no longer match them).
+fn explain_selection(
+    state: &AppState,
+    machine: &Machine,
+    policy: &Policy,
+    project: &str,
+    page: &wheelgate_resolver::index::ProjectPage,
+    origins: Option<&crate::sources::merge::Origins>,
+) -> (Vec<VersionExplanation>, Vec<DroppedFile>) {
+    let files = &page.files;
+    let refs: Vec<FileRef<'_>> = files.iter().map(FileRef::from).collect();
+    let mut selection = select_page(state.catalog, machine, policy, project, &refs);
+    let mut kept: Vec<usize> = selection
+        .versions
+        .iter()
+        .flat_map(|v| v.kept.iter().copied())
+        .collect();
+    let twice = origins.map_or_else(Vec::new, |origins| {
+        drop_same_builds(files, origins, &mut kept)
+    });
+    for version in &mut selection.versions {
+        version.kept.retain(|index| kept.contains(index));
+    }
+    let versions = selection
+        .versions
+        .iter()
+        .map(|version| explain_version(version, files))
+        .collect();
+    let mut dropped: Vec<DroppedFile> = twice
+        .iter()
+        .map(|&(index, winner)| DroppedFile {
+            filename: files[index].filename.clone(),
+            reason: format!(
+                "the same build is served from the source `{}`, which comes first",
+                state.sources.get(winner).name
+            ),
+        })
+        .collect();
+    dropped.extend(selection.dropped.iter().filter_map(|(index, dropped)| {
+        let reason = match dropped {
+            Dropped::NotChosen { .. } => return None,
+            Dropped::Variant => {
+                "a wheel-variant file (PEP 825): plain pip and uv cannot parse its name".to_string()
+            }
+            Dropped::Unparseable(err) => format!("not a valid wheel or sdist name: {err}"),
+            // The resolver's own words (unknown builds, disagreeing signals).
+            other => other.to_string(),
+        };
+        Some(DroppedFile {
+            filename: files[*index].filename.clone(),
+            reason,
+        })
+    }));
+    (versions, dropped)
 }
 
 /// Each owner of `project`: its page URL, how many files it gave, or why it gave none.
@@ -446,22 +463,7 @@ pub fn render_html(explanation: &Explanation) -> String {
             let _ = writeln!(out, "<p class=\"muted\">{}</p>", inline_code(refused));
         }
     }
-    if explanation.sources.len() > 1 || explanation.sources.iter().any(|s| s.error.is_some()) {
-        out.push_str("<h2>Sources</h2><table>");
-        for source in &explanation.sources {
-            let state = match &source.error {
-                Some(error) => format!("<span class=\"rejected\">{}</span>", escape(error)),
-                None => format!("{} files", source.files),
-            };
-            let _ = write!(
-                out,
-                "<tr><th><code>{}</code></th><td><code>{}</code></td><td>{state}</td></tr>",
-                escape(&source.name),
-                escape(&source.url),
-            );
-        }
-        out.push_str("</table>\n");
-    }
+    render_sources(&mut out, explanation);
     if !explanation.selected {
         out.push_str(
             "<p>This project is not a PyTorch project: its page is passed through whole, \
@@ -523,6 +525,26 @@ pub fn render_html(explanation: &Explanation) -> String {
     }
     out.push_str("</main></body></html>\n");
     out
+}
+
+/// The sources table, when the project has more than one or one failed.
+fn render_sources(out: &mut String, explanation: &Explanation) {
+    if explanation.sources.len() > 1 || explanation.sources.iter().any(|s| s.error.is_some()) {
+        out.push_str("<h2>Sources</h2><table>");
+        for source in &explanation.sources {
+            let state = match &source.error {
+                Some(error) => format!("<span class=\"rejected\">{}</span>", escape(error)),
+                None => format!("{} files", source.files),
+            };
+            let _ = write!(
+                out,
+                "<tr><th><code>{}</code></th><td><code>{}</code></td><td>{state}</td></tr>",
+                escape(&source.name),
+                escape(&source.url),
+            );
+        }
+        out.push_str("</table>\n");
+    }
 }
 
 /// Escaped text with its `backticked` parts shown as code.

@@ -31,6 +31,7 @@ use super::rewrite::rewrite_page;
 use super::state::AppState;
 use super::useragent::{parse_user_agent, refine};
 use crate::config::networks::ClientNetwork;
+use crate::sources::ProjectPages;
 
 /// Index pages are revalidated by installers after this long (what pip expects).
 const INDEX_CACHE_CONTROL: &str = "max-age=600, public";
@@ -432,42 +433,12 @@ async fn project_response(
     let rendered = if let Some(hit) = state.rendered.get(&key, generation) {
         hit
     } else {
-        let merged = pages.merged();
-        let offered = super::offline::offered(
-            &merged.page,
-            merged.base_url,
-            &state.files,
-            state.config.offline,
-        );
-        let mut page = rewrite_page(
-            state.catalog,
-            machine,
-            policy,
-            &project,
-            &offered,
-            &merged.origins,
-            select,
-        );
-        if select {
-            page = super::variants::with_variants(
-                state,
-                machine,
-                policy,
-                &project,
-                &offered,
-                merged.base_url,
-                page,
-            )
-            .await;
-        }
-        if page.files.is_empty() && !pages.failed.is_empty() {
-            drop(offered);
-            drop(merged);
+        let Some(page) = rewritten(state, machine, policy, &project, &pages, select).await else {
             return Err(pages
                 .into_failure(&state.sources, &project)
                 .expect("a source failed")
                 .into());
-        }
+        };
         let body = match format {
             Format::Json => render_project_json(&page),
             Format::Html | Format::LegacyHtml if select => {
@@ -496,6 +467,48 @@ async fn project_response(
         );
     }
     Ok(response)
+}
+
+/// The page a client gets from `pages`: reduced offline to the stored files, rewritten for the
+/// machine, with the chosen variants. `None` when it would be empty because a source failed:
+/// the installer is then told so, rather than "no versions".
+async fn rewritten(
+    state: &AppState,
+    machine: &Machine,
+    policy: &Policy,
+    project: &str,
+    pages: &ProjectPages,
+    select: bool,
+) -> Option<wheelgate_resolver::index::ProjectPage> {
+    let merged = pages.merged();
+    let offered = super::offline::offered(
+        &merged.page,
+        merged.base_url,
+        &state.files,
+        state.config.offline,
+    );
+    let mut page = rewrite_page(
+        state.catalog,
+        machine,
+        policy,
+        project,
+        &offered,
+        &merged.origins,
+        select,
+    );
+    if select {
+        page = super::variants::with_variants(
+            state,
+            machine,
+            policy,
+            project,
+            &offered,
+            merged.base_url,
+            page,
+        )
+        .await;
+    }
+    (!page.files.is_empty() || pages.failed.is_empty()).then_some(page)
 }
 
 fn etag_of(body: &[u8]) -> HeaderValue {

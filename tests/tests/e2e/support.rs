@@ -47,7 +47,11 @@ pub fn version<'a>(dists: &'a BTreeMap<String, String>, name: &str) -> &'a str {
 /// only the PyTorch index publishes (torch and torchvision, which PyTorch also publishes on
 /// PyPI, are merged from both), and the PyTorch index never for a PyPI one.
 pub fn assert_routing_safe(upstreams: &Upstreams) {
-    for project in ["pytorch-triton"] {
+    let catalog = wheelgate_resolver::Catalog::embedded();
+    for project in catalog
+        .pytorch_projects()
+        .filter(|project| !catalog.is_published_on_pypi(project))
+    {
         let path = format!("/simple/{project}/");
         assert_eq!(
             upstreams.pypi.log.count(&path),
