@@ -60,7 +60,6 @@ def test_a_cpu_machine_keeps_cu130_as_a_cpu_build_of_last_resort_and_says_why(fi
     # A CUDA build runs on a machine without an NVIDIA GPU, on its CPU: with no CPU build on
     # the page, it is kept rather than nothing, and the explanation says why.
     assert chosen.files, "a page of GPU builds only must not empty on a CPU machine"
-    assert all("x86_64" in f["filename"] for f in chosen.files)
     for version in chosen.versions:
         assert version.backend == "cu130", version
         assert any("CPU build of last resort" in note for note in version.notes), version.notes

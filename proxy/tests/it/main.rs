@@ -22,6 +22,7 @@ mod proxy_under_test;
 mod rogue_upstream;
 mod serve_start;
 mod simple;
+mod sources;
 mod status_page;
 mod tls_upstream;
 mod variants;
