@@ -9,6 +9,8 @@
   helper.py wrk FILE...                  `req/s p50_ms p99_ms errors` from `wrk --latency` output;
                                          of several runs, the median of each and every error
   helper.py link PAGE FILENAME           the URL a PEP 691 JSON page gives for FILENAME
+  helper.py pypi-torch DIR BASE          PyPI's torch page (PEP 503 HTML) under DIR/simple/torch/,
+                                         files linked on BASE; prints its number of links
 """
 
 import base64
@@ -105,6 +107,46 @@ def upstream(root, real):
         os.path.join(root, "simple", "index.html"),
         "<!DOCTYPE html>\n<html>\n  <body>\n  </body>\n</html>\n",
     )
+    print(len(lines))
+
+
+# PyPI's torch: the releases it carries wheels for, newest first, and the Python tags of each
+# (PyPI's real page lists 987 wheels; these give a page of that size and shape). Every wheel is
+# unlabelled: on Linux x86_64 the release's default CUDA build, elsewhere its CPU build.
+PYPI_RELEASES = [
+    (version, pythons)
+    for versions, pythons in [
+        (["2.11.0", "2.10.0", "2.9.1", "2.9.0"], ["cp310", "cp311", "cp312", "cp313", "cp313t", "cp314", "cp314t"]),
+        (["2.8.0", "2.7.1", "2.7.0", "2.6.0"], ["cp39", "cp310", "cp311", "cp312", "cp313", "cp313t"]),
+        (["2.5.1", "2.5.0", "2.4.1", "2.4.0", "2.3.1", "2.3.0", "2.2.2", "2.2.1", "2.2.0"], ["cp38", "cp39", "cp310", "cp311", "cp312"]),
+        (["2.1.2", "2.1.1", "2.1.0", "2.0.1", "2.0.0", "1.13.1", "1.13.0", "1.12.1", "1.12.0", "1.11.0"], ["cp37", "cp38", "cp39", "cp310", "cp311"]),
+    ]
+    for version in versions
+]
+PYPI_PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_28_aarch64", "win_amd64", "macosx_11_0_arm64"]
+
+
+def pypi_torch(root, base):
+    lines = []
+    for version, pythons in PYPI_RELEASES:
+        for python in pythons:
+            for platform in PYPI_PLATFORMS:
+                name = f"torch-{version}-{python.rstrip('t')}-{python}-{platform}.whl"
+                sha256 = fake_sha256("pypi/" + name)
+                metadata = fake_sha256("pypi/" + name + ".metadata")
+                href = f"{base}/packages/{sha256[:2]}/{sha256[2:4]}/{name}#sha256={sha256}"
+                lines.append(
+                    f'    <a href="{href}" data-requires-python="&gt;=3.9.0" '
+                    f'data-dist-info-metadata="sha256={metadata}" '
+                    f'data-core-metadata="sha256={metadata}">{name}</a><br />'
+                )
+    page = (
+        '<!DOCTYPE html>\n<html>\n  <head>\n    <meta name="pypi:repository-version" content="1.4">\n'
+        "    <title>Links for torch</title>\n  </head>\n  <body>\n    <h1>Links for torch</h1>\n"
+        + "\n".join(lines)
+        + "\n  </body>\n</html>\n<!--SERIAL 31234567-->"
+    )
+    write(os.path.join(root, "simple", "torch", "index.html"), page)
     print(len(lines))
 
 
@@ -218,6 +260,8 @@ def main(argv):
         wrk(args)
     elif command == "link":
         link(*args)
+    elif command == "pypi-torch":
+        pypi_torch(*args)
     else:
         sys.exit(f"helper: unknown command `{command}`")
 
