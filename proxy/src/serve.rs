@@ -175,6 +175,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         config: Arc::new(config),
         client,
         catalog: Catalog::embedded(),
+        pins: Arc::default(),
         source_counters: Arc::new(crate::sources::counters::SourceCounters::new(&sources)),
         sources: Arc::new(sources),
         index: Arc::new(index),

@@ -226,7 +226,28 @@ pub fn start_lines(state: &AppState, local: SocketAddr) -> Vec<String> {
     if let Some(line) = networks_line(&state.networks) {
         lines.insert(2, line);
     }
+    if let Some(line) = sources_line(&state.sources) {
+        let at = lines.len() - 2;
+        lines.insert(at, line);
+    }
     lines
+}
+
+/// The configured `[[sources]]` and what each serves, when there are any.
+fn sources_line(sources: &crate::sources::Sources) -> Option<String> {
+    let configured: Vec<String> = sources
+        .iter()
+        .filter(|(_, s)| s.name != crate::sources::PYTORCH && s.name != crate::sources::PYPI)
+        .map(|(_, s)| {
+            format!(
+                "{} {} ({})",
+                s.name,
+                redact(&s.url),
+                crate::serve::describe_owns(&s.owns)
+            )
+        })
+        .collect();
+    (!configured.is_empty()).then(|| format!("sources: {}", configured.join("; ")))
 }
 
 /// With `[[networks]]`: the rules that take precedence over the machine line before it.

@@ -257,8 +257,10 @@ async fn explain_response(
             &policy,
             &project,
             &page,
+            merged.base_url,
             (!state.config.offline).then_some(&merged.origins),
-        );
+        )
+        .await;
         explanation.versions = versions;
         explanation.dropped = dropped;
         super::variants::explain(
@@ -297,17 +299,29 @@ async fn explain_response(
 /// Each version's verdicts and the files dropped for other reasons than their backend, as the
 /// rewritten page selects (each build once when several sources offer it: `origins`, `None`
 /// for an offline page, reduced to the store first, whose indices no longer match them).
-fn explain_selection(
+async fn explain_selection(
     state: &AppState,
     machine: &Machine,
     policy: &Policy,
     project: &str,
     page: &wheelgate_resolver::index::ProjectPage,
+    base_url: &str,
     origins: Option<&crate::sources::merge::Origins>,
 ) -> (Vec<VersionExplanation>, Vec<DroppedFile>) {
     let files = &page.files;
     let refs: Vec<FileRef<'_>> = files.iter().map(FileRef::from).collect();
     let mut selection = select_page(state.catalog, machine, policy, project, &refs);
+    // Bound to torch's builds by their metadata, as the page is (`binding/`).
+    if super::binding::applies(state, project) {
+        let torch_pages = super::binding::torch_pages(state, policy).await;
+        let torch = super::binding::TorchChoices::of(state, machine, policy, torch_pages.as_ref());
+        let bound = super::binding::Bindable {
+            project,
+            page,
+            base_url,
+        };
+        super::binding::bind(state, machine, policy, bound, &torch, &mut selection).await;
+    }
     let mut kept: Vec<usize> = selection
         .versions
         .iter()

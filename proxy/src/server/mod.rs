@@ -1,6 +1,7 @@
 //! The HTTP server: one function builds the app, used by `main` and by tests.
 
 pub mod auth;
+pub mod binding;
 pub mod client_addr;
 pub mod error;
 pub mod explain;

@@ -24,36 +24,64 @@ pub fn rewrite_page(
     origins: &Origins,
     select: bool,
 ) -> ProjectPage {
-    let (kept, versions): (Vec<usize>, Vec<String>) = if select {
+    if select {
         let selection = select_files(catalog, machine, policy, project, upstream);
-        let mut kept: Vec<usize> = selection
-            .versions
-            .iter()
-            .flat_map(|v| v.kept.iter().copied())
-            .collect();
-        kept.sort_unstable();
-        drop_same_builds(&upstream.files, origins, &mut kept);
-        // The selection already knows each version: no filename is parsed twice.
-        let mut versions: Vec<&Version> = selection
-            .versions
-            .iter()
-            .filter(|v| !v.kept.is_empty())
-            .map(|v| &v.version)
-            .collect();
-        versions.sort();
-        (kept, versions.into_iter().map(Version::to_string).collect())
+        rewrite_selected(project, upstream, origins, &selection)
     } else {
-        let versions: BTreeSet<Version> = upstream
-            .files
-            .iter()
-            .filter_map(|file| file.filename.parse::<DistFilename>().ok())
-            .map(|parsed| parsed.version().clone().without_local())
-            .collect();
-        (
-            (0..upstream.files.len()).collect(),
-            versions.iter().map(Version::to_string).collect(),
-        )
-    };
+        rewrite_whole(project, upstream)
+    }
+}
+
+/// `upstream` reduced to what `selection` keeps (each build once when several sources offer
+/// it), linked to the proxy.
+pub fn rewrite_selected(
+    project: &str,
+    upstream: &ProjectPage,
+    origins: &Origins,
+    selection: &PageSelection,
+) -> ProjectPage {
+    let mut kept: Vec<usize> = selection
+        .versions
+        .iter()
+        .flat_map(|v| v.kept.iter().copied())
+        .collect();
+    kept.sort_unstable();
+    drop_same_builds(&upstream.files, origins, &mut kept);
+    // The selection already knows each version: no filename is parsed twice.
+    let mut versions: Vec<&Version> = selection
+        .versions
+        .iter()
+        .filter(|v| !v.kept.is_empty())
+        .map(|v| &v.version)
+        .collect();
+    versions.sort();
+    let versions = versions.into_iter().map(Version::to_string).collect();
+    linked(project, upstream, kept, versions)
+}
+
+/// `upstream` whole (a project whose builds are not selected), linked to the proxy.
+fn rewrite_whole(project: &str, upstream: &ProjectPage) -> ProjectPage {
+    let versions: BTreeSet<Version> = upstream
+        .files
+        .iter()
+        .filter_map(|file| file.filename.parse::<DistFilename>().ok())
+        .map(|parsed| parsed.version().clone().without_local())
+        .collect();
+    linked(
+        project,
+        upstream,
+        (0..upstream.files.len()).collect(),
+        versions.iter().map(Version::to_string).collect(),
+    )
+}
+
+/// Files `kept` of `upstream` with their links pointing at the proxy, every other field kept.
+fn linked(
+    project: &str,
+    upstream: &ProjectPage,
+    kept: Vec<usize>,
+    versions: Vec<String>,
+) -> ProjectPage {
     let files = kept
         .into_iter()
         .map(|index| {

@@ -21,13 +21,14 @@ use wheelgate_resolver::index::{
 };
 use wheelgate_resolver::{Backend, Machine, Policy};
 
+use super::binding;
 use super::client_addr::{Client, network_machine};
 use super::error::ApiError;
 use super::explain::{explain_url, page_comment, with_leading_comment};
 use super::lookup::project_page;
 use super::negotiate::{Format, negotiate};
 use super::precompressed::{Precompressed, accepts_gzip};
-use super::rewrite::rewrite_page;
+use super::rewrite::{rewrite_page, rewrite_selected, select_files};
 use super::state::AppState;
 use super::useragent::{parse_user_agent, refine};
 use crate::config::networks::ClientNetwork;
@@ -410,7 +411,8 @@ async fn project_response(
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no project named `{project}` upstream")))?;
     let select = state.sources.selects(&project);
-    let (pages_key, generation) = pages.key();
+    let (mut pages_key, mut generation) = pages.key();
+    let torch = bound_to_torch(state, &project, policy, &mut pages_key, &mut generation).await;
     let key = RenderKey {
         url: pages_key,
         json: format == Format::Json,
@@ -433,7 +435,19 @@ async fn project_response(
     let rendered = if let Some(hit) = state.rendered.get(&key, generation) {
         hit
     } else {
-        let Some(page) = rewritten(state, machine, policy, &project, &pages, select).await else {
+        let torch =
+            torch.map(|pages| binding::TorchChoices::of(state, machine, policy, pages.as_ref()));
+        let Some(page) = rewritten(
+            state,
+            machine,
+            policy,
+            &project,
+            &pages,
+            select,
+            torch.as_ref(),
+        )
+        .await
+        else {
             return Err(pages
                 .into_failure(&state.sources, &project)
                 .expect("a source failed")
@@ -469,6 +483,27 @@ async fn project_response(
     Ok(response)
 }
 
+/// torch's pages when `project` is bound to torch's builds (`binding/`), its rendering then
+/// keyed by them too: it changes when torch's page does.
+async fn bound_to_torch(
+    state: &AppState,
+    project: &str,
+    policy: &Policy,
+    pages_key: &mut String,
+    generation: &mut u64,
+) -> Option<Option<ProjectPages>> {
+    if !binding::applies(state, project) {
+        return None;
+    }
+    let torch = binding::torch_pages(state, policy).await;
+    if let Some(torch) = &torch {
+        let (url, torch_generation) = torch.key();
+        *pages_key = format!("{pages_key} bound to {url}");
+        *generation = generation.rotate_left(17) ^ torch_generation;
+    }
+    Some(torch)
+}
+
 /// The page a client gets from `pages`: reduced offline to the stored files, rewritten for the
 /// machine, with the chosen variants. `None` when it would be empty because a source failed:
 /// the installer is then told so, rather than "no versions".
@@ -479,6 +514,7 @@ async fn rewritten(
     project: &str,
     pages: &ProjectPages,
     select: bool,
+    torch: Option<&binding::TorchChoices>,
 ) -> Option<wheelgate_resolver::index::ProjectPage> {
     let merged = pages.merged();
     let offered = super::offline::offered(
@@ -487,15 +523,28 @@ async fn rewritten(
         &state.files,
         state.config.offline,
     );
-    let mut page = rewrite_page(
-        state.catalog,
-        machine,
-        policy,
-        project,
-        &offered,
-        &merged.origins,
-        select,
-    );
+    let mut page = if select {
+        let mut selection = select_files(state.catalog, machine, policy, project, &offered);
+        if let Some(torch) = torch {
+            let bound = binding::Bindable {
+                project,
+                page: &offered,
+                base_url: merged.base_url,
+            };
+            binding::bind(state, machine, policy, bound, torch, &mut selection).await;
+        }
+        rewrite_selected(project, &offered, &merged.origins, &selection)
+    } else {
+        rewrite_page(
+            state.catalog,
+            machine,
+            policy,
+            project,
+            &offered,
+            &merged.origins,
+            false,
+        )
+    };
     if select {
         page = super::variants::with_variants(
             state,

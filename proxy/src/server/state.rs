@@ -46,6 +46,8 @@ pub struct Shared {
     pub catalog: &'static Catalog,
     /// The upstream indexes and the names each owns.
     pub sources: Arc<crate::sources::Sources>,
+    /// Torch pins read from files' metadata, by sha256 (`server/binding/`).
+    pub pins: Arc<super::binding::metadata::PinMemo>,
     /// How each source's pages came back (`/metrics`).
     pub source_counters: Arc<crate::sources::counters::SourceCounters>,
     /// Cached upstream index pages.

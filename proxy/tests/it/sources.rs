@@ -26,6 +26,8 @@ const PLATFORM: &str = "manylinux_2_28_x86_64";
 struct Index {
     pages: Arc<HashMap<&'static str, Vec<String>>>,
     down: Arc<AtomicBool>,
+    /// Answer a JSON page cut off in the middle.
+    garbage: Arc<AtomicBool>,
     authorization: Arc<Mutex<Vec<Option<String>>>>,
 }
 
@@ -42,6 +44,13 @@ async fn page(
     );
     if index.down.load(Ordering::SeqCst) {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
+    if index.garbage.load(Ordering::SeqCst) {
+        return (
+            [(header::CONTENT_TYPE, "application/vnd.pypi.simple.v1+json")],
+            "{\"files\": [{\"filename\": 7",
+        )
+            .into_response();
     }
     let Some(files) = index.pages.get(project.as_str()) else {
         return StatusCode::NOT_FOUND.into_response();
@@ -266,6 +275,28 @@ async fn an_owned_name_never_reaches_the_general_index() {
         status_page.contains("internal (serves acme-*)"),
         "{status_page}"
     );
+}
+
+#[tokio::test]
+async fn a_source_answering_garbage_is_refused_never_replaced_by_another() {
+    let company = company(|_| {}).await;
+    company.internal.garbage.store(true, Ordering::SeqCst);
+    let (status, body) = json_page(company.proxy, "acme-utils").await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
+    assert!(
+        body.contains("served only from the source `internal`")
+            && body.contains("cannot be parsed"),
+        "{body}"
+    );
+    assert!(
+        company.pypi.authorization.lock().unwrap().is_empty(),
+        "PyPI was asked in its place"
+    );
+    // Once it answers properly, its page is served.
+    company.internal.garbage.store(false, Ordering::SeqCst);
+    let (status, body) = json_page(company.proxy, "acme-utils").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(filenames(&body), ["acme_utils-1.0-py3-none-any.whl"]);
 }
 
 #[tokio::test]

@@ -35,6 +35,7 @@
 //!   does on another machine, credentials where each tool takes them.
 
 mod auth;
+mod binding;
 mod caching;
 mod fixtures;
 mod install;

@@ -1,0 +1,90 @@
+//! The torch pin of one file, read from its core metadata once and remembered by the file's
+//! sha256: its PEP 658 `.metadata` through the file cache (so the cache keeps it), else the
+//! wheel's `METADATA` by ranged reads.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use futures_util::TryStreamExt;
+use wheelgate_resolver::index::{CoreMetadata, IndexFile, ProjectPage};
+
+use super::pin::TorchPin;
+use crate::cache::files::FileSpec;
+use crate::mirror::metadata::parse_metadata;
+use crate::mirror::wheel_metadata::read_wheel_metadata;
+use crate::server::state::AppState;
+
+/// Pins remembered at most; cleared whole past it (a pin costs one small read to learn again).
+const REMEMBERED: usize = 65_536;
+
+/// Pins by the file's sha256 (or URL, for a file listed without one).
+#[derive(Debug, Default)]
+pub struct PinMemo(Mutex<HashMap<String, TorchPin>>);
+
+impl PinMemo {
+    fn get(&self, key: &str) -> Option<TorchPin> {
+        self.lock().get(key).cloned()
+    }
+
+    fn put(&self, key: String, pin: TorchPin) {
+        let mut pins = self.lock();
+        if pins.len() >= REMEMBERED {
+            pins.clear();
+        }
+        pins.insert(key, pin);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, TorchPin>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The torch pin of `file` (listed on `page`, fetched from `base_url`), or why its metadata
+/// could not be read.
+pub async fn torch_pin(
+    state: &AppState,
+    page: &ProjectPage,
+    base_url: &str,
+    file: &IndexFile,
+) -> Result<TorchPin, String> {
+    let url = page.file_url(file, base_url);
+    let key = file
+        .sha256()
+        .map_or_else(|| url.clone(), str::to_ascii_lowercase);
+    if let Some(pin) = state.pins.get(&key) {
+        return Ok(pin);
+    }
+    let bytes = match &file.core_metadata {
+        CoreMetadata::Absent => read_wheel_metadata(&state.client, &url, &file.filename)
+            .await
+            .map_err(|err| err.to_string())?,
+        present => {
+            let sha256 = match present {
+                CoreMetadata::Hashes(hashes) => hashes.get("sha256").cloned(),
+                _ => None,
+            };
+            let spec = FileSpec {
+                url: format!("{url}.metadata"),
+                sha256,
+                size: None,
+            };
+            let cached = state
+                .files
+                .fetch(&state.client, &spec, state.config.offline)
+                .await
+                .map_err(|err| crate::error_chain::source_chain(&err))?;
+            let chunks: Vec<bytes::Bytes> = cached
+                .stream(0, None)
+                .try_collect()
+                .await
+                .map_err(|err| err.to_string())?;
+            chunks.concat()
+        }
+    };
+    let metadata = parse_metadata(&bytes, &file.filename).map_err(|err| err.to_string())?;
+    let pin = TorchPin::of(&metadata.requires_dist);
+    state.pins.put(key, pin.clone());
+    Ok(pin)
+}

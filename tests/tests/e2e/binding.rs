@@ -1,0 +1,143 @@
+//! One build for the whole stack, bound by metadata: xformers-like wheels on the PyTorch index
+//! pin `torch==2.9.0` or `torch==2.8.0` in their metadata, and real pip and uv must install
+//! the xformers build of the very build torch gets on the machine.
+//!
+//! Under driver 570 an H100's torch 2.9.0 is `+cu129`; xformers 0.0.33 has only `+cu128` and
+//! `+cu130`, so it is left out and the installers take 0.0.32 (`+cu129`, pinning torch 2.8.0),
+//! with torch 2.8.0 `+cu129`. Before binding, they got xformers 0.0.33 `+cu128` beside torch
+//! 2.9.0 `+cu129`: an extension that does not load. Under driver 580, 0.0.33 `+cu130` with
+//! torch 2.9.0 `+cu130`.
+
+use wheelgate_e2e::installers::{self, Installer};
+use wheelgate_e2e::proxy::Proxy;
+use wheelgate_e2e::simple_index::SimpleIndex;
+use wheelgate_e2e::upstream::Upstreams;
+use wheelgate_e2e::wheels::WheelSpec;
+
+use crate::support::{install_into, version};
+
+const LINUX: &str = "py3-none-manylinux_2_28_x86_64";
+const H100_DRIVER_570: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"570.86.10","gpus":[{"name":"NVIDIA H100 80GB HBM3","compute_capability":"9.0"}]}}"#;
+const H100_DRIVER_580: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"580.65.06","gpus":[{"name":"NVIDIA H100 80GB HBM3","compute_capability":"9.0"}]}}"#;
+
+async fn pytorch_index() -> SimpleIndex {
+    let mut wheels = Vec::new();
+    for backend in ["cpu", "cu128", "cu129", "cu130"] {
+        wheels.push(WheelSpec::new("torch", &format!("2.9.0+{backend}"), LINUX).build());
+    }
+    for backend in ["cu128", "cu129"] {
+        wheels.push(WheelSpec::new("torch", &format!("2.8.0+{backend}"), LINUX).build());
+    }
+    for backend in ["cu128", "cu130"] {
+        wheels.push(
+            WheelSpec::new("xformers", &format!("0.0.33+{backend}"), LINUX)
+                .requires("torch==2.9.0")
+                .build(),
+        );
+    }
+    for backend in ["cu128", "cu129"] {
+        wheels.push(
+            WheelSpec::new("xformers", &format!("0.0.32+{backend}"), LINUX)
+                .requires("torch==2.8.0")
+                .build(),
+        );
+    }
+    SimpleIndex::start(wheels).await
+}
+
+async fn proxy_for(
+    upstreams: &Upstreams,
+    pytorch: &SimpleIndex,
+    pypi: &SimpleIndex,
+    machine: &str,
+) -> Proxy {
+    let (pytorch_url, pypi_url) = (pytorch.url(), pypi.url());
+    let machine = serde_json::from_str(machine).unwrap();
+    Proxy::start_with(upstreams, move |config| {
+        config.machine = Some(machine);
+        config.pytorch_url = pytorch_url;
+        config.pypi_url = pypi_url;
+    })
+    .await
+}
+
+async fn xformers_follows_torch(installer: Installer) {
+    let upstreams = Upstreams::start().await;
+    let pytorch = pytorch_index().await;
+    let pypi = SimpleIndex::start(Vec::new()).await;
+    for (machine, torch, xformers) in [
+        (H100_DRIVER_570, "2.8.0+cu129", "0.0.32+cu129"),
+        (H100_DRIVER_580, "2.9.0+cu130", "0.0.33+cu130"),
+    ] {
+        let proxy = proxy_for(&upstreams, &pytorch, &pypi, machine).await;
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = install_into(
+            installer,
+            &proxy.simple_url(),
+            &["torch", "xformers"],
+            dir.path(),
+        )
+        .await;
+        outcome.assert_success();
+        let dists = installers::installed(dir.path());
+        assert_eq!(version(&dists, "torch"), torch, "{installer}: {outcome}");
+        assert_eq!(
+            version(&dists, "xformers"),
+            xformers,
+            "{installer}: {outcome}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pip_installs_the_xformers_build_of_torchs_build() {
+    xformers_follows_torch(Installer::Pip).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uv_installs_the_xformers_build_of_torchs_build() {
+    xformers_follows_torch(Installer::Uv).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_says_which_torch_each_build_is_bound_to() {
+    let upstreams = Upstreams::start().await;
+    let pytorch = pytorch_index().await;
+    let pypi = SimpleIndex::start(Vec::new()).await;
+    let proxy = proxy_for(&upstreams, &pytorch, &pypi, H100_DRIVER_570).await;
+    let text = reqwest::get(format!("{}/explain/xformers/?format=json", proxy.base()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let explain: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let versions = explain["versions"].as_array().unwrap();
+    let newest = versions.iter().find(|v| v["version"] == "0.0.33").unwrap();
+    assert!(newest["kept"].as_array().unwrap().is_empty(), "{newest}");
+    let notes = newest["notes"].to_string();
+    assert!(
+        notes
+            .contains("built against torch 2.9.0 (torch==2.9.0), which gets cu129 on this machine")
+            && notes.contains("left out"),
+        "{notes}"
+    );
+    let older = versions.iter().find(|v| v["version"] == "0.0.32").unwrap();
+    assert_eq!(older["chosen"], "cu129", "{older}");
+    // The metadata was read once per build, through the cache: a second explanation reads none.
+    let reads = || {
+        pytorch
+            .requests()
+            .iter()
+            .filter(|p| p.ends_with(".metadata"))
+            .count()
+    };
+    let before = reads();
+    let _ = reqwest::get(format!("{}/explain/xformers/?format=json", proxy.base()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(reads(), before);
+}
