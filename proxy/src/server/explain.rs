@@ -231,7 +231,6 @@ async fn explain_response(
         upstream_url: redact(&pages.first().cached.url),
         sources: source_reports(state, &project, policy.pinned.as_ref(), &pages),
         file_sources: merged
-            .page
             .files
             .iter()
             .enumerate()
@@ -244,11 +243,12 @@ async fn explain_response(
     };
     // Offline, the page served is reduced to the stored files before selection: the
     // explanation selects over the same page and lists what was left out and why.
+    let whole = merged.page();
     let (page, left_out) = if state.config.offline {
-        let stored = super::offline::stored_only(&merged.page, merged.base_url, &state.files);
+        let stored = super::offline::stored_only(&whole, merged.base_url(), &state.files);
         (std::borrow::Cow::Owned(stored.page), stored.left_out)
     } else {
-        (std::borrow::Cow::Borrowed(&*merged.page), Vec::new())
+        (std::borrow::Cow::Borrowed(&*whole), Vec::new())
     };
     if selected {
         let (versions, dropped) = explain_selection(
@@ -257,7 +257,7 @@ async fn explain_response(
             &policy,
             &project,
             &page,
-            merged.base_url,
+            merged.base_url(),
             (!state.config.offline).then_some(&merged.origins),
         )
         .await;
@@ -268,7 +268,7 @@ async fn explain_response(
             &machine,
             &policy,
             &page,
-            merged.base_url,
+            merged.base_url(),
             &mut explanation,
         )
         .await;
@@ -328,7 +328,7 @@ async fn explain_selection(
         .flat_map(|v| v.kept.iter().copied())
         .collect();
     let twice = origins.map_or_else(Vec::new, |origins| {
-        drop_same_builds(files, origins, &mut kept)
+        drop_same_builds(|i| &files[i].filename, origins, &mut kept)
     });
     for version in &mut selection.versions {
         version.kept.retain(|index| kept.contains(index));

@@ -40,13 +40,26 @@ pub fn rewrite_selected(
     origins: &Origins,
     selection: &PageSelection,
 ) -> ProjectPage {
+    let files: Vec<&IndexFile> = upstream.files.iter().collect();
+    rewrite_selected_files(project, &files, upstream, origins, selection)
+}
+
+/// [`rewrite_selected`] over `files` (indexed as the selection was made), borrowed from their
+/// pages; `first` gives the page's name, meta and status.
+pub fn rewrite_selected_files(
+    project: &str,
+    files: &[&IndexFile],
+    first: &ProjectPage,
+    origins: &Origins,
+    selection: &PageSelection,
+) -> ProjectPage {
     let mut kept: Vec<usize> = selection
         .versions
         .iter()
         .flat_map(|v| v.kept.iter().copied())
         .collect();
     kept.sort_unstable();
-    drop_same_builds(&upstream.files, origins, &mut kept);
+    drop_same_builds(|i| &files[i].filename, origins, &mut kept);
     // The selection already knows each version: no filename is parsed twice.
     let mut versions: Vec<&Version> = selection
         .versions
@@ -56,7 +69,7 @@ pub fn rewrite_selected(
         .collect();
     versions.sort();
     let versions = versions.into_iter().map(Version::to_string).collect();
-    linked(project, upstream, kept, versions)
+    linked(project, files, first, kept, versions)
 }
 
 /// `upstream` whole (a project whose builds are not selected), linked to the proxy.
@@ -67,17 +80,21 @@ fn rewrite_whole(project: &str, upstream: &ProjectPage) -> ProjectPage {
         .filter_map(|file| file.filename.parse::<DistFilename>().ok())
         .map(|parsed| parsed.version().clone().without_local())
         .collect();
+    let files: Vec<&IndexFile> = upstream.files.iter().collect();
     linked(
         project,
+        &files,
         upstream,
-        (0..upstream.files.len()).collect(),
+        (0..files.len()).collect(),
         versions.iter().map(Version::to_string).collect(),
     )
 }
 
-/// Files `kept` of `upstream` with their links pointing at the proxy, every other field kept.
+/// Files `kept` of `files` with their links pointing at the proxy, every other field kept;
+/// `upstream` gives the page's meta and status.
 fn linked(
     project: &str,
+    files: &[&IndexFile],
     upstream: &ProjectPage,
     kept: Vec<usize>,
     versions: Vec<String>,
@@ -85,7 +102,7 @@ fn linked(
     let files = kept
         .into_iter()
         .map(|index| {
-            let source = &upstream.files[index];
+            let source = files[index];
             // Field by field: the upstream's link is replaced, so it is not copied first.
             IndexFile {
                 filename: source.filename.clone(),

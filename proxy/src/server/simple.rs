@@ -19,6 +19,8 @@ use wheelgate_resolver::index::{
     ProjectLink, ProjectList, render_project_html, render_project_json, render_project_list_html,
     render_project_list_json,
 };
+use wheelgate_resolver::select::select_page;
+use wheelgate_resolver::variants::lists_variants;
 use wheelgate_resolver::{Backend, Machine, Policy};
 
 use super::binding;
@@ -28,7 +30,7 @@ use super::explain::{explain_url, page_comment, with_leading_comment};
 use super::lookup::project_page;
 use super::negotiate::{Format, negotiate};
 use super::precompressed::{Precompressed, accepts_gzip};
-use super::rewrite::{rewrite_page, rewrite_selected, select_files};
+use super::rewrite::{rewrite_page, rewrite_selected, rewrite_selected_files, select_files};
 use super::state::AppState;
 use super::useragent::{parse_user_agent, refine};
 use crate::config::networks::ClientNetwork;
@@ -517,9 +519,24 @@ async fn rewritten(
     torch: Option<&binding::TorchChoices>,
 ) -> Option<wheelgate_resolver::index::ProjectPage> {
     let merged = pages.merged();
+    let refs = merged.refs();
+    // The common case, selected from the pages where they lie: no copy of a merged page.
+    if select && torch.is_none() && !state.config.offline && !lists_variants(&refs) {
+        let selection = select_page(state.catalog, machine, policy, project, &refs);
+        let page = rewrite_selected_files(
+            project,
+            &merged.files,
+            merged.first(),
+            &merged.origins,
+            &selection,
+        );
+        return (!page.files.is_empty() || pages.failed.is_empty()).then_some(page);
+    }
+    drop(refs);
+    let whole = merged.page();
     let offered = super::offline::offered(
-        &merged.page,
-        merged.base_url,
+        &whole,
+        merged.base_url(),
         &state.files,
         state.config.offline,
     );
@@ -529,7 +546,7 @@ async fn rewritten(
             let bound = binding::Bindable {
                 project,
                 page: &offered,
-                base_url: merged.base_url,
+                base_url: merged.base_url(),
             };
             binding::bind(state, machine, policy, bound, torch, &mut selection).await;
         }
@@ -552,7 +569,7 @@ async fn rewritten(
             policy,
             project,
             &offered,
-            merged.base_url,
+            merged.base_url(),
             page,
         )
         .await;

@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use wheelgate_resolver::index::{IndexFile, ProjectPage};
+use wheelgate_resolver::select::FileRef;
 
 use super::SourceId;
 use super::pages::SourcePage;
@@ -33,63 +34,109 @@ impl Origins {
     }
 }
 
-/// The page to select from.
+/// The pages of a project's owners as one list of files, borrowed where they lie.
 #[derive(Debug)]
 pub struct MergedPage<'a> {
-    pub page: Cow<'a, ProjectPage>,
-    /// What relative links on `page` resolve against: the one page's URL (a merged page's
-    /// links are absolute).
-    pub base_url: &'a str,
+    parts: &'a [SourcePage],
+    /// Each filename once, in priority order (the first source's copy).
+    pub files: Vec<&'a IndexFile>,
+    /// The source of each file.
     pub origins: Origins,
+    /// The part each file comes from (several parts only).
+    homes: Vec<usize>,
 }
 
-/// `parts` (never empty, priority order) as one page.
-pub fn merge(parts: &[SourcePage]) -> MergedPage<'_> {
-    if let [only] = parts {
-        return MergedPage {
-            page: Cow::Borrowed(&only.cached.page),
-            base_url: &only.cached.url,
-            origins: Origins::One(only.source),
-        };
+impl<'a> MergedPage<'a> {
+    /// The first (highest-priority) page: its name, meta and status stand for the project.
+    pub fn first(&self) -> &'a ProjectPage {
+        &self.parts[0].cached.page
     }
-    let first = &parts[0].cached.page;
-    let capacity = parts.iter().map(|p| p.cached.page.files.len()).sum();
-    let mut files = Vec::with_capacity(capacity);
-    let mut origins = Vec::with_capacity(capacity);
-    let mut seen: HashSet<&str> = HashSet::with_capacity(capacity);
-    let mut versions: BTreeSet<&str> = BTreeSet::new();
-    for part in parts {
-        let page = &part.cached.page;
-        versions.extend(page.versions.iter().map(String::as_str));
-        for file in &page.files {
-            if !seen.insert(&file.filename) {
-                continue;
-            }
-            let mut merged = file.clone();
-            merged.url = page.file_url(file, &part.cached.url);
-            files.push(merged);
-            origins.push(part.source);
+
+    /// What the selection reads of each file.
+    pub fn refs(&self) -> Vec<FileRef<'a>> {
+        self.files.iter().map(|file| FileRef::from(*file)).collect()
+    }
+
+    /// As one page whose links resolve against [`MergedPage::base_url`]: the one page as it
+    /// is, or a copy of every file with its link made absolute.
+    pub fn page(&self) -> Cow<'a, ProjectPage> {
+        if let [only] = self.parts {
+            return Cow::Borrowed(&only.cached.page);
         }
-    }
-    MergedPage {
-        page: Cow::Owned(ProjectPage {
+        let first = self.first();
+        let mut versions: BTreeSet<&str> = BTreeSet::new();
+        for part in self.parts {
+            versions.extend(part.cached.page.versions.iter().map(String::as_str));
+        }
+        let files = self
+            .files
+            .iter()
+            .zip(&self.homes)
+            .map(|(file, &home)| {
+                let part = &self.parts[home].cached;
+                let mut merged = (*file).clone();
+                merged.url = part.page.file_url(file, &part.url);
+                merged
+            })
+            .collect();
+        Cow::Owned(ProjectPage {
             name: first.name.clone(),
             files,
             versions: versions.into_iter().map(str::to_string).collect(),
             meta: first.meta.clone(),
             base: None,
             status: first.status.clone(),
-        }),
-        base_url: "",
-        origins: Origins::PerFile(origins),
+        })
+    }
+
+    /// What relative links of [`MergedPage::page`] resolve against: the one page's URL (a
+    /// merged page's links are absolute).
+    pub fn base_url(&self) -> &'a str {
+        match self.parts {
+            [only] => &only.cached.url,
+            _ => "",
+        }
     }
 }
 
-/// Removes from `kept` (indices into `files`) a file whose build a higher-priority source also
-/// offers among the kept files: same project, public version and wheel tags, the local label
-/// aside. Returns each removed file with the source whose file is served instead.
-pub fn drop_same_builds(
-    files: &[IndexFile],
+/// `parts` (never empty, priority order) as one list of files.
+pub fn merge(parts: &[SourcePage]) -> MergedPage<'_> {
+    if let [only] = parts {
+        return MergedPage {
+            parts,
+            files: only.cached.page.files.iter().collect(),
+            origins: Origins::One(only.source),
+            homes: Vec::new(),
+        };
+    }
+    let capacity = parts.iter().map(|p| p.cached.page.files.len()).sum();
+    let mut files = Vec::with_capacity(capacity);
+    let mut origins = Vec::with_capacity(capacity);
+    let mut homes = Vec::with_capacity(capacity);
+    let mut seen: HashSet<&str> = HashSet::with_capacity(capacity);
+    for (home, part) in parts.iter().enumerate() {
+        for file in &part.cached.page.files {
+            if seen.insert(&file.filename) {
+                files.push(file);
+                origins.push(part.source);
+                homes.push(home);
+            }
+        }
+    }
+    MergedPage {
+        parts,
+        files,
+        origins: Origins::PerFile(origins),
+        homes,
+    }
+}
+
+/// Removes from `kept` (indices of files named by `filename`) a file whose build a
+/// higher-priority source also offers among the kept files: same project, public version and
+/// wheel tags, the local label aside. Returns each removed file with the source whose file is
+/// served instead.
+pub fn drop_same_builds<'a>(
+    filename: impl Fn(usize) -> &'a str,
     origins: &Origins,
     kept: &mut Vec<usize>,
 ) -> Vec<(usize, SourceId)> {
@@ -99,13 +146,13 @@ pub fn drop_same_builds(
     let mut best: HashMap<String, SourceId> = HashMap::new();
     for &index in kept.iter() {
         let source = origins.of(index);
-        best.entry(build_key(&files[index].filename))
+        best.entry(build_key(filename(index)))
             .and_modify(|b| *b = (*b).min(source))
             .or_insert(source);
     }
     let mut dropped = Vec::new();
     kept.retain(|&index| {
-        let winner = best[&build_key(&files[index].filename)];
+        let winner = best[&build_key(filename(index))];
         if winner == origins.of(index) {
             true
         } else {
@@ -158,8 +205,8 @@ mod tests {
     fn one_page_is_used_as_it_is() {
         let parts = [part(0, "https://download.example/whl/torch/", PYTORCH)];
         let merged = merge(&parts);
-        assert!(matches!(merged.page, Cow::Borrowed(_)));
-        assert_eq!(merged.base_url, "https://download.example/whl/torch/");
+        assert!(matches!(merged.page(), Cow::Borrowed(_)));
+        assert_eq!(merged.base_url(), "https://download.example/whl/torch/");
         assert_eq!(merged.origins, Origins::One(SourceId(0)));
     }
 
@@ -170,8 +217,8 @@ mod tests {
             part(2, "https://pypi.example/simple/torch/", PYPI),
         ];
         let merged = merge(&parts);
-        let names: Vec<(&str, &str, SourceId)> = merged
-            .page
+        let page = merged.page();
+        let names: Vec<(&str, &str, SourceId)> = page
             .files
             .iter()
             .enumerate()
@@ -203,8 +250,8 @@ mod tests {
             ]
         );
         // The mac wheel's hash is the PyTorch index's.
-        assert_eq!(merged.page.files[1].sha256(), Some("bb"));
-        assert_eq!(merged.base_url, "");
+        assert_eq!(page.files[1].sha256(), Some("bb"));
+        assert_eq!(merged.base_url(), "");
     }
 
     #[test]
@@ -215,7 +262,7 @@ mod tests {
         ];
         let merged = merge(&parts);
         let mut kept = vec![0, 2, 3];
-        let dropped = drop_same_builds(&merged.page.files, &merged.origins, &mut kept);
+        let dropped = drop_same_builds(|i| &merged.files[i].filename, &merged.origins, &mut kept);
         assert_eq!(kept, [0, 3]);
         assert_eq!(dropped, [(2, SourceId(0))]);
     }

@@ -180,7 +180,7 @@ impl ProjectPages {
         let (_, generation) = self.key();
         Arc::new(CachedPage::merged(
             &self.parts[0].cached.url,
-            merged.page.into_owned(),
+            merged.page().into_owned(),
             generation,
         ))
     }

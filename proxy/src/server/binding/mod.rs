@@ -69,14 +69,15 @@ impl TorchChoices {
             return TorchChoices::default();
         };
         let merged = pages.merged();
-        let offered = super::offline::offered(
-            &merged.page,
-            merged.base_url,
-            &state.files,
-            state.config.offline,
-        );
-        let refs: Vec<FileRef<'_>> = offered.files.iter().map(FileRef::from).collect();
-        let selection = select_page(state.catalog, machine, policy, "torch", &refs);
+        // Offline, torch's page is what the store holds, as `/simple/torch/` serves it.
+        let selection = if state.config.offline {
+            let whole = merged.page();
+            let offered = super::offline::offered(&whole, merged.base_url(), &state.files, true);
+            let refs: Vec<FileRef<'_>> = offered.files.iter().map(FileRef::from).collect();
+            select_page(state.catalog, machine, policy, "torch", &refs)
+        } else {
+            select_page(state.catalog, machine, policy, "torch", &merged.refs())
+        };
         let mut versions: Vec<Version> = selection
             .versions
             .iter()

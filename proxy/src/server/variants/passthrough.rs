@@ -99,7 +99,7 @@ async fn page(
     let pages = project_page(state, &project, pinned.as_ref())
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no project named `{project}` upstream")))?;
-    let page = relinked(&project, &pages.merged().page);
+    let page = relinked(&project, &pages.merged().page());
     let body = match format {
         Format::Json => render_project_json(&page),
         Format::Html | Format::LegacyHtml => render_project_html(&page),
