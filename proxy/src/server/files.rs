@@ -204,10 +204,12 @@ fn parse_request(project: &str, filename: &str) -> Result<FileRequest, ApiError>
         Some(dist) => (dist, true),
         None => (filename, false),
     };
-    let parsed: DistFilename = dist
-        .parse()
-        .map_err(|err| ApiError::BadRequest(format!("{err}")))?;
-    if normalize_name(parsed.name()) != project {
+    // A wheel or sdist names its project: another's is refused at once. Any other name
+    // (`.zip` and `.tar.bz2` sdists of older releases, `.egg`, `.exe`) is served only if the
+    // project's page lists it, as every name is: it is looked up there, never on a path.
+    if let Ok(parsed) = dist.parse::<DistFilename>()
+        && normalize_name(parsed.name()) != project
+    {
         return Err(ApiError::NotFound(format!(
             "`{dist}` is not a file of `{project}`"
         )));
@@ -683,8 +685,6 @@ mod tests {
             ("torch", "torch-2.9.0-cp311-cp311-linux_x86_64.whl\0"),
             ("torch", "torch-2.9.0-cp311-cp311-linux_x86_64.whl/x"),
             ("torch", ""),
-            ("torch", "passwd"),
-            ("torch", "torch-2.9.0-cp311-cp311-linux_x86_64.exe"),
             ("..", "x"),
             ("Torch", wheel),
             ("torch_x", "torch_x-1.0.tar.gz"),
@@ -705,6 +705,21 @@ mod tests {
         ));
         let err = parse_request("torch", "a\nb").unwrap_err().to_string();
         assert!(!err.contains('\n'), "{err}");
+        // Names that are neither wheels nor `.tar.gz` sdists are looked up like any other: a
+        // page may list them (older sdists, eggs, installers).
+        for listed in [
+            "demo-0.6c1.zip",
+            "demo-1.0.tar.bz2",
+            "demo-0.4-py2.7.egg",
+            "demo-1.0.win32.exe",
+            "passwd",
+        ] {
+            assert_eq!(
+                parse_request("demo", listed).unwrap().filename,
+                listed,
+                "{listed}"
+            );
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod faults_server;
 mod files;
 mod forwarded_refusals;
 mod impossible_machines;
+mod listed_files;
 mod mirror_faults;
 mod networks;
 mod object_store;
