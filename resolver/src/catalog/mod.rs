@@ -153,8 +153,9 @@ impl Catalog {
         &self.xpu_device_ips
     }
 
-    /// Whether a (normalized) project name is built and published by PyTorch, so it must come
-    /// only from the PyTorch upstream.
+    /// Whether a (normalized) project name is built and published by PyTorch, so it comes from
+    /// the PyTorch index (and, when [`Catalog::is_published_on_pypi`], from PyPI too), never
+    /// from anywhere else.
     pub fn is_pytorch_built(&self, normalized: &str) -> bool {
         self.pytorch_built.contains(normalized)
     }
