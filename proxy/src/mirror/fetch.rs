@@ -121,6 +121,20 @@ impl<'a> Fetcher<'a> {
                     host: upstream_label(failed.error.url()),
                     source: failed.error,
                 })?;
+            // A source that failed would leave its builds out of the store unnoticed.
+            let pages = match pages {
+                Some(pages) if !pages.failed.is_empty() => {
+                    let failed = pages
+                        .into_failure(&self.sources, project)
+                        .expect("a source failed");
+                    return Err(ResolveError::Page {
+                        project: project.to_string(),
+                        host: upstream_label(failed.error.url()),
+                        source: failed.error,
+                    });
+                }
+                other => other,
+            };
             Ok(pages.map(|pages| {
                 self.page_urls
                     .lock()

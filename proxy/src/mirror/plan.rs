@@ -133,10 +133,7 @@ pub async fn make_plan(
             name: entry.name.clone(),
             source,
         };
-        let pages = ProjectPages::fetch(&sources, index, client, &entry.project, None)
-            .await
-            .map_err(|failed| page_error(failed.error))?;
-        let Some(pages) = pages else {
+        let Some(pages) = entry_pages(&sources, index, client, entry).await? else {
             unmatched.push(Unmatched {
                 name: entry.name.clone(),
                 reason: format!(
@@ -212,6 +209,32 @@ pub async fn make_plan(
         plan.plan.resolutions = resolutions;
     }
     Ok(plan.plan)
+}
+
+/// The pages of an entry's project from every source that owns it; a source that failed fails
+/// the plan (its builds would be left out of the store unnoticed).
+async fn entry_pages(
+    sources: &crate::sources::Sources,
+    index: &IndexCache,
+    client: &UpstreamClient,
+    entry: &PackageEntry,
+) -> Result<Option<ProjectPages>, PlanError> {
+    let page_error = |source| PlanError::Page {
+        name: entry.name.clone(),
+        source,
+    };
+    let pages = ProjectPages::fetch(sources, index, client, &entry.project, None)
+        .await
+        .map_err(|failed| page_error(failed.error))?;
+    match pages {
+        Some(pages) if !pages.failed.is_empty() => {
+            let failed = pages
+                .into_failure(sources, &entry.project)
+                .expect("a source failed");
+            Err(page_error(failed.error))
+        }
+        other => Ok(other),
+    }
 }
 
 /// A plan being made: pages and files, each listed once.

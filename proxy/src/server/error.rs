@@ -13,7 +13,7 @@ use crate::upstream::UpstreamError;
 
 /// What a client is told about an index failure: which upstream and what happened, never the
 /// upstream URL (it may carry a private host's path; the log has it).
-fn client_message(error: &IndexError) -> String {
+pub(crate) fn client_message(error: &IndexError) -> String {
     match error {
         IndexError::Parse { url, .. } => format!(
             "the upstream `{}` sent a project page that cannot be parsed, and no cached copy exists",

@@ -258,9 +258,9 @@ async fn explain_response(
             &project,
             &page,
             merged.base_url(),
-            (!state.config.offline).then_some(&merged.origins),
+            &merged.origins.reindexed(&whole, &page),
         )
-        .await;
+        .await?;
         explanation.versions = versions;
         explanation.dropped = dropped;
         super::variants::explain(
@@ -297,8 +297,8 @@ async fn explain_response(
 }
 
 /// Each version's verdicts and the files dropped for other reasons than their backend, as the
-/// rewritten page selects (each build once when several sources offer it: `origins`, `None`
-/// for an offline page, reduced to the store first, whose indices no longer match them).
+/// rewritten page selects (each build once when several sources offer it: `origins`, the
+/// source of each file of `page`).
 async fn explain_selection(
     state: &AppState,
     machine: &Machine,
@@ -306,14 +306,14 @@ async fn explain_selection(
     project: &str,
     page: &wheelgate_resolver::index::ProjectPage,
     base_url: &str,
-    origins: Option<&crate::sources::merge::Origins>,
-) -> (Vec<VersionExplanation>, Vec<DroppedFile>) {
+    origins: &crate::sources::merge::Origins,
+) -> Result<(Vec<VersionExplanation>, Vec<DroppedFile>), ApiError> {
     let files = &page.files;
     let refs: Vec<FileRef<'_>> = files.iter().map(FileRef::from).collect();
     let mut selection = select_page(state.catalog, machine, policy, project, &refs);
     // Bound to torch's builds by their metadata, as the page is (`binding/`).
     if super::binding::applies(state, project) {
-        let torch_pages = super::binding::torch_pages(state, policy).await;
+        let torch_pages = super::binding::torch_pages(state, policy).await?;
         let torch = super::binding::TorchChoices::of(state, machine, policy, torch_pages.as_ref());
         let bound = super::binding::Bindable {
             project,
@@ -327,9 +327,7 @@ async fn explain_selection(
         .iter()
         .flat_map(|v| v.kept.iter().copied())
         .collect();
-    let twice = origins.map_or_else(Vec::new, |origins| {
-        drop_same_builds(|i| &files[i].filename, origins, &mut kept)
-    });
+    let twice = drop_same_builds(|i| &files[i].filename, origins, &mut kept);
     for version in &mut selection.versions {
         version.kept.retain(|index| kept.contains(index));
     }
@@ -363,7 +361,7 @@ async fn explain_selection(
             reason,
         })
     }));
-    (versions, dropped)
+    Ok((versions, dropped))
 }
 
 /// Each owner of `project`: its page URL, how many files it gave, or why it gave none.
@@ -391,7 +389,7 @@ fn source_reports(
                 error: failed.map(|(_, error)| {
                     format!(
                         "{}; its builds are missing from the page until it answers",
-                        crate::error_chain::source_chain(error)
+                        super::error::client_message(error.root())
                     )
                 }),
             }

@@ -73,7 +73,11 @@ pub async fn find_file(
         }
     }
     let Some((part, file)) = pages.find(filename) else {
-        return Ok(None);
+        // A source that failed may list it: say so, rather than that it does not exist.
+        return match pages.into_failure(&state.sources, project) {
+            Some(failed) => Err(failed),
+            None => Ok(None),
+        };
     };
     Ok(Some(FileSource {
         url: part.cached.page.file_url(file, &part.cached.url),

@@ -309,8 +309,8 @@ fn format_of(headers: &HeaderMap, query: &FormatQuery) -> Result<Format, ApiErro
     negotiate(accept, query.format.as_deref()).ok_or(ApiError::NotAcceptable)
 }
 
-/// The root lists the projects this server resolves builds for; every other name is passed
-/// through to the general upstream on request.
+/// The root lists the projects this server resolves builds for; every other name is served on
+/// request from the sources that own it (`crate::sources`).
 fn root(state: &AppState, headers: &HeaderMap, query: &FormatQuery) -> Result<Response, ApiError> {
     let format = format_of(headers, query)?;
     let mut names: Vec<&String> = state.catalog.pytorch_projects().collect();
@@ -414,7 +414,7 @@ async fn project_response(
         .ok_or_else(|| ApiError::NotFound(format!("no project named `{project}` upstream")))?;
     let select = state.sources.selects(&project);
     let (mut pages_key, mut generation) = pages.key();
-    let torch = bound_to_torch(state, &project, policy, &mut pages_key, &mut generation).await;
+    let torch = bound_to_torch(state, &project, policy, &mut pages_key, &mut generation).await?;
     let key = RenderKey {
         url: pages_key,
         json: format == Format::Json,
@@ -439,7 +439,7 @@ async fn project_response(
     } else {
         let torch =
             torch.map(|pages| binding::TorchChoices::of(state, machine, policy, pages.as_ref()));
-        let Some(page) = rewritten(
+        let Some((page, complete)) = rewritten(
             state,
             machine,
             policy,
@@ -472,7 +472,10 @@ async fn project_response(
             body: Bytes::from(body),
             compressed: Arc::default(),
         };
-        state.rendered.put(key, rendered.clone());
+        // A page made without some of its metadata is not kept: the next request reads again.
+        if complete {
+            state.rendered.put(key, rendered.clone());
+        }
         rendered
     };
     let mut response = rendered_response(headers, format, rendered);
@@ -486,29 +489,31 @@ async fn project_response(
 }
 
 /// torch's pages when `project` is bound to torch's builds (`binding/`), its rendering then
-/// keyed by them too: it changes when torch's page does.
+/// keyed by them too: it changes when torch's page does. torch's sources all failing fails the
+/// request (bound builds cannot be judged without it).
 async fn bound_to_torch(
     state: &AppState,
     project: &str,
     policy: &Policy,
     pages_key: &mut String,
     generation: &mut u64,
-) -> Option<Option<ProjectPages>> {
+) -> Result<Option<Option<ProjectPages>>, ApiError> {
     if !binding::applies(state, project) {
-        return None;
+        return Ok(None);
     }
-    let torch = binding::torch_pages(state, policy).await;
+    let torch = binding::torch_pages(state, policy).await?;
     if let Some(torch) = &torch {
         let (url, torch_generation) = torch.key();
         *pages_key = format!("{pages_key} bound to {url}");
-        *generation = generation.rotate_left(17) ^ torch_generation;
+        *generation = crate::sources::pages::combine(&[*generation, torch_generation]);
     }
-    Some(torch)
+    Ok(Some(torch))
 }
 
 /// The page a client gets from `pages`: reduced offline to the stored files, rewritten for the
-/// machine, with the chosen variants. `None` when it would be empty because a source failed:
-/// the installer is then told so, rather than "no versions".
+/// machine, with the chosen variants, and whether everything it depends on was read (every
+/// bound file's metadata). `None` when it would be empty because a source failed: the
+/// installer is then told so, rather than "no versions".
 async fn rewritten(
     state: &AppState,
     machine: &Machine,
@@ -517,7 +522,7 @@ async fn rewritten(
     pages: &ProjectPages,
     select: bool,
     torch: Option<&binding::TorchChoices>,
-) -> Option<wheelgate_resolver::index::ProjectPage> {
+) -> Option<(wheelgate_resolver::index::ProjectPage, bool)> {
     let merged = pages.merged();
     let refs = merged.refs();
     // The common case, selected from the pages where they lie: no copy of a merged page.
@@ -530,7 +535,7 @@ async fn rewritten(
             &merged.origins,
             &selection,
         );
-        return (!page.files.is_empty() || pages.failed.is_empty()).then_some(page);
+        return (!page.files.is_empty() || pages.failed.is_empty()).then_some((page, true));
     }
     drop(refs);
     let whole = merged.page();
@@ -540,6 +545,9 @@ async fn rewritten(
         &state.files,
         state.config.offline,
     );
+    // Offline the page is reduced to the stored files: each file's source follows it.
+    let origins = merged.origins.reindexed(&whole, &offered);
+    let mut complete = true;
     let mut page = if select {
         let mut selection = select_files(state.catalog, machine, policy, project, &offered);
         if let Some(torch) = torch {
@@ -548,9 +556,9 @@ async fn rewritten(
                 page: &offered,
                 base_url: merged.base_url(),
             };
-            binding::bind(state, machine, policy, bound, torch, &mut selection).await;
+            complete = binding::bind(state, machine, policy, bound, torch, &mut selection).await;
         }
-        rewrite_selected(project, &offered, &merged.origins, &selection)
+        rewrite_selected(project, &offered, &origins, &selection)
     } else {
         rewrite_page(
             state.catalog,
@@ -558,7 +566,7 @@ async fn rewritten(
             policy,
             project,
             &offered,
-            &merged.origins,
+            &origins,
             false,
         )
     };
@@ -574,7 +582,7 @@ async fn rewritten(
         )
         .await;
     }
-    (!page.files.is_empty() || pages.failed.is_empty()).then_some(page)
+    (!page.files.is_empty() || pages.failed.is_empty()).then_some((page, complete))
 }
 
 fn etag_of(body: &[u8]) -> HeaderValue {

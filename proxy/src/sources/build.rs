@@ -22,7 +22,7 @@ pub enum SourcesError {
     #[error("`[[sources]]` name `{0}` is given twice; each source needs its own name")]
     Duplicate(String),
     #[error(
-        "`{section}` url `{url}` is not an http(s) URL; give the index root whose `<url>/<project>/` is a project page"
+        "`{section}` url `{url}` is not an http(s) URL without a query or fragment; give the index root whose `<url>/<project>/` is a project page"
     )]
     NotHttp { section: String, url: String },
     #[error(
@@ -178,7 +178,13 @@ fn check_pytorch_names(
 /// An http(s) index root without its trailing slash.
 fn root(section: &str, url: &str) -> Result<String, SourcesError> {
     match Url::parse(url) {
-        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => {
+        // `{url}/<project>/` is appended: a query or fragment would swallow it.
+        Ok(parsed)
+            if matches!(parsed.scheme(), "http" | "https")
+                && parsed.has_host()
+                && parsed.query().is_none()
+                && parsed.fragment().is_none() =>
+        {
             Ok(url.trim_end_matches('/').to_string())
         }
         _ => Err(SourcesError::NotHttp {
@@ -304,6 +310,10 @@ mod tests {
                 "not an http(s) URL",
             ),
             (source("a", "/srv/wheels", &["x"]), "not an http(s) URL"),
+            (
+                source("a", "https://a.example/simple?x=1", &["x"]),
+                "not an http(s) URL",
+            ),
             (
                 source("a", "https://a.example/{torch}.html", &["x"]),
                 "placeholder",

@@ -25,6 +25,26 @@ pub enum Origins {
 }
 
 impl Origins {
+    /// These origins for `reduced`, a copy of `whole` with some files left out (an offline
+    /// page reduced to the stored files): each kept file keeps its source.
+    #[must_use]
+    pub fn reindexed(&self, whole: &ProjectPage, reduced: &ProjectPage) -> Origins {
+        match self {
+            Origins::One(id) => Origins::One(*id),
+            Origins::PerFile(ids) => {
+                let mut kept = reduced.files.iter().peekable();
+                let mut reindexed = Vec::with_capacity(reduced.files.len());
+                for (file, id) in whole.files.iter().zip(ids) {
+                    if kept.peek().is_some_and(|k| k.filename == file.filename) {
+                        kept.next();
+                        reindexed.push(*id);
+                    }
+                }
+                Origins::PerFile(reindexed)
+            }
+        }
+    }
+
     /// The source of file `index`.
     pub fn of(&self, index: usize) -> SourceId {
         match self {
@@ -252,6 +272,27 @@ mod tests {
         // The mac wheel's hash is the PyTorch index's.
         assert_eq!(page.files[1].sha256(), Some("bb"));
         assert_eq!(merged.base_url(), "");
+    }
+
+    #[test]
+    fn reduced_pages_keep_each_files_source() {
+        let parts = [
+            part(0, "https://download.example/whl/torch/", PYTORCH),
+            part(2, "https://pypi.example/simple/torch/", PYPI),
+        ];
+        let merged = merge(&parts);
+        let whole = merged.page().into_owned();
+        let mut reduced = whole.clone();
+        // As an offline store that holds the first and the last file only.
+        reduced.files = vec![whole.files[0].clone(), whole.files[3].clone()];
+        assert_eq!(
+            merged.origins.reindexed(&whole, &reduced),
+            Origins::PerFile(vec![SourceId(0), SourceId(2)])
+        );
+        assert_eq!(
+            Origins::One(SourceId(1)).reindexed(&whole, &reduced),
+            Origins::One(SourceId(1))
+        );
     }
 
     #[test]

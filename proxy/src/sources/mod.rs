@@ -4,8 +4,9 @@
 //!
 //! Ownership, never presence: a name is served from exactly the sources that own it, their
 //! files merged as builds of one project ([`pages`]), and from no other, whatever the other
-//! holds and even when every owner is down. So a name squatted on PyPI (`torchtriton`, December
-//! 2022; an internal `acme-utils` published publicly at 99.0) is never offered.
+//! holds and even when every owner is down. So a name squatted on PyPI is never offered: a
+//! PyTorch-only name (`pytorch-triton`, the shape of the December 2022 `torchtriton` attack) or
+//! an internal `acme-utils` published publicly at 99.0.
 //!
 //! - The PyTorch source owns the catalog's PyTorch names (`[routing]` in `catalog.toml`).
 //! - A configured source owns the names and globs of its `projects`. A glob may not take a
@@ -169,5 +170,6 @@ impl Sources {
 }
 
 fn id(index: usize) -> SourceId {
-    SourceId(u16::try_from(index).expect("fewer than 65,536 sources (checked at start)"))
+    // A configuration lists a handful; 65,536 would not fit in memory as sources anyway.
+    SourceId(u16::try_from(index).expect("fewer than 65,536 sources"))
 }

@@ -38,7 +38,7 @@ pub struct ProjectPages {
 
 /// Every owner of a project failed (none answered with a page or a 404).
 #[derive(Debug, thiserror::Error)]
-#[error("`{project}` is served only from {owners}, and it failed")]
+#[error("`{project}` is served only from {owners}, and no page of it could be had")]
 pub struct OwnersFailed {
     pub project: String,
     /// Every owner, named for messages: "the source `internal`", "the sources `pytorch` and
@@ -110,7 +110,8 @@ impl ProjectPages {
             return Err(failure(sources, project, failed));
         }
         for (id, error) in &failed {
-            tracing::warn!(project, source = %sources.get(*id).name, error = %crate::error_chain::source_chain(error), "a source of this project failed; serving the others' builds");
+            // Per request while a source is down: the fetch itself logged the failure once.
+            tracing::debug!(project, source = %sources.get(*id).name, error = %crate::error_chain::source_chain(error), "a source of this project failed; serving the others' builds");
         }
         Ok(Some(ProjectPages { parts, failed }))
     }
@@ -138,19 +139,14 @@ impl ProjectPages {
             [only] => (only.cached.url.clone(), only.cached.generation),
             parts => {
                 let mut url = String::new();
-                // FNV-1a over the generations: each is unique to one copy of one page.
-                let mut generation: u64 = 0xcbf2_9ce4_8422_2325;
                 for part in parts {
                     if !url.is_empty() {
                         url.push(' ');
                     }
                     url.push_str(&part.cached.url);
-                    for byte in part.cached.generation.to_le_bytes() {
-                        generation ^= u64::from(byte);
-                        generation = generation.wrapping_mul(0x0100_0000_01b3);
-                    }
                 }
-                (url, generation)
+                let generations: Vec<u64> = parts.iter().map(|p| p.cached.generation).collect();
+                (url, combine(&generations))
             }
         }
     }
@@ -217,4 +213,17 @@ fn failure(
         },
         error,
     }
+}
+
+/// One generation standing for several (FNV-1a over their bytes): each is unique to one copy of
+/// one page, so a change of any of them changes it.
+pub fn combine(generations: &[u64]) -> u64 {
+    let mut combined: u64 = 0xcbf2_9ce4_8422_2325;
+    for generation in generations {
+        for byte in generation.to_le_bytes() {
+            combined ^= u64::from(byte);
+            combined = combined.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    combined
 }

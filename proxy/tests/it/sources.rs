@@ -252,6 +252,24 @@ async fn a_failed_source_is_named_and_the_others_still_serve() {
 }
 
 #[tokio::test]
+async fn a_file_of_a_failed_source_is_its_failure_never_a_404() {
+    let company = company(|_| {}).await;
+    company.pytorch.down.store(true, Ordering::SeqCst);
+    // Only the PyTorch index lists this build; it is down and nothing is cached.
+    let response = reqwest::get(format!(
+        "http://{}/files/torch/{}",
+        company.proxy,
+        wheel("2.9.0+cu130").replace('+', "%2B")
+    ))
+    .await
+    .unwrap();
+    let status = response.status();
+    let body = response.text().await.unwrap();
+    assert!(status.is_server_error(), "{status}: {body}");
+    assert!(body.contains("`pytorch`"), "{body}");
+}
+
+#[tokio::test]
 async fn an_owned_name_never_reaches_the_general_index() {
     let company = company(|_| {}).await;
     let (status, body) = json_page(company.proxy, "acme-utils").await;

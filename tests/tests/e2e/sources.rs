@@ -448,3 +448,57 @@ projects = ["acme-*"]
     }
     assert!(squatter_fetched(&pypi).is_empty(), "{:?}", pypi.requests());
 }
+
+/// A mirror of a name two sources own, one of them unreachable: the sync fails naming it,
+/// rather than completing a store without that source's builds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_fails_while_an_owner_is_unreachable() {
+    use wheelgate::mirror::{self, MirrorConfig, NoProgress, SyncOptions};
+
+    let upstreams = Upstreams::start().await;
+    let (internal, pypi) = company_indexes().await;
+    let text = format!(
+        r#"
+pytorch_url = "{}"
+pypi_url = "{}"
+python = ["3.11"]
+platforms = ["linux-x86_64"]
+
+[[package]]
+name = "acme-utils"
+
+[[sources]]
+name = "internal"
+url = "{}"
+projects = ["acme-*"]
+
+[[sources]]
+name = "team"
+url = "{}"
+projects = ["acme-utils"]
+"#,
+        upstreams.pytorch_url(),
+        pypi.url(),
+        internal.url(),
+        SimpleIndex::unreachable_url().await
+    );
+    let config = MirrorConfig::parse(&text, std::path::Path::new("mirror.toml")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let result = mirror::sync(
+        &config,
+        &SyncOptions {
+            store: store.clone(),
+            jobs: 2,
+        },
+        &NoProgress,
+    )
+    .await;
+    let err = match result {
+        Ok(report) => panic!("completed without an owner: {:?}", report.plan.files),
+        Err(err) => format!("{err}: {}", wheelgate::error_chain::source_chain(&err)),
+    };
+    assert!(err.contains("acme-utils"), "{err}");
+    assert!(!store.join(mirror::MARKER).exists());
+    assert!(squatter_fetched(&pypi).is_empty(), "{:?}", pypi.requests());
+}

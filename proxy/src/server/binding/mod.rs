@@ -26,9 +26,9 @@ use wheelgate_resolver::select::{Decision, FileRef, PageSelection, Rejection};
 use wheelgate_resolver::{Backend, Machine, Policy, select_page};
 
 use self::pin::TorchPin;
-use super::lookup::project_page;
 use super::state::AppState;
 use crate::sources::ProjectPages;
+use crate::sources::pages::OwnersFailed;
 
 /// Metadata reads in flight at once for one page.
 const CONCURRENT_READS: usize = 16;
@@ -39,13 +39,21 @@ pub fn applies(state: &AppState, project: &str) -> bool {
     state.sources.selects(project) && !state.catalog.is_release_train_project(project)
 }
 
-/// torch's pages as the machine's `/simple/torch/` reads them (`None`: no torch anywhere, or
-/// every source of it failed), for the rendering key and [`TorchChoices`].
-pub async fn torch_pages(state: &AppState, policy: &Policy) -> Option<ProjectPages> {
-    project_page(state, "torch", policy.pinned.as_ref())
-        .await
-        .ok()
-        .flatten()
+/// torch's pages as the machine's `/simple/torch/` reads them (`Ok(None)`: no torch anywhere),
+/// for the rendering key and [`TorchChoices`]. Not counted in the sources' metrics: no client
+/// asked for torch.
+pub async fn torch_pages(
+    state: &AppState,
+    policy: &Policy,
+) -> Result<Option<ProjectPages>, OwnersFailed> {
+    ProjectPages::fetch(
+        &state.sources,
+        &state.index,
+        &state.client,
+        "torch",
+        policy.pinned.as_ref(),
+    )
+    .await
 }
 
 /// The build torch gets on this machine, per public version, as `/simple/torch/` serves it.
@@ -107,7 +115,8 @@ pub struct Bindable<'a> {
 /// Binds `selection` (of `page`, fetched from `base_url`) to torch's builds: per version, the
 /// first of its builds, in the selection's order, whose metadata pins a torch release that gets
 /// that very build here (or that pins no single release and runs here); none: the version is
-/// dropped. Each change is said in the version's notes.
+/// dropped. Each change is said in the version's notes. Returns whether every pin was read (a
+/// selection made without some should not be kept for long: the read may succeed next time).
 pub async fn bind(
     state: &AppState,
     machine: &Machine,
@@ -115,7 +124,7 @@ pub async fn bind(
     bound: Bindable<'_>,
     torch: &TorchChoices,
     selection: &mut PageSelection,
-) {
+) -> bool {
     let Bindable {
         project,
         page,
@@ -156,6 +165,7 @@ pub async fn bind(
         .buffer_unordered(CONCURRENT_READS)
         .collect()
         .await;
+    let complete = pins.values().all(Result::is_ok);
     for version in &mut selection.versions {
         let Some(decision) = version.decision.as_mut() else {
             continue;
@@ -177,6 +187,7 @@ pub async fn bind(
         // Nothing is said where the machine's own choice stands and no pin was involved.
         decision.notes.extend(verdicts);
     }
+    complete
 }
 
 type Builds = HashMap<(Version, Backend), Vec<usize>>;
