@@ -367,47 +367,46 @@ async fn uv_on_a_cpu_machine_gets_pypis_cuda_torch_as_a_last_resort() {
     cpu_machine_gets_a_cuda_build_of_last_resort(Installer::Uv).await;
 }
 
+/// A mirror of `acme-utils` (resolved for Python 3.11 on Linux x86_64) with `sources` as its
+/// `[[sources]]` entries, synced into `store`.
+async fn sync_acme_utils(
+    upstreams: &Upstreams,
+    pypi: &SimpleIndex,
+    sources: &str,
+    store: &std::path::Path,
+) -> Result<wheelgate::mirror::SyncReport, wheelgate::mirror::SyncError> {
+    use wheelgate::mirror::{self, MirrorConfig, NoProgress, SyncOptions};
+
+    let text = format!(
+        "pytorch_url = \"{}\"\npypi_url = \"{}\"\npython = [\"3.11\"]\nplatforms = [\"linux-x86_64\"]\n\n[[package]]\nname = \"acme-utils\"\n{sources}",
+        upstreams.pytorch_url(),
+        pypi.url(),
+    );
+    let config = MirrorConfig::parse(&text, std::path::Path::new("mirror.toml")).unwrap();
+    let options = SyncOptions {
+        store: store.to_path_buf(),
+        jobs: 2,
+    };
+    mirror::sync(&config, &options, &NoProgress).await
+}
+
+fn source_entry(name: &str, url: &str, projects: &str) -> String {
+    format!("\n[[sources]]\nname = \"{name}\"\nurl = \"{url}\"\nprojects = [{projects}]\n")
+}
+
 /// `mirror sync` with `[[sources]]`: `acme-utils` and its dependency come from the internal
 /// index (the PyPI squatter never asked), and an offline server on the store installs them
 /// with the internal index gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mirror_stores_internal_packages_from_their_source_and_serves_them_offline() {
-    use wheelgate::mirror::{self, MirrorConfig, NoProgress, SyncOptions};
-
     let upstreams = Upstreams::start().await;
     let (internal, pypi) = company_indexes().await;
-    let text = format!(
-        r#"
-pytorch_url = "{}"
-pypi_url = "{}"
-python = ["3.11"]
-platforms = ["linux-x86_64"]
-
-[[package]]
-name = "acme-utils"
-
-[[sources]]
-name = "internal"
-url = "{}"
-projects = ["acme-*"]
-"#,
-        upstreams.pytorch_url(),
-        pypi.url(),
-        internal.url()
-    );
-    let config = MirrorConfig::parse(&text, std::path::Path::new("mirror.toml")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    let report = mirror::sync(
-        &config,
-        &SyncOptions {
-            store: store.clone(),
-            jobs: 2,
-        },
-        &NoProgress,
-    )
-    .await
-    .unwrap();
+    let sources = source_entry("internal", &internal.url(), "\"acme-*\"");
+    let report = sync_acme_utils(&upstreams, &pypi, &sources, &store)
+        .await
+        .unwrap();
     assert!(report.is_complete(), "{:?}", report.failures);
     let names: Vec<&str> = report
         .plan
@@ -453,52 +452,22 @@ projects = ["acme-*"]
 /// rather than completing a store without that source's builds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mirror_fails_while_an_owner_is_unreachable() {
-    use wheelgate::mirror::{self, MirrorConfig, NoProgress, SyncOptions};
-
     let upstreams = Upstreams::start().await;
     let (internal, pypi) = company_indexes().await;
-    let text = format!(
-        r#"
-pytorch_url = "{}"
-pypi_url = "{}"
-python = ["3.11"]
-platforms = ["linux-x86_64"]
-
-[[package]]
-name = "acme-utils"
-
-[[sources]]
-name = "internal"
-url = "{}"
-projects = ["acme-*"]
-
-[[sources]]
-name = "team"
-url = "{}"
-projects = ["acme-utils"]
-"#,
-        upstreams.pytorch_url(),
-        pypi.url(),
-        internal.url(),
-        SimpleIndex::unreachable_url().await
-    );
-    let config = MirrorConfig::parse(&text, std::path::Path::new("mirror.toml")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    let result = mirror::sync(
-        &config,
-        &SyncOptions {
-            store: store.clone(),
-            jobs: 2,
-        },
-        &NoProgress,
-    )
-    .await;
+    let sources = source_entry("internal", &internal.url(), "\"acme-*\"")
+        + &source_entry(
+            "team",
+            &SimpleIndex::unreachable_url().await,
+            "\"acme-utils\"",
+        );
+    let result = sync_acme_utils(&upstreams, &pypi, &sources, &store).await;
     let err = match result {
         Ok(report) => panic!("completed without an owner: {:?}", report.plan.files),
         Err(err) => format!("{err}: {}", wheelgate::error_chain::source_chain(&err)),
     };
     assert!(err.contains("acme-utils"), "{err}");
-    assert!(!store.join(mirror::MARKER).exists());
+    assert!(!store.join(wheelgate::mirror::MARKER).exists());
     assert!(squatter_fetched(&pypi).is_empty(), "{:?}", pypi.requests());
 }
