@@ -4,7 +4,7 @@
 use crate::error_chain::source_chain;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use tracing::{error, warn};
+use tracing::{error, info, warn};
 
 use crate::cache::index::IndexError;
 use crate::metrics::upstream_label;
@@ -61,13 +61,38 @@ pub enum ApiError {
     Owners(#[from] OwnersFailed),
 }
 
+impl ApiError {
+    /// No source has `project`; offline, the store has no page of it.
+    pub fn no_such_project(state: &super::state::AppState, project: &str) -> ApiError {
+        ApiError::NotFound(if state.config.offline {
+            format!(
+                "`{project}` is not in this mirror: the store has no page of it, and this server is offline"
+            )
+        } else {
+            format!("no project named `{project}` upstream")
+        })
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut retry_after = None;
         let status = match &self {
-            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
+            // Logged too: a client asking for what does not exist, or in a form the server
+            // refuses, is worth seeing when an install fails (escaped: a client's text cannot
+            // forge a log line).
+            ApiError::NotFound(message) => {
+                info!(status = 404, "{}", message.escape_debug());
+                StatusCode::NOT_FOUND
+            }
+            ApiError::BadRequest(message) => {
+                info!(status = 400, "{}", message.escape_debug());
+                StatusCode::BAD_REQUEST
+            }
+            ApiError::NotAcceptable => {
+                info!(status = 406, "{self}");
+                StatusCode::NOT_ACCEPTABLE
+            }
             ApiError::Upstream(inner) => index_status(&self, inner, &mut retry_after),
             ApiError::Owners(owners) => index_status(&self, &owners.error, &mut retry_after),
         };

@@ -218,7 +218,7 @@ async fn explain_response(
     let (machine, policy) = machine_and_policy(state, target, headers);
     let pages = project_page(state, &project, policy.pinned.as_ref())
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no project named `{project}` upstream")))?;
+        .ok_or_else(|| ApiError::no_such_project(state, &project))?;
     let selected = state.sources.selects(&project);
     let merged = pages.merged();
     let source_name = |index: usize| state.sources.get(merged.origins.of(index)).name.clone();

@@ -38,8 +38,10 @@ impl Format {
 
 // A real example of this parser's input, pip's Accept header:
 // `application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01`
-/// The format to answer with, or `None` when nothing acceptable is offered (406). A missing
-/// `Accept` means `text/html`; `format` (the `?format=` parameter) wins over `Accept`.
+/// The format to answer with. `format` (the `?format=` parameter) wins over `Accept`, and one
+/// this server does not know is `None` (406). A missing `Accept`, or one that names no format
+/// of the simple API (`application/json`, `application/xml`), means `text/html`, as PyPI
+/// answers them (PEP 691 lets a server pick its default rather than refuse).
 pub fn negotiate(accept: Option<&str>, format: Option<&str>) -> Option<Format> {
     if let Some(format) = format {
         return Format::from_media_type(format.trim());
@@ -70,7 +72,7 @@ pub fn negotiate(accept: Option<&str>, format: Option<&str>) -> Option<Format> {
             best = Some((quality, position, format));
         }
     }
-    best.map(|(_, _, format)| format)
+    Some(best.map_or(Format::LegacyHtml, |(_, _, format)| format))
 }
 
 #[cfg(test)]
@@ -99,12 +101,18 @@ mod tests {
     }
 
     #[test]
-    fn nothing_acceptable_is_none_and_format_parameter_wins() {
-        assert_eq!(negotiate(Some("application/xml"), None), None);
-        assert_eq!(
-            negotiate(Some("application/vnd.pypi.simple.v1+json;q=0"), None),
-            None
-        );
+    fn types_outside_the_simple_api_get_html_as_from_pypi_and_format_parameter_wins() {
+        for accept in [
+            "application/xml",
+            "application/json",
+            "application/vnd.pypi.simple.v1+json;q=0",
+        ] {
+            assert_eq!(
+                negotiate(Some(accept), None),
+                Some(Format::LegacyHtml),
+                "{accept}"
+            );
+        }
         assert_eq!(
             negotiate(Some("text/html"), Some(JSON_TYPE)),
             Some(Format::Json)

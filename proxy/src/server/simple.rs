@@ -330,7 +330,9 @@ fn root(state: &AppState, headers: &HeaderMap, query: &FormatQuery) -> Result<Re
         Format::Html | Format::LegacyHtml => render_project_list_html(&list),
     };
     let etag = etag_of(body.as_bytes());
-    Ok(page_response(headers, format, Bytes::from(body), &etag))
+    let mut response = page_response(headers, format, Bytes::from(body), &etag);
+    vary_without_agent(&mut response);
+    Ok(response)
 }
 
 /// Refuses what cannot be a normalized project name (PEP 503): a clear 404, never an upstream
@@ -411,7 +413,7 @@ async fn project_response(
     let pinned = policy.pinned.clone();
     let pages = project_page(state, &project, pinned.as_ref())
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no project named `{project}` upstream")))?;
+        .ok_or_else(|| ApiError::no_such_project(state, &project))?;
     let select = state.sources.selects(&project);
     let (mut pages_key, mut generation) = pages.key();
     let torch = bound_to_torch(state, &project, policy, &mut pages_key, &mut generation).await?;
@@ -479,6 +481,9 @@ async fn project_response(
         rendered
     };
     let mut response = rendered_response(headers, format, rendered);
+    if !select {
+        vary_without_agent(&mut response);
+    }
     if per_network {
         response.headers_mut().insert(
             header::CACHE_CONTROL,
@@ -666,6 +671,16 @@ fn with_page_headers(mut response: Response, etag: &HeaderValue) -> Response {
         HeaderValue::from_static("Accept, User-Agent, Accept-Encoding"),
     );
     response
+}
+
+/// A page whose content does not depend on the client's User-Agent (one not selected per
+/// machine, the root) says so: a shared HTTP cache in front of the proxy then keeps one copy
+/// for every client, not one per pip version.
+fn vary_without_agent(response: &mut Response) {
+    response.headers_mut().insert(
+        header::VARY,
+        HeaderValue::from_static("Accept, Accept-Encoding"),
+    );
 }
 
 /// Shared so `AppState` can hold it.

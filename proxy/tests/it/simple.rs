@@ -249,6 +249,15 @@ async fn general_upstream_pages_are_passed_through_rewritten() {
         "{body}"
     );
     assert!(!body.contains("files.example"));
+    // Its content does not depend on the User-Agent: a shared cache keeps one copy.
+    let (_, headers, _) = get_with(
+        &format!("http://{proxy}/simple/filelock/"),
+        &[("accept", PIP_ACCEPT)],
+    )
+    .await;
+    assert_eq!(headers[header::VARY], "Accept, Accept-Encoding");
+    let (_, headers, _) = get_with(&format!("http://{proxy}/simple/torch/"), &[]).await;
+    assert_eq!(headers[header::VARY], "Accept, User-Agent, Accept-Encoding");
     // pytorch-triton, a name only the PyTorch index publishes, is never asked of the general
     // upstream (torch, which PyTorch publishes on PyPI too, is: `sources.rs`).
     let _ = get_with(&format!("http://{proxy}/simple/pytorch-triton/"), &[]).await;
@@ -278,11 +287,20 @@ async fn status_codes_negotiation_and_redirects() {
             .0,
         StatusCode::NOT_FOUND
     );
-    let (status, _, body) = get_with(
-        &format!("{base}/simple/torch/"),
-        &[("accept", "application/xml")],
-    )
-    .await;
+    // PyPI answers types outside the simple API (`application/json`) with HTML, not 406.
+    for accept in ["application/xml", "application/json"] {
+        let (status, headers, body) =
+            get_with(&format!("{base}/simple/torch/"), &[("accept", accept)]).await;
+        assert_eq!(status, StatusCode::OK, "{accept}: {body}");
+        assert!(
+            headers[header::CONTENT_TYPE]
+                .to_str()
+                .unwrap()
+                .starts_with("text/html"),
+            "{accept}"
+        );
+    }
+    let (status, _, body) = get_with(&format!("{base}/simple/torch/?format=nonsense"), &[]).await;
     assert_eq!(status, StatusCode::NOT_ACCEPTABLE, "{body}");
     let (status, headers, _) = get_with(&format!("{base}/simple/Torch_Vision/"), &[]).await;
     assert!(status.is_redirection());

@@ -436,6 +436,13 @@ async fn a_mirror_stores_internal_packages_from_their_source_and_serves_them_off
         config.sources = vec![internal_source(&internal_url)];
     })
     .await;
+    // A project the store does not hold is said to be missing from this mirror.
+    let response = reqwest::get(format!("{}numpy/", proxy.simple_url()))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+    let text = response.text().await.unwrap();
+    assert!(text.contains("`numpy` is not in this mirror"), "{text}");
     for installer in [Installer::Pip, Installer::Uv] {
         let dir = tempfile::tempdir().unwrap();
         let outcome =

@@ -98,7 +98,7 @@ async fn page(
     let format = negotiate(accept, query.format.as_deref()).ok_or(ApiError::NotAcceptable)?;
     let pages = project_page(state, &project, pinned.as_ref())
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no project named `{project}` upstream")))?;
+        .ok_or_else(|| ApiError::no_such_project(state, &project))?;
     let page = relinked(&project, &pages.merged().page());
     let body = match format {
         Format::Json => render_project_json(&page),
