@@ -339,6 +339,22 @@ pub async fn respond(
                 .expect("valid response"),
         );
     }
+    // A HEAD asks for headers only: for a file not held here they come from the page (its
+    // size) or a HEAD upstream, never from a whole download (27 HEADs once pulled 849 MB).
+    if *method == Method::HEAD
+        && !offline
+        && !files.contains(spec)
+        && let Some(len) = upstream_len(client, spec).await
+    {
+        // Nothing verified is behind it: a weak ETag, as for a download in flight.
+        return Ok(with_file_headers(
+            Response::builder().status(StatusCode::OK),
+            &format!("W/{etag}"),
+        )
+        .header(header::CONTENT_LENGTH, len)
+        .body(Body::empty())
+        .expect("valid response"));
+    }
     let mut file = files.fetch(client, spec, offline).await?;
     // Bytes of a download in flight are not verified yet: answers made of them carry a weak
     // ETag, so a client can never resume (`If-Range`, which compares strongly) from them.
@@ -398,6 +414,32 @@ pub async fn respond(
     Ok(builder
         .body(body(method, &file, 0, len))
         .expect("valid response"))
+}
+
+/// The length of `spec`'s file without downloading it: the page's `size`, else the upstream's
+/// answer to a `HEAD`; `None` when neither says (the caller then follows a download).
+async fn upstream_len(client: &UpstreamClient, spec: &FileSpec) -> Option<u64> {
+    if let Some(size) = spec.size {
+        return Some(size);
+    }
+    let response = client
+        .send(
+            reqwest::Method::HEAD,
+            &spec.url,
+            &reqwest::header::HeaderMap::new(),
+        )
+        .await
+        .ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
 }
 
 /// How far ahead of the download a range must start to be fetched from the upstream directly.

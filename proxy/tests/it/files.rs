@@ -622,7 +622,41 @@ async fn head_then_ranges_work_on_an_uncached_wheel() {
         header_of(&headers, &header::CONTENT_LENGTH),
         len.to_string()
     );
-    assert_eq!(fake.hits(&format!("/packages/{NIGHTLY}")), 1);
+    // The first HEAD asked the upstream's HEAD (the page gives no size), then one download;
+    // the HEAD of the cached file asked nothing.
+    assert_eq!(fake.hits(&format!("/packages/{NIGHTLY}")), 2);
+}
+
+#[tokio::test]
+async fn a_head_flood_on_uncached_files_downloads_nothing() {
+    logs();
+    let fake = Fake::start().await;
+    let nightly = content(3 * 1024 * 1024, 11);
+    demo_upstream(&fake, b"wheel", b"meta", &nightly);
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, dir.path(), false).await;
+    let url = proxy.url(&format!("/files/demo/{NIGHTLY}"));
+    for _ in 0..20 {
+        let (status, headers, body) = request(Method::HEAD, &url, &[]).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            header_of(&headers, &header::CONTENT_LENGTH),
+            nightly.len().to_string()
+        );
+        assert!(header_of(&headers, &header::ETAG).starts_with("W/"));
+        assert!(body.unwrap().is_empty());
+    }
+    // One upstream HEAD each (the page gives no size), and no download started or kept.
+    assert_eq!(fake.hits(&format!("/packages/{NIGHTLY}")), 20);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let kept: Vec<_> = std::fs::read_dir(dir.path().join("files"))
+        .map(|entries| entries.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(kept.is_empty(), "{kept:?}");
+    // A GET still downloads and verifies as before.
+    let (status, _, body) = request(Method::GET, &url, &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.unwrap() == nightly);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -659,8 +693,8 @@ async fn a_range_far_ahead_of_the_download_is_fetched_from_the_upstream() {
     );
     assert_eq!(
         fake.hits(&format!("/packages/{NIGHTLY}")),
-        2,
-        "the download and the range"
+        3,
+        "the HEAD (the page gives no size), the download and the range"
     );
 
     // The download goes on and is cached; a near range follows it.
@@ -670,7 +704,7 @@ async fn a_range_far_ahead_of_the_download_is_fetched_from_the_upstream() {
     let (status, _, body) = request(Method::GET, &url, &[]).await;
     assert_eq!(status, StatusCode::OK);
     assert!(body.unwrap() == nightly);
-    assert_eq!(fake.hits(&format!("/packages/{NIGHTLY}")), 2);
+    assert_eq!(fake.hits(&format!("/packages/{NIGHTLY}")), 3);
 }
 
 #[tokio::test]
