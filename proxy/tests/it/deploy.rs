@@ -826,6 +826,18 @@ fn commented_company_examples_work_uncommented_and_match_the_readme() {
         (&theirs.token, &theirs.headers, &theirs.ca_bundle)
     );
 
+    // The README's sources example is a valid configuration, checked as `serve` checks it.
+    let readme: ServeConfig = parse_config(&readme_toml("[[sources]]"), "README sources");
+    let sources = readme
+        .sources()
+        .unwrap_or_else(|err| panic!("the README's [[sources]]: {err}"));
+    let owners: Vec<&str> = sources
+        .owners("acme-utils")
+        .into_iter()
+        .map(|id| sources.get(id).name.as_str())
+        .collect();
+    assert_eq!(owners, ["internal"]);
+
     // The mirror's sample, as it is and with its [upstreams.pypi] uncommented.
     let mirror = read("mirror.toml");
     let path = deploy_dir().join("mirror.toml");
