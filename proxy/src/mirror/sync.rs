@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::{StreamExt, TryStreamExt, stream};
 use serde::Serialize;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use super::config::MirrorConfig;
 use super::lock::{LOCKS_DIR, LockError, write_locks};
@@ -301,7 +301,7 @@ pub async fn dry_run(
         .map(|file| async {
             match file.spec.size {
                 Some(size) => Some(size),
-                None => head_length(&client, &file.spec.url).await,
+                None => client.head_length(&file.spec.url).await,
             }
         })
         .buffered(jobs.max(1) * 2)
@@ -377,28 +377,6 @@ fn upstream_client(config: &MirrorConfig) -> Result<UpstreamClient, SyncError> {
         access,
         ..ClientSettings::default()
     })?)
-}
-
-async fn head_length(client: &UpstreamClient, url: &str) -> Option<u64> {
-    let response = client
-        .send(
-            reqwest::Method::HEAD,
-            url,
-            &reqwest::header::HeaderMap::new(),
-        )
-        .await
-        .ok()?;
-    if !response.status().is_success() {
-        warn!(url = %redact(url), status = %response.status(), "HEAD failed; size unknown");
-        return None;
-    }
-    response
-        .headers()
-        .get(reqwest::header::CONTENT_LENGTH)?
-        .to_str()
-        .ok()?
-        .parse()
-        .ok()
 }
 
 async fn fetch_one(

@@ -419,27 +419,10 @@ pub async fn respond(
 /// The length of `spec`'s file without downloading it: the page's `size`, else the upstream's
 /// answer to a `HEAD`; `None` when neither says (the caller then follows a download).
 async fn upstream_len(client: &UpstreamClient, spec: &FileSpec) -> Option<u64> {
-    if let Some(size) = spec.size {
-        return Some(size);
+    match spec.size {
+        Some(size) => Some(size),
+        None => client.head_length(&spec.url).await,
     }
-    let response = client
-        .send(
-            reqwest::Method::HEAD,
-            &spec.url,
-            &reqwest::header::HeaderMap::new(),
-        )
-        .await
-        .ok()?;
-    if !response.status().is_success() {
-        return None;
-    }
-    response
-        .headers()
-        .get(reqwest::header::CONTENT_LENGTH)?
-        .to_str()
-        .ok()?
-        .parse()
-        .ok()
 }
 
 /// How far ahead of the download a range must start to be fetched from the upstream directly.

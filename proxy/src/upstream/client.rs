@@ -249,6 +249,26 @@ impl UpstreamClient {
         self.transport.send(method, url, headers).await
     }
 
+    /// The length of the file at `url` by a `HEAD`, with this client's access; `None` when the
+    /// upstream does not say (logged when it fails).
+    pub async fn head_length(&self, url: &str) -> Option<u64> {
+        let response = self
+            .send(reqwest::Method::HEAD, url, &HeaderMap::new())
+            .await
+            .ok()?;
+        if !response.status().is_success() {
+            tracing::warn!(url = %redact(url), status = %response.status(), "HEAD failed; size unknown");
+            return None;
+        }
+        response
+            .headers()
+            .get(reqwest::header::CONTENT_LENGTH)?
+            .to_str()
+            .ok()?
+            .parse()
+            .ok()
+    }
+
     /// Fetches an index page, conditionally when `validators` are given, within the deadline.
     pub async fn get_page(
         &self,
