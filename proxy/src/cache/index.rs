@@ -113,16 +113,7 @@ impl CachedPage {
     /// A page fetched now from `url`, outside any cache: for tests of what is built on pages.
     #[cfg(test)]
     pub fn for_tests(url: &str, page: ProjectPage) -> CachedPage {
-        CachedPage {
-            url: url.to_string(),
-            page,
-            generation: 1,
-            fetched_at: SystemTime::now(),
-            validators: Validators::default(),
-            retired: Vec::new(),
-            retry_at_ms: AtomicU64::new(0),
-            weight: 0,
-        }
+        CachedPage::merged(url, page, 1)
     }
 }
 

@@ -161,6 +161,12 @@ async fn get(url: &str) -> (StatusCode, String) {
     (response.status(), response.text().await.unwrap())
 }
 
+/// `/explain/torch/` as JSON.
+async fn explain_torch(proxy: SocketAddr) -> serde_json::Value {
+    let (_, text) = get(&format!("http://{proxy}/explain/torch/?format=json")).await;
+    serde_json::from_str(&text).unwrap()
+}
+
 fn filenames(json: &str) -> Vec<String> {
     let page: serde_json::Value = serde_json::from_str(json).unwrap();
     page["files"]
@@ -193,12 +199,7 @@ async fn torch_is_merged_from_both_indexes_each_build_once() {
         [wheel("2.9.0+cu128"), wheel("2.10.0")],
         "{body}"
     );
-    let (_, explain) = get(&format!(
-        "http://{}/explain/torch/?format=json",
-        company.proxy
-    ))
-    .await;
-    let explain: serde_json::Value = serde_json::from_str(&explain).unwrap();
+    let explain = explain_torch(company.proxy).await;
     assert_eq!(explain["file_sources"][wheel("2.9.0+cu128")], "pytorch");
     assert_eq!(explain["file_sources"][wheel("2.10.0")], "pypi");
     let sources: Vec<&str> = explain["sources"]
@@ -229,12 +230,7 @@ async fn a_failed_source_is_named_and_the_others_still_serve() {
         [wheel("2.9.0"), wheel("2.10.0")],
         "{body}"
     );
-    let (_, explain) = get(&format!(
-        "http://{}/explain/torch/?format=json",
-        company.proxy
-    ))
-    .await;
-    let explain: serde_json::Value = serde_json::from_str(&explain).unwrap();
+    let explain = explain_torch(company.proxy).await;
     let error = explain["sources"][0]["error"].as_str().unwrap_or_default();
     assert!(
         error.contains("503") && error.contains("missing"),

@@ -73,13 +73,10 @@ pub(super) fn admit(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicU64;
-    use std::time::SystemTime;
 
     use wheelgate_resolver::index::{IndexFile, parse_project_html};
 
     use super::*;
-    use crate::upstream::Validators;
 
     fn page(names: &[&str]) -> ProjectPage {
         ProjectPage {
@@ -92,16 +89,7 @@ mod tests {
     }
 
     fn cached(names: &[&str]) -> CachedPage {
-        CachedPage {
-            url: "http://up.example/simple/x/".into(),
-            page: page(names),
-            generation: 1,
-            fetched_at: SystemTime::now(),
-            validators: Validators::default(),
-            retired: Vec::new(),
-            retry_at_ms: AtomicU64::new(0),
-            weight: 0,
-        }
+        CachedPage::for_tests("http://up.example/simple/x/", page(names))
     }
 
     const OLD: &[&str] = &["x-1.0-py3-none-any.whl", "x-2.0-py3-none-any.whl"];
