@@ -16,6 +16,7 @@
 pub mod cache;
 pub mod cli;
 pub mod config;
+pub mod derive;
 pub mod error_chain;
 pub mod metrics;
 pub mod mirror;

@@ -28,6 +28,7 @@
 mod bucket;
 mod download;
 mod reader;
+pub mod splice;
 mod store;
 
 use std::io;
@@ -57,6 +58,10 @@ pub struct FileSpec {
     pub sha256: Option<String>,
     /// Size in bytes from the index page (PEP 700), when it gives one; the download must match.
     pub size: Option<u64>,
+    /// When set, the file cached is not the upstream's but made from it as it streams in (a
+    /// derived wheel); `sha256` and `size` still verify the upstream's bytes. Its own key, never
+    /// shared through the bucket (which verifies by the upstream's hash).
+    pub splice: Option<std::sync::Arc<splice::Splice>>,
 }
 
 /// The broad class of a [`FileCacheError`], for the one place that maps errors to HTTP status.
@@ -157,6 +162,9 @@ struct Inner {
     store: Mutex<Store>,
     /// The shared bucket, when one is configured.
     bucket: Option<Arc<Bucket>>,
+    /// The sha256 of each derived file written since start, by key: what its listing names
+    /// once it is known (a page lists a derived file without a hash before, never a wrong one).
+    derived: Mutex<std::collections::HashMap<String, String>>,
     /// Makes every `*.part` name unique, so an abandoned download's file never collides with
     /// the next attempt's.
     part_counter: AtomicU64,
@@ -188,6 +196,7 @@ impl FileCache {
                 dir,
                 store: Mutex::new(store),
                 bucket,
+                derived: Mutex::default(),
                 part_counter: AtomicU64::new(0),
             }),
         })
@@ -226,6 +235,19 @@ impl FileCache {
     /// Whether `spec`'s file is committed in the cache.
     pub fn contains(&self, spec: &FileSpec) -> bool {
         CacheKey::for_spec(spec).is_ok_and(|key| self.inner.lock().contains(&key))
+    }
+
+    /// The sha256 of `spec`'s derived file, once one was written here (`None` before, or for
+    /// a file that is not derived).
+    pub fn derived_sha256(&self, spec: &FileSpec) -> Option<String> {
+        spec.splice.as_ref()?;
+        let key = CacheKey::for_spec(spec).ok()?;
+        self.inner
+            .derived
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(key.as_str())
+            .cloned()
     }
 
     /// The quoted strong `ETag` of `spec`'s file, known without fetching it: the page's sha256,
@@ -274,8 +296,8 @@ impl FileCache {
                 Lookup::Miss => {
                     // The bucket is not an upstream: it is asked offline too.
                     let in_bucket = match &self.inner.bucket {
-                        Some(bucket) => bucket.find(&key).await.is_some(),
-                        None => false,
+                        Some(bucket) if spec.splice.is_none() => bucket.find(&key).await.is_some(),
+                        _ => false,
                     };
                     if offline && !in_bucket {
                         return Err(FileCacheError::NotCached {
@@ -382,6 +404,19 @@ impl FileCache {
 }
 
 impl Inner {
+    fn record_derived(&self, key: &CacheKey, sha256: String) {
+        /// Hashes remembered at most; a forgotten one only leaves a listing without its hash.
+        const REMEMBERED: usize = 65_536;
+        let mut derived = self
+            .derived
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if derived.len() >= REMEMBERED {
+            derived.clear();
+        }
+        derived.insert(key.as_str().to_string(), sha256);
+    }
+
     fn lock(&self) -> MutexGuard<'_, Store> {
         // A panic while holding the lock leaves plain maps and counters behind, still usable.
         self.store
@@ -522,6 +557,19 @@ struct CacheKey(String);
 
 impl CacheKey {
     fn for_spec(spec: &FileSpec) -> Result<CacheKey, FileCacheError> {
+        if let Some(splice) = &spec.splice {
+            let upstream = CacheKey::for_spec(&FileSpec {
+                splice: None,
+                ..spec.clone()
+            })?;
+            let mut hasher = Sha256::new();
+            hasher.update(upstream.as_str().as_bytes());
+            hasher.update(splice.identity.as_bytes());
+            return Ok(CacheKey(format!(
+                "derived-{}",
+                hex::encode(hasher.finalize())
+            )));
+        }
         match &spec.sha256 {
             Some(hash) => {
                 let hash = hash.to_ascii_lowercase();
@@ -544,7 +592,8 @@ impl CacheKey {
     fn from_file_name(name: &str) -> Option<CacheKey> {
         let hash = name
             .strip_prefix("sha256-")
-            .or_else(|| name.strip_prefix("url-"))?;
+            .or_else(|| name.strip_prefix("url-"))
+            .or_else(|| name.strip_prefix("derived-"))?;
         is_sha256_hex(hash).then(|| CacheKey(name.to_string()))
     }
 
@@ -612,6 +661,7 @@ mod tests {
             url: "https://h.example/a/../../etc/passwd".into(),
             sha256: Some(hash.clone()),
             size: None,
+            splice: None,
         };
         let key = CacheKey::for_spec(&spec).unwrap();
         assert_eq!(
@@ -624,6 +674,7 @@ mod tests {
             url: "https://h.example/../x.whl".into(),
             sha256: None,
             size: None,
+            splice: None,
         };
         let key = CacheKey::for_spec(&spec).unwrap();
         assert!(key.as_str().starts_with("url-"));
@@ -643,6 +694,7 @@ mod tests {
             url: "https://h.example/x.whl".into(),
             sha256: Some("../../etc".into()),
             size: None,
+            splice: None,
         };
         assert!(matches!(
             CacheKey::for_spec(&spec),

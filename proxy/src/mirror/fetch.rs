@@ -227,6 +227,7 @@ impl<'a> Fetcher<'a> {
             url: format!("{url}.metadata"),
             sha256,
             size: None,
+            splice: None,
         };
         let cached = self.files.fetch(self.client, &spec, false).await?;
         let chunks: Vec<bytes::Bytes> = cached

@@ -288,6 +288,7 @@ impl Planner<'_> {
                 url: file_url.clone(),
                 sha256: file.sha256().map(str::to_ascii_lowercase),
                 size: file.size,
+                splice: None,
             };
             if self.seen_files.insert(spec.url.clone()) {
                 self.plan.files.push(PlannedFile {
@@ -306,6 +307,7 @@ impl Planner<'_> {
                 url: format!("{file_url}.metadata"),
                 sha256: metadata_sha256,
                 size: None,
+                splice: None,
             };
             if self.seen_files.insert(spec.url.clone()) {
                 self.plan.files.push(PlannedFile {

@@ -111,7 +111,7 @@ pub async fn read_wheel_metadata(
     inflate(&data, &entry).map_err(|problem| zip_error(&problem))
 }
 
-enum Ranged {
+pub(crate) enum Ranged {
     /// `206`: `bytes` start at `start`.
     Part { bytes: Vec<u8>, start: u64 },
     /// `200`: the whole file.
@@ -121,7 +121,7 @@ enum Ranged {
 /// [`get_range_once`], tried again after a connection error or a 5xx answer (the client's
 /// `send` does not retry): at most [`RANGE_RETRIES`] more times, waiting a little longer each
 /// time, as the client retries pages.
-async fn get_range(
+pub(crate) async fn get_range(
     client: &UpstreamClient,
     url: &str,
     range: &str,

@@ -307,6 +307,7 @@ fn file_spec(source: &FileSource, metadata: bool) -> Option<FileSpec> {
             url: source.url.clone(),
             sha256: source.sha256.clone(),
             size: source.size,
+            splice: None,
         });
     }
     let sha256 = match &source.core_metadata {
@@ -318,6 +319,7 @@ fn file_spec(source: &FileSource, metadata: bool) -> Option<FileSpec> {
         url: format!("{}{METADATA_SUFFIX}", source.url),
         sha256,
         size: None,
+        splice: None,
     })
 }
 

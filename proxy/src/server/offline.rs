@@ -34,6 +34,7 @@ pub fn stored_only(upstream: &ProjectPage, page_url: &str, files: &FileCache) ->
             url: url.clone(),
             sha256: file.sha256().map(str::to_ascii_lowercase),
             size: file.size,
+            splice: None,
         };
         if !files.contains(&spec) {
             left_out.push(file.filename.clone());
@@ -48,6 +49,7 @@ pub fn stored_only(upstream: &ProjectPage, page_url: &str, files: &FileCache) ->
             url: format!("{url}.metadata"),
             sha256: metadata_sha256,
             size: None,
+            splice: None,
         };
         if !files.contains(&metadata) {
             file.core_metadata = CoreMetadata::Absent;
@@ -99,6 +101,7 @@ mod tests {
             url,
             sha256: Some(sha256(body)),
             size: None,
+            splice: None,
         };
         let client = UpstreamClient::new(&ClientSettings::default()).unwrap();
         let cached = files.fetch(&client, &spec, false).await.unwrap();

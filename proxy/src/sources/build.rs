@@ -4,7 +4,10 @@
 use reqwest::Url;
 use wheelgate_resolver::Catalog;
 
-use super::{Owns, PYPI, PYTORCH, PatternError, ProjectPattern, Source, SourceKind, Sources};
+use super::{
+    Owns, PYPI, PYTORCH, PatternError, ProjectPattern, Source, SourceKind, Sources, TemplateError,
+    UrlTemplate,
+};
 use crate::config::{SourceConfig, UpstreamsConfig};
 use crate::upstream::redact;
 
@@ -25,10 +28,21 @@ pub enum SourcesError {
         "`{section}` url `{url}` is not an http(s) URL without a query or fragment; give the index root whose `<url>/<project>/` is a project page"
     )]
     NotHttp { section: String, url: String },
+    #[error("`{section}` url `{url}` is not a usable template: {source}")]
+    Template {
+        section: String,
+        url: String,
+        #[source]
+        source: TemplateError,
+    },
     #[error(
-        "`{section}` url `{url}` has a `{{placeholder}}`; URL templates are not supported by this version: give a fixed index root"
+        "`{section}` url `{url}` is a template, which makes it a page per torch release and build, but it lists `{name}`, a PyTorch project: a per-build page serves packages built against torch, not torch's own; serve `{name}` from an index source"
     )]
-    Template { section: String, url: String },
+    PerBuildPytorchName {
+        section: String,
+        url: String,
+        name: String,
+    },
     #[error("`{section}` lists no `projects`; give the names or globs (`acme-*`) it serves")]
     NoProjects { section: String },
     #[error("`{section}` projects: {source}")]
@@ -64,6 +78,7 @@ impl Sources {
             kind: SourceKind::Pytorch,
             url: root("`pytorch_url`", pytorch_url)?,
             owns: Owns::PytorchNames,
+            template: None,
             access: upstreams.pytorch.clone(),
             section: "[upstreams.pytorch]".to_string(),
         });
@@ -75,6 +90,7 @@ impl Sources {
             kind: SourceKind::Index,
             url: root("`pypi_url`", pypi_url)?,
             owns: Owns::Rest,
+            template: None,
             access: upstreams.pypi.clone(),
             section: "[upstreams.pypi]".to_string(),
         });
@@ -117,16 +133,14 @@ fn configured_source(
         return Err(SourcesError::Duplicate(name.clone()));
     }
     let section = format!("[[sources]] {name}");
-    if entry.url.contains('{') {
-        return Err(SourcesError::Template {
-            section,
+    let template = template_of(&section, &entry.url)?;
+    let url = match &template {
+        Some(_) => entry.url.clone(),
+        None => root(&format!("`{section}`"), &entry.url).map_err(|_| SourcesError::NotHttp {
+            section: section.clone(),
             url: redact(&entry.url),
-        });
-    }
-    let url = root(&format!("`{section}`"), &entry.url).map_err(|_| SourcesError::NotHttp {
-        section: section.clone(),
-        url: redact(&entry.url),
-    })?;
+        })?,
+    };
     if entry.projects.is_empty() {
         return Err(SourcesError::NoProjects { section });
     }
@@ -140,10 +154,26 @@ fn configured_source(
             source,
         })?;
     check_pytorch_names(catalog, name, &section, &patterns)?;
+    if template.is_some()
+        && let Some(project) = catalog
+            .pytorch_projects()
+            .find(|project| patterns.iter().any(|p| p.matches(project)))
+    {
+        return Err(SourcesError::PerBuildPytorchName {
+            section,
+            url: redact(&entry.url),
+            name: project.clone(),
+        });
+    }
     Ok(Source {
         name: name.clone(),
-        kind: SourceKind::Index,
+        kind: if template.is_some() {
+            SourceKind::PerBuild
+        } else {
+            SourceKind::Index
+        },
         url,
+        template,
         owns: Owns::Patterns(patterns),
         access: entry.access(),
         section,
@@ -173,6 +203,32 @@ fn check_pytorch_names(
         }
     }
     Ok(())
+}
+
+/// The template of a URL with braces (`None` without): known placeholders only, and an http(s)
+/// URL once filled.
+fn template_of(section: &str, url: &str) -> Result<Option<UrlTemplate>, SourcesError> {
+    if !url.contains(['{', '}']) {
+        return Ok(None);
+    }
+    let template = UrlTemplate::parse(url).map_err(|source| SourcesError::Template {
+        section: section.to_string(),
+        url: redact(url),
+        source,
+    })?;
+    let example = template.fill(
+        &"2.10.0".parse().expect("a version"),
+        &"cu128".parse().expect("a backend"),
+    );
+    match Url::parse(&example) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.has_host() => {
+            Ok(Some(template))
+        }
+        _ => Err(SourcesError::NotHttp {
+            section: format!("`{section}`"),
+            url: redact(url),
+        }),
+    }
 }
 
 /// An http(s) index root without its trailing slash.
@@ -295,6 +351,27 @@ mod tests {
     }
 
     #[test]
+    fn a_templated_url_makes_a_per_build_source() {
+        let sources = sources(&[source(
+            "pyg",
+            "https://data.pyg.example/whl/torch-{torch}+{backend}.html",
+            &["torch-scatter", "pyg-lib"],
+        )])
+        .unwrap();
+        let (id, pyg) = sources.by_name("pyg").unwrap();
+        assert_eq!(pyg.kind, SourceKind::PerBuild);
+        assert_eq!(
+            pyg.template
+                .as_ref()
+                .unwrap()
+                .fill(&"2.9.1".parse().unwrap(), &"cu130".parse().unwrap()),
+            "https://data.pyg.example/whl/torch-2.9.1+cu130.html"
+        );
+        assert_eq!(sources.per_build_owners("torch-scatter"), [id]);
+        assert!(sources.per_build_owners("numpy").is_empty());
+    }
+
+    #[test]
     fn bad_sources_are_refused_with_what_to_do() {
         let cases = [
             (
@@ -315,8 +392,24 @@ mod tests {
                 "not an http(s) URL",
             ),
             (
-                source("a", "https://a.example/{torch}.html", &["x"]),
-                "placeholder",
+                source("a", "https://a.example/{cuda}.html", &["x"]),
+                "`{cuda}` is not a placeholder",
+            ),
+            (
+                source("a", "https://a.example/{torch.html", &["x"]),
+                "not closed",
+            ),
+            (
+                source(
+                    "a",
+                    "https://a.example/{torch}+{backend}.html",
+                    &["torchvision"],
+                ),
+                "PyTorch project",
+            ),
+            (
+                source("a", "file:///srv/{torch}.html", &["x"]),
+                "not an http(s) URL",
             ),
             (
                 source("a", "https://a.example/simple", &[]),

@@ -22,12 +22,14 @@ pub mod counters;
 pub mod merge;
 pub mod pages;
 mod pattern;
+pub mod template;
 
 use wheelgate_resolver::{Backend, Catalog};
 
 pub use build::SourcesError;
 pub use pages::{ProjectPages, SourcePage};
 pub use pattern::{PatternError, ProjectPattern};
+pub use template::{TemplateError, UrlTemplate};
 
 use crate::config::UpstreamAccessConfig;
 
@@ -44,6 +46,9 @@ pub enum SourceKind {
     Pytorch,
     /// A PEP 503/691 simple index: `<root>/<project>/`.
     Index,
+    /// A find-links page per torch release and build (its URL a [`UrlTemplate`]), every file on
+    /// it built against that torch: PyG's `torch-{torch}+{backend}.html`.
+    PerBuild,
 }
 
 /// Which names a source owns.
@@ -63,8 +68,11 @@ pub struct Source {
     /// `pytorch`, `pypi`, or a `[[sources]]` name.
     pub name: String,
     pub kind: SourceKind,
-    /// The index root, without a trailing slash (credentials possible: redact before showing).
+    /// The index root, without a trailing slash (credentials possible: redact before showing);
+    /// for a per-build source, its template as written.
     pub url: String,
+    /// A per-build source's page template.
+    pub template: Option<UrlTemplate>,
     pub owns: Owns,
     /// Its access settings (`[upstreams.*]` for the built-in two).
     pub access: UpstreamAccessConfig,
@@ -146,6 +154,15 @@ impl Sources {
             }
         }
         owners
+    }
+
+    /// The per-build sources among `project`'s owners: where they own it, its pages are theirs,
+    /// one per torch release and build (`crate::server::binding::by_page`).
+    pub fn per_build_owners(&self, project: &str) -> Vec<SourceId> {
+        self.owners(project)
+            .into_iter()
+            .filter(|&id| self.get(id).kind == SourceKind::PerBuild)
+            .collect()
     }
 
     /// Whether `project`'s pages are reduced to one build per version for a machine: the

@@ -73,7 +73,13 @@ impl ProjectPages {
         pinned: Option<&Backend>,
         counters: Option<&SourceCounters>,
     ) -> Result<Option<ProjectPages>, OwnersFailed> {
-        let owners = sources.owners(project);
+        // A per-build source's pages are per torch release and build, fetched for a machine
+        // (`crate::server::binding::by_page`), never as a project page.
+        let owners: Vec<SourceId> = sources
+            .owners(project)
+            .into_iter()
+            .filter(|&id| sources.get(id).kind != SourceKind::PerBuild)
+            .collect();
         let answers = join_all(owners.iter().map(|&id| async move {
             let source = sources.get(id);
             let url = source.page_url(project, pinned);

@@ -83,6 +83,7 @@ impl Fake {
             url: self.url(path),
             sha256: Some(sha256(bytes)),
             size: None,
+            splice: None,
         }
     }
 

@@ -19,6 +19,7 @@ use tracing::{info, warn};
 use crate::upstream::{UpstreamClient, redact};
 
 use super::bucket::BucketError;
+use super::splice::Splicer;
 use super::store::remove_evicted;
 use super::{CacheKey, FileCacheError, FileSpec, Inner, remove_quietly};
 
@@ -66,6 +67,19 @@ enum BodyError {
 }
 
 type Body = BoxStream<'static, Result<Bytes, BodyError>>;
+
+/// What a download has hashed, read and written so far; moved to the blocking writer and back.
+struct WriteState {
+    /// The upstream's bytes, checked against the page's sha256.
+    input: Sha256,
+    /// The written bytes, when they differ from the input (a splice): the derived file's hash.
+    output: Option<Sha256>,
+    splicer: Option<Splicer>,
+    /// Input bytes consumed.
+    read: u64,
+    /// Bytes written to the `*.part` file.
+    written: u64,
+}
 
 /// Everything the download task owns.
 pub(super) struct Download {
@@ -122,7 +136,9 @@ impl Download {
             Ok((size, origin)) => {
                 registration.armed = false;
                 info!(url = %url, key = self.key.as_str(), size, from_bucket = origin != Origin::Upstream, "file downloaded, verified and cached");
-                if let Some(bucket) = &self.cache.bucket {
+                if let Some(bucket) = &self.cache.bucket
+                    && self.spec.splice.is_none()
+                {
                     if origin == Origin::Upstream {
                         // Its own task: uploading never delays the clients, who already have
                         // every byte from local disk.
@@ -223,8 +239,9 @@ impl Download {
         }
     }
 
-    /// Streams the body to disk; returns its verified length, where it came from, and whether it
-    /// is to be kept.
+    /// Streams the body to disk (spliced when the spec says so); returns the length written,
+    /// where it came from, and whether it is to be kept. The upstream's bytes are verified
+    /// against the page's size and sha256 either way.
     async fn transfer(&self) -> Result<(u64, Origin, Keep), FileCacheError> {
         let url = || redact(&self.spec.url);
         let (announced, mut body, origin) = self.open().await?;
@@ -237,19 +254,32 @@ impl Download {
                 actual,
             });
         }
-        let total = self.spec.size.or(announced);
+        let input_total = self.spec.size.or(announced);
+        let total = match &self.spec.splice {
+            Some(splice) => Some(splice.len),
+            None => input_total,
+        };
         let keep = self.keep(total).await;
         self.progress
             .send_replace(Progress::Streaming { written: 0, total });
 
-        let mut hasher = Sha256::new();
-        let mut written = 0u64;
+        let mut state = WriteState {
+            input: Sha256::new(),
+            output: self.spec.splice.as_ref().map(|_| Sha256::new()),
+            splicer: self
+                .spec
+                .splice
+                .as_ref()
+                .map(|splice| Splicer::new(splice.segments.clone())),
+            read: 0,
+            written: 0,
+        };
         let mut pending: Vec<u8> = Vec::with_capacity(WRITE_CHUNK);
         loop {
             match body.next().await {
                 Some(Ok(chunk)) => {
-                    let received = written + len_u64(pending.len()) + len_u64(chunk.len());
-                    if let Some(expected) = total
+                    let received = state.read + len_u64(pending.len()) + len_u64(chunk.len());
+                    if let Some(expected) = input_total
                         && received > expected
                     {
                         return Err(FileCacheError::SizeMismatch {
@@ -260,9 +290,8 @@ impl Download {
                     }
                     pending.extend_from_slice(&chunk);
                     if pending.len() >= WRITE_CHUNK {
-                        hasher = self.write(&mut pending, written, hasher).await?;
-                        written = received;
-                        self.publish(written, total);
+                        state = self.write(&mut pending, state, false).await?;
+                        self.publish(state.written, total);
                     }
                 }
                 // A read timeout (stalled upstream), a reset, or a body shorter than its
@@ -270,7 +299,7 @@ impl Download {
                 Some(Err(BodyError::Upstream(source))) => {
                     return Err(FileCacheError::Interrupted {
                         url: url(),
-                        received: written + len_u64(pending.len()),
+                        received: state.read + len_u64(pending.len()),
                         source,
                     });
                 }
@@ -283,21 +312,17 @@ impl Download {
                 None => break,
             }
         }
-        if !pending.is_empty() {
-            let len = len_u64(pending.len());
-            hasher = self.write(&mut pending, written, hasher).await?;
-            written += len;
-        }
-        if let Some(expected) = total
-            && written != expected
+        state = self.write(&mut pending, state, true).await?;
+        if let Some(expected) = input_total
+            && state.read != expected
         {
             return Err(FileCacheError::SizeMismatch {
                 url: url(),
                 expected,
-                actual: written,
+                actual: state.read,
             });
         }
-        let actual = hex::encode(hasher.finalize());
+        let actual = hex::encode(state.input.finalize());
         if let Some(expected) = &self.spec.sha256
             && !expected.eq_ignore_ascii_case(&actual)
         {
@@ -307,21 +332,56 @@ impl Download {
                 actual,
             });
         }
-        Ok((written, origin, keep))
+        if let Some(splice) = &self.spec.splice
+            && state.written != splice.len
+        {
+            // The upstream file is what its page says, but not what the splice was planned
+            // from (a page that changed): nothing is kept.
+            return Err(FileCacheError::SizeMismatch {
+                url: url(),
+                expected: splice.len,
+                actual: state.written,
+            });
+        }
+        if let Some(output) = state.output {
+            self.cache
+                .record_derived(&self.key, hex::encode(output.finalize()));
+        }
+        Ok((state.written, origin, keep))
     }
 
-    /// Writes and hashes `pending` at `offset` off the async threads; leaves `pending` empty.
+    /// Hashes `pending` (input bytes), splices it when the spec says so, and writes the result
+    /// at the output's end, off the async threads; leaves `pending` empty. `last`: the input
+    /// ended, so what the splice adds after it is written too.
     async fn write(
         &self,
         pending: &mut Vec<u8>,
-        offset: u64,
-        mut hasher: Sha256,
-    ) -> Result<Sha256, FileCacheError> {
+        mut state: WriteState,
+        last: bool,
+    ) -> Result<WriteState, FileCacheError> {
         let data = std::mem::replace(pending, Vec::with_capacity(WRITE_CHUNK));
         let file = Arc::clone(&self.file);
         let result = tokio::task::spawn_blocking(move || {
-            hasher.update(&data);
-            write_all_at(&file, &data, offset).map(|()| hasher)
+            state.input.update(&data);
+            let input_len = len_u64(data.len());
+            let out = match &mut state.splicer {
+                Some(splicer) => {
+                    let mut out = Vec::with_capacity(data.len());
+                    splicer.feed(state.read, &data, &mut out);
+                    if last {
+                        splicer.finish(&mut out);
+                    }
+                    out
+                }
+                None => data,
+            };
+            state.read += input_len;
+            if let Some(output) = &mut state.output {
+                output.update(&out);
+            }
+            write_all_at(&file, &out, state.written)?;
+            state.written += len_u64(out.len());
+            Ok::<_, io::Error>(state)
         })
         .await
         .map_err(io::Error::other)

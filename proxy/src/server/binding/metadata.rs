@@ -69,6 +69,7 @@ pub async fn torch_pin(
                 url: format!("{url}.metadata"),
                 sha256,
                 size: None,
+                splice: None,
             };
             let cached = state
                 .files

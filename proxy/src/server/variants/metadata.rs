@@ -147,6 +147,7 @@ pub(super) async fn has_variant_label_markers(
         url: format!("{}{METADATA_SUFFIX}", upstream.file_url(file, page_url)),
         sha256,
         size: None,
+        splice: None,
     };
     let requested = format!("{}{METADATA_SUFFIX}", file.filename);
     match read(state, &spec, &file.filename, &requested, cached_only).await {
@@ -211,6 +212,7 @@ pub(super) async fn decided(
         url: format!("{}{METADATA_SUFFIX}", source.url),
         sha256,
         size: None,
+        splice: None,
     };
     let bytes = read(state, &spec, dist, requested, false).await?;
     let text = String::from_utf8_lossy(&bytes);

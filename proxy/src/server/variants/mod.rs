@@ -387,6 +387,7 @@ pub async fn read_variants_files(
             url: upstream.file_url(file, page_url),
             sha256: file.sha256().map(str::to_ascii_lowercase),
             size: file.size,
+            splice: None,
         };
         let result = read_variants_json(files, client, offline, &spec).await;
         if let Err(why) = &result {

@@ -1,0 +1,290 @@
+//! Derived wheels: where the proxy changes a wheel's core metadata (a torch pin added to a file
+//! bound by its page), it serves a wheel whose own `METADATA` says the same, because pip 26.2
+//! and later refuse a wheel whose `METADATA` differs from its PEP 658 `.metadata` file in
+//! `Requires-Dist`.
+//!
+//! - **Planned by ranges**: the upstream wheel's central directory, `METADATA` and `RECORD`
+//!   are read with a few ranged requests; the new `METADATA` ([`metadata`]) and `RECORD` (its
+//!   `METADATA` line re-hashed) give a layout ([`wheel`]).
+//! - **Streamed**: the file cache downloads the upstream wheel once, verifies it against the
+//!   page's sha256, and writes the derived bytes as they arrive (a splice), so the first
+//!   client is served at the upstream's pace. The derived file is its own cache entry.
+//! - **Deterministic**: the same upstream wheel and change give the same bytes on every
+//!   replica; its sha256 is listed once a download here has computed it, never before.
+
+pub mod metadata;
+pub mod wheel;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read as _;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use sha2::{Digest, Sha256};
+
+use crate::cache::files::FileSpec;
+use crate::cache::files::splice::Splice;
+use crate::mirror::wheel_metadata::{Ranged, get_range};
+use crate::upstream::UpstreamClient;
+
+use self::wheel::{CentralEntry, EndRecord};
+
+/// The tail read first: the end record and, for most wheels, the whole central directory.
+const TAIL: u64 = 256 * 1024;
+/// The most `METADATA` or `RECORD` may inflate to (torch's RECORD is about 2 MB).
+const MAX_MEMBER: u64 = 64 * 1024 * 1024;
+/// Derivations remembered at most; one costs a few ranged reads to plan again.
+const REMEMBERED: usize = 4096;
+
+/// A wheel that cannot be derived.
+#[derive(Debug, thiserror::Error)]
+pub enum DeriveError {
+    #[error("cannot read `{file}` by ranges")]
+    Read {
+        file: String,
+        #[source]
+        source: crate::mirror::wheel_metadata::WheelMetadataError,
+    },
+    #[error("`{file}` cannot be derived: {problem}")]
+    Zip { file: String, problem: String },
+}
+
+/// A derived wheel: its cache spec (the upstream file, spliced) and its `METADATA`.
+#[derive(Debug)]
+pub struct Derivation {
+    pub spec: FileSpec,
+    /// The derived `METADATA`, served as the file's `.metadata`.
+    pub metadata: Bytes,
+}
+
+/// Derivations by upstream identity and change.
+#[derive(Debug, Default)]
+pub struct Derivations(Mutex<HashMap<String, Arc<Derivation>>>);
+
+impl Derivations {
+    /// The derivation of `upstream` (the wheel `filename`) with `requirements` added, planned
+    /// once and remembered.
+    pub async fn get(
+        &self,
+        client: &UpstreamClient,
+        upstream: &FileSpec,
+        filename: &str,
+        requirements: &[String],
+    ) -> Result<Arc<Derivation>, DeriveError> {
+        let key = format!(
+            "{} {}",
+            upstream.sha256.as_deref().unwrap_or(&upstream.url),
+            requirements.join(";")
+        );
+        if let Some(known) = self.lock().get(&key) {
+            return Ok(Arc::clone(known));
+        }
+        let derivation = Arc::new(derive(client, upstream, filename, requirements).await?);
+        let mut memo = self.lock();
+        if memo.len() >= REMEMBERED {
+            memo.clear();
+        }
+        memo.insert(key, Arc::clone(&derivation));
+        Ok(derivation)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Derivation>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Plans the derived wheel of `upstream` with `requirements` added to its metadata.
+pub async fn derive(
+    client: &UpstreamClient,
+    upstream: &FileSpec,
+    filename: &str,
+    requirements: &[String],
+) -> Result<Derivation, DeriveError> {
+    let zip_error = |problem: String| DeriveError::Zip {
+        file: filename.to_string(),
+        problem,
+    };
+    let mut reader = RangeReader {
+        client,
+        url: &upstream.url,
+        file: filename,
+        whole: None,
+    };
+    let (tail, tail_start) = reader.read(&format!("bytes=-{TAIL}")).await?;
+    let end = wheel::end_record(&tail).map_err(zip_error)?;
+    let directory = reader
+        .slice_or_read(&tail, tail_start, end.directory_offset, end.directory_size)
+        .await?;
+    let entries = wheel::central_entries(&directory).map_err(zip_error)?;
+    let metadata_name = wheel::dist_info_member(&entries, "METADATA")
+        .ok_or_else(|| zip_error("no top-level `*.dist-info/METADATA`".into()))?
+        .to_string();
+    let original = reader.member(&entries, &end, &metadata_name).await?;
+    let metadata = metadata::with_requirements(&original, requirements);
+    let mut replaced = BTreeMap::new();
+    if let Some(record_name) = wheel::dist_info_member(&entries, "RECORD") {
+        let record_name = record_name.to_string();
+        let record = reader.member(&entries, &end, &record_name).await?;
+        replaced.insert(
+            record_name,
+            with_record_line(&record, &metadata_name, &metadata),
+        );
+    }
+    replaced.insert(metadata_name, metadata.clone());
+    let layout = wheel::plan(&entries, &end, &replaced).map_err(zip_error)?;
+    Ok(Derivation {
+        spec: FileSpec {
+            splice: Some(Splice::new(layout.segments, layout.len)),
+            ..upstream.clone()
+        },
+        metadata: Bytes::from(metadata),
+    })
+}
+
+/// `record` with the line of `name` naming `content`'s hash and size (PEP 376/427: urlsafe
+/// base64 of the sha256, unpadded).
+fn with_record_line(record: &[u8], name: &str, content: &[u8]) -> Vec<u8> {
+    let hash = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(content));
+    let line = format!("{name},sha256={hash},{}", content.len());
+    let text = String::from_utf8_lossy(record);
+    let mut out = String::with_capacity(text.len() + 64);
+    for piece in text.split_inclusive('\n') {
+        let body = piece.trim_end_matches(['\r', '\n']);
+        if body.split(',').next() == Some(name) {
+            out.push_str(&line);
+            out.push_str(&piece[body.len()..]);
+        } else {
+            out.push_str(piece);
+        }
+    }
+    out.into_bytes()
+}
+
+/// Ranged reads of one upstream file, or slices of it once a server answered a range with
+/// the whole file.
+struct RangeReader<'a> {
+    client: &'a UpstreamClient,
+    url: &'a str,
+    file: &'a str,
+    whole: Option<Vec<u8>>,
+}
+
+impl RangeReader<'_> {
+    /// The bytes of `range` (an HTTP range spec) and where they start.
+    async fn read(&mut self, range: &str) -> Result<(Vec<u8>, u64), DeriveError> {
+        if let Some(whole) = &self.whole {
+            return Ok((whole.clone(), 0));
+        }
+        match get_range(self.client, self.url, range)
+            .await
+            .map_err(|source| DeriveError::Read {
+                file: self.file.to_string(),
+                source,
+            })? {
+            Ranged::Part { bytes, start } => Ok((bytes, start)),
+            Ranged::Whole(bytes) => {
+                self.whole = Some(bytes.clone());
+                Ok((bytes, 0))
+            }
+        }
+    }
+
+    /// `len` bytes at `offset`: from `held` (read from `held_start`) when it has them.
+    async fn slice_or_read(
+        &mut self,
+        held: &[u8],
+        held_start: u64,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>, DeriveError> {
+        if let Some(bytes) = slice(held, held_start, offset, len) {
+            return Ok(bytes.to_vec());
+        }
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let (bytes, start) = self
+            .read(&format!("bytes={offset}-{}", offset + len - 1))
+            .await?;
+        slice(&bytes, start, offset, len)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| DeriveError::Zip {
+                file: self.file.to_string(),
+                problem: format!(
+                    "the upstream answered a range of {} bytes at {start}",
+                    bytes.len()
+                ),
+            })
+    }
+
+    /// The inflated content of the member `name`.
+    async fn member(
+        &mut self,
+        entries: &[CentralEntry],
+        end: &EndRecord,
+        name: &str,
+    ) -> Result<Vec<u8>, DeriveError> {
+        let zip_error = |problem: String| DeriveError::Zip {
+            file: self.file.to_string(),
+            problem,
+        };
+        let entry = entries
+            .iter()
+            .find(|e| e.name == name)
+            .expect("a member of the directory");
+        if entry.size() > MAX_MEMBER {
+            return Err(zip_error(format!("`{name}` of {} bytes", entry.size())));
+        }
+        let span = wheel::member_end(entries, entry, end) - entry.local_offset;
+        let bytes = self.slice_or_read(&[], 0, entry.local_offset, span).await?;
+        let start = wheel::local_data_offset(&bytes)
+            .and_then(|at| usize::try_from(at).ok())
+            .ok_or_else(|| zip_error(format!("a bad local header for `{name}`")))?;
+        let data = usize::try_from(entry.compressed_size())
+            .ok()
+            .and_then(|len| bytes.get(start..start + len))
+            .ok_or_else(|| zip_error(format!("`{name}` runs past its member")))?;
+        match entry.method() {
+            0 => Ok(data.to_vec()),
+            8 => {
+                let mut out = Vec::new();
+                flate2::read::DeflateDecoder::new(data)
+                    .take(MAX_MEMBER)
+                    .read_to_end(&mut out)
+                    .map_err(|err| zip_error(format!("`{name}` does not inflate ({err})")))?;
+                Ok(out)
+            }
+            method => Err(zip_error(format!(
+                "`{name}` uses compression method {method} (only stored and deflate are read)"
+            ))),
+        }
+    }
+}
+
+fn slice(held: &[u8], held_start: u64, offset: u64, len: u64) -> Option<&[u8]> {
+    let from = usize::try_from(offset.checked_sub(held_start)?).ok()?;
+    let to = from.checked_add(usize::try_from(len).ok()?)?;
+    held.get(from..to)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_record_line_of_metadata_is_rehashed() {
+        let record = b"pkg/__init__.py,sha256=abc,3\r\npkg-1.0.dist-info/METADATA,sha256=old,10\r\npkg-1.0.dist-info/RECORD,,\r\n";
+        let out = with_record_line(record, "pkg-1.0.dist-info/METADATA", b"new");
+        let text = String::from_utf8(out).unwrap();
+        let hash = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(b"new"));
+        assert_eq!(
+            text,
+            format!(
+                "pkg/__init__.py,sha256=abc,3\r\npkg-1.0.dist-info/METADATA,sha256={hash},3\r\npkg-1.0.dist-info/RECORD,,\r\n"
+            )
+        );
+    }
+}
