@@ -176,6 +176,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         client,
         catalog: Catalog::embedded(),
         pins: Arc::default(),
+        derivations: Arc::default(),
         source_counters: Arc::new(crate::sources::counters::SourceCounters::new(&sources)),
         sources: Arc::new(sources),
         index: Arc::new(index),

@@ -5,6 +5,8 @@
 //! - [`wheels`]: small real wheels built in memory (correct `RECORD` hashes);
 //! - [`catalog`]: what the fake upstreams publish (torch 2.9.0 and 2.6.0 per backend,
 //!   torchvision, pytorch-triton, filelock; a planted PyPI `pytorch-triton`);
+//! - [`find_links`]: a per-build find-links host in PyG's shape (a page per torch release and
+//!   build);
 //! - [`simple_index`]: a plain PEP 503 index (an internal index, a PyPI with chosen files);
 //! - [`reference`](mod@reference): a second catalog with torch's real dependency structure (markers,
 //!   Requires-Python, per-backend `nvidia-*` pins, squatters), for the mirror's resolution;
@@ -17,6 +19,7 @@
 //!   host's configuration.
 
 pub mod catalog;
+pub mod find_links;
 pub mod installers;
 pub mod load_balancer;
 pub mod machines;

@@ -72,11 +72,7 @@ impl Derivations {
         filename: &str,
         requirements: &[String],
     ) -> Result<Arc<Derivation>, DeriveError> {
-        let key = format!(
-            "{} {}",
-            upstream.sha256.as_deref().unwrap_or(&upstream.url),
-            requirements.join(";")
-        );
+        let key = memo_key(upstream, requirements);
         if let Some(known) = self.lock().get(&key) {
             return Ok(Arc::clone(known));
         }
@@ -89,11 +85,24 @@ impl Derivations {
         Ok(derivation)
     }
 
+    /// The derivation of `upstream` with `requirements`, when it was planned already.
+    pub fn known(&self, upstream: &FileSpec, requirements: &[String]) -> Option<Arc<Derivation>> {
+        self.lock().get(&memo_key(upstream, requirements)).cloned()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Derivation>>> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+fn memo_key(upstream: &FileSpec, requirements: &[String]) -> String {
+    format!(
+        "{} {}",
+        upstream.sha256.as_deref().unwrap_or(&upstream.url),
+        requirements.join(";")
+    )
 }
 
 /// Plans the derived wheel of `upstream` with `requirements` added to its metadata.

@@ -183,18 +183,15 @@ pub fn plan(
             return Err(format!("`{}` overlaps another member", entry.name));
         }
         new_offsets[index] = out;
-        match replaced.get(&entry.name) {
-            Some(content) => {
-                let header = local_header(entry, content)?;
-                out += len_u64(header.len()) + len_u64(content.len());
-                let mut bytes = header;
-                bytes.extend_from_slice(content);
-                segments.push(Segment::Insert(bytes.into()));
-            }
-            None => {
-                push_copy(&mut segments, entry.local_offset, next);
-                out += next - entry.local_offset;
-            }
+        if let Some(content) = replaced.get(&entry.name) {
+            let header = local_header(entry, content)?;
+            out += len_u64(header.len()) + len_u64(content.len());
+            let mut bytes = header;
+            bytes.extend_from_slice(content);
+            segments.push(Segment::Insert(bytes.into()));
+        } else {
+            push_copy(&mut segments, entry.local_offset, next);
+            out += next - entry.local_offset;
         }
     }
     let directory_offset = out;

@@ -421,6 +421,10 @@ pub async fn respond(
 /// The length of `spec`'s file without downloading it: the page's `size`, else the upstream's
 /// answer to a `HEAD`; `None` when neither says (the caller then follows a download).
 async fn upstream_len(client: &UpstreamClient, spec: &FileSpec) -> Option<u64> {
+    // A derived file's length is planned before a byte of it is written.
+    if let Some(splice) = &spec.splice {
+        return Some(splice.len);
+    }
     match spec.size {
         Some(size) => Some(size),
         None => client.head_length(&spec.url).await,
@@ -448,7 +452,11 @@ async fn upstream_range(
     len: u64,
     etag: &str,
 ) -> Option<Response> {
-    if file.is_committed() || start < file.readable_now().saturating_add(RANGE_AHEAD) {
+    // A derived file's bytes exist only as its download writes them.
+    if spec.splice.is_some()
+        || file.is_committed()
+        || start < file.readable_now().saturating_add(RANGE_AHEAD)
+    {
         return None;
     }
     let content_range = format!("bytes {start}-{}/{len}", end - 1);

@@ -34,6 +34,7 @@ pub fn app(state: AppState) -> Router {
         .merge(simple::routes())
         .merge(explain::routes())
         .merge(files::routes())
+        .merge(binding::files::routes())
         .merge(variants::routes())
         .merge(ops::routes())
         .merge(observe::routes())

@@ -410,6 +410,12 @@ async fn project_response(
         (machine.into_owned(), policy)
     });
     let (machine, policy) = (&resolved.machine, &resolved.policy);
+    let per_network = matches!(target, Target::Default(_)) && !state.networks.rules.is_empty();
+    let owners = state.sources.per_build_owners(&project);
+    if !owners.is_empty() {
+        let bound = (&project[..], &owners[..]);
+        return per_build_response(state, &resolved, bound, (format, headers), per_network).await;
+    }
     let pinned = policy.pinned.clone();
     let pages = project_page(state, &project, pinned.as_ref())
         .await?
@@ -432,10 +438,6 @@ async fn project_response(
             Arc::from("")
         },
     };
-    // Which machine a `/simple/` page is rewritten for depends on the client's network once
-    // rules exist: a shared cache between clients and this server must not hand one network's
-    // page to another.
-    let per_network = matches!(target, Target::Default(_)) && !state.networks.rules.is_empty();
     let rendered = if let Some(hit) = state.rendered.get(&key, generation) {
         hit
     } else {
@@ -485,10 +487,68 @@ async fn project_response(
         vary_without_agent(&mut response);
     }
     if per_network {
-        response.headers_mut().insert(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static(INDEX_CACHE_CONTROL_PER_NETWORK),
-        );
+        private_to_network(&mut response);
+    }
+    Ok(response)
+}
+
+/// Which machine a `/simple/` page is rewritten for depends on the client's network once rules
+/// exist: a shared cache between clients and this server must not hand one network's page to
+/// another.
+fn private_to_network(response: &mut Response) {
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(INDEX_CACHE_CONTROL_PER_NETWORK),
+    );
+}
+
+/// The page of a project owned by per-build sources (`binding/by_page.rs`): made from the pages
+/// of the builds torch gets on this machine, each file pinned to its torch.
+async fn per_build_response(
+    state: &AppState,
+    resolved: &super::targets::ResolvedTarget,
+    (project, owners): (&str, &[crate::sources::SourceId]),
+    (format, headers): (Format, &HeaderMap),
+    per_network: bool,
+) -> Result<Response, ApiError> {
+    let (machine, policy) = (&resolved.machine, &resolved.policy);
+    let bound = binding::by_page::page(state, machine, policy, project, owners)
+        .await?
+        .ok_or_else(|| ApiError::no_such_project(state, project))?;
+    tracing::debug!(
+        project,
+        pages = bound.pages_asked,
+        files = bound.page.files.len(),
+        "per-build page"
+    );
+    let key = RenderKey {
+        url: bound.key,
+        json: format == Format::Json,
+        prefix: String::new(),
+        target: Arc::clone(&resolved.key),
+    };
+    let rendered = if let Some(hit) = state.rendered.get(&key, bound.generation) {
+        hit
+    } else {
+        let body = match format {
+            Format::Json => render_project_json(&bound.page),
+            Format::Html | Format::LegacyHtml => render_project_html(&bound.page),
+        };
+        let rendered = Rendered {
+            generation: bound.generation,
+            etag: etag_of(body.as_bytes()),
+            body: Bytes::from(body),
+            compressed: Arc::default(),
+        };
+        // Rendered again while a page failed or a derived wheel's hash is still unknown.
+        if bound.complete {
+            state.rendered.put(key, rendered.clone());
+        }
+        rendered
+    };
+    let mut response = rendered_response(headers, format, rendered);
+    if per_network {
+        private_to_network(&mut response);
     }
     Ok(response)
 }

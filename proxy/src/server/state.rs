@@ -48,6 +48,8 @@ pub struct Shared {
     pub sources: Arc<crate::sources::Sources>,
     /// Torch pins read from files' metadata, by sha256 (`server/binding/`).
     pub pins: Arc<super::binding::metadata::PinMemo>,
+    /// Derived wheels planned, by upstream file and change (`crate::derive`).
+    pub derivations: Arc<crate::derive::Derivations>,
     /// How each source's pages came back (`/metrics`).
     pub source_counters: Arc<crate::sources::counters::SourceCounters>,
     /// Cached upstream index pages.

@@ -36,6 +36,7 @@
 
 mod auth;
 mod binding;
+mod by_page;
 mod caching;
 mod fixtures;
 mod install;

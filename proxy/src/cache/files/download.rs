@@ -313,6 +313,14 @@ impl Download {
             }
         }
         state = self.write(&mut pending, state, true).await?;
+        let written = self.verify(state, input_total)?;
+        Ok((written, origin, keep))
+    }
+
+    /// Checks the upstream's bytes against the page's size and sha256, and a spliced file's
+    /// length against its plan; records a derived file's hash.
+    fn verify(&self, state: WriteState, input_total: Option<u64>) -> Result<u64, FileCacheError> {
+        let url = || redact(&self.spec.url);
         if let Some(expected) = input_total
             && state.read != expected
         {
@@ -347,7 +355,7 @@ impl Download {
             self.cache
                 .record_derived(&self.key, hex::encode(output.finalize()));
         }
-        Ok((state.written, origin, keep))
+        Ok(state.written)
     }
 
     /// Hashes `pending` (input bytes), splices it when the spec says so, and writes the result

@@ -13,6 +13,8 @@
 //! by ranges) and remembered by sha256; a file whose metadata cannot be read is not kept, with
 //! its reason.
 
+pub mod by_page;
+pub mod files;
 pub mod metadata;
 pub mod pin;
 

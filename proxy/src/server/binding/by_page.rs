@@ -1,0 +1,412 @@
+//! One build for the whole stack, bound by page: a per-build source (a `[[sources]]` URL
+//! template, PyG's `torch-{torch}+{backend}.html`) lists on each page the files built against
+//! that torch release and build, with no torch pin in their metadata. A file listed on the page
+//! for torch X and build B is bound to (X's release line, B):
+//!
+//! - only the pages that can matter are fetched: per torch release the torch page lists, the
+//!   page of the build torch gets on this machine (a 404 is "no build"), through the index cache;
+//! - each file is offered with a torch pin added to its core metadata (its `.metadata` and a
+//!   derived wheel, `crate::derive`): `torch==X.Y.*`, less the releases of that line that get
+//!   another build here, so when several bound files share a public version (`2.1.2+pt29cu130`,
+//!   `2.1.2+pt28cu129`) pip and uv pick the one of the torch they install.
+//!
+//! Links name what the file route needs to find and derive the file again on any replica:
+//! `/bound/<source>/<torch>/<backend>/<pin>/<project>/<filename>`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::str::FromStr;
+
+use futures_util::future::join_all;
+use pep440_rs::{Operator, Version, VersionSpecifiers};
+use wheelgate_resolver::filename::{DistFilename, normalize_name};
+use wheelgate_resolver::index::{CoreMetadata, Hashes, IndexFile, ProjectPage};
+use wheelgate_resolver::{Backend, Machine, Policy};
+
+use super::{TorchChoices, torch_pages};
+use crate::cache::files::FileSpec;
+use crate::cache::index::{CachedPage, IndexError};
+use crate::server::state::AppState;
+use crate::sources::template::release_line;
+use crate::sources::{SourceId, UrlTemplate};
+
+/// The most `!=` exclusions a pin may carry (the patch releases of one line).
+const MAX_EXCLUSIONS: usize = 64;
+
+/// A per-build project's page for one machine.
+#[derive(Debug)]
+pub struct BoundPage {
+    /// Linked to the proxy's `/bound/` routes.
+    pub page: ProjectPage,
+    /// The template pages it was made from and a generation that changes with any of them (or
+    /// torch's page).
+    pub key: String,
+    pub generation: u64,
+    /// Template pages asked for (cached or not).
+    pub pages_asked: usize,
+    /// Whether everything is final: every page answered and every derived hash known.
+    pub complete: bool,
+    /// What was done, for `/explain/`: per page, its build and what it gave.
+    pub notes: Vec<String>,
+}
+
+/// One template page to read: for torch `release`'s build `backend` on `source`.
+#[derive(Debug, Clone)]
+struct Wanted {
+    source: SourceId,
+    release: Version,
+    backend: Backend,
+}
+
+/// The page of `project` from its per-build `owners`, for `machine`; `Ok(None)` when nothing
+/// is known of torch (no torch page anywhere).
+pub async fn page(
+    state: &AppState,
+    machine: &Machine,
+    policy: &Policy,
+    project: &str,
+    owners: &[SourceId],
+) -> Result<Option<BoundPage>, crate::server::error::ApiError> {
+    let Some(torch_pages) = torch_pages(state, policy).await? else {
+        return Ok(None);
+    };
+    let torch = TorchChoices::of(state, machine, policy, Some(&torch_pages));
+    let (torch_key, torch_generation) = torch_pages.key();
+    // Newest torch first, so a file listed for several releases is bound to the newest.
+    let mut wanted: BTreeMap<String, Wanted> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for &source in owners {
+        let template = template_of(state, source);
+        for (release, backend) in torch.chosen.iter().rev() {
+            let url = template.fill(release, backend);
+            if let std::collections::btree_map::Entry::Vacant(entry) = wanted.entry(url) {
+                order.push(entry.key().clone());
+                entry.insert(Wanted {
+                    source,
+                    release: release.clone().without_local(),
+                    backend: backend.clone(),
+                });
+            }
+        }
+    }
+    let answers = join_all(
+        order
+            .iter()
+            .map(|url| async move { state.index.get(&state.client, url).await }),
+    )
+    .await;
+    let mut generations = vec![torch_generation];
+    let mut key = format!("bound to {torch_key}");
+    let mut complete = true;
+    let mut notes = Vec::new();
+    let mut seen = HashSet::new();
+    let mut files = Vec::new();
+    for (url, answer) in order.iter().zip(answers) {
+        let want = &wanted[url];
+        let build = format!("torch {} {}", want.release, want.backend);
+        let cached = match answer {
+            Ok(Some(cached)) => cached,
+            Ok(None) => {
+                notes.push(format!("{build}: no page (404), so no build"));
+                continue;
+            }
+            Err(error) => {
+                complete = false;
+                notes.push(format!(
+                    "{build}: the page failed ({}), so its builds are missing",
+                    crate::error_chain::source_chain(&error)
+                ));
+                log_failure(url, &error);
+                continue;
+            }
+        };
+        let _ = write!(key, " {}", cached.url);
+        generations.push(cached.generation);
+        let pin = pin_for(&torch, &want.release, &want.backend);
+        let before = files.len();
+        for file in &cached.page.files {
+            if !is_wheel_of(&file.filename, project) || !seen.insert(file.filename.clone()) {
+                continue;
+            }
+            let (listed, hash_known) = listing(state, &cached, file, want, &pin, project);
+            complete &= hash_known;
+            files.push(listed);
+        }
+        notes.push(format!(
+            "{build}: {} files, bound to torch{pin}",
+            files.len() - before
+        ));
+    }
+    let mut versions: Vec<Version> = files
+        .iter()
+        .filter_map(|f: &IndexFile| f.filename.parse::<DistFilename>().ok())
+        .map(|parsed| parsed.version().clone().without_local())
+        .collect();
+    versions.sort();
+    versions.dedup();
+    Ok(Some(BoundPage {
+        page: ProjectPage {
+            name: project.to_string(),
+            files,
+            versions: versions.iter().map(ToString::to_string).collect(),
+            meta: wheelgate_resolver::index::Meta::default(),
+            base: None,
+            status: None,
+        },
+        key,
+        generation: crate::sources::pages::combine(&generations),
+        pages_asked: order.len(),
+        complete,
+        notes,
+    }))
+}
+
+fn log_failure(url: &str, error: &IndexError) {
+    tracing::warn!(url = %crate::upstream::redact(url), error = %crate::error_chain::source_chain(error), "a per-build page failed; its builds are missing");
+}
+
+/// The template of the per-build source `source`.
+fn template_of(state: &AppState, source: SourceId) -> &UrlTemplate {
+    state
+        .sources
+        .get(source)
+        .template
+        .as_ref()
+        .expect("a per-build source has a template")
+}
+
+/// Whether `filename` is a wheel of `project` (only wheels can carry a derived pin).
+fn is_wheel_of(filename: &str, project: &str) -> bool {
+    matches!(
+        filename.parse::<DistFilename>(),
+        Ok(parsed @ DistFilename::Wheel(_)) if normalize_name(parsed.name()) == project
+    )
+}
+
+/// The torch pin of files built against `release` for `backend`: its release line, less the
+/// releases of that line that get another build (or none) on this machine.
+fn pin_for(torch: &TorchChoices, release: &Version, backend: &Backend) -> String {
+    let line = release_line(release);
+    let mut pin = format!("=={line}.*");
+    for version in &torch.versions {
+        if release_line(version) == line && torch.chosen.get(version) != Some(backend) {
+            let _ = write!(pin, ",!={}", version.clone().without_local());
+        }
+    }
+    pin
+}
+
+/// The file as listed for the machine: linked to the proxy, with a `.metadata` (derived), and
+/// the derived wheel's sha256 once known; whether that hash is known.
+fn listing(
+    state: &AppState,
+    cached: &CachedPage,
+    file: &IndexFile,
+    want: &Wanted,
+    pin: &str,
+    project: &str,
+) -> (IndexFile, bool) {
+    let upstream = upstream_spec(cached, file);
+    let derived = state
+        .derivations
+        .known(&upstream, &[requirement(pin)])
+        .and_then(|derivation| state.files.derived_sha256(&derivation.spec));
+    let hash_known = derived.is_some();
+    let listed = IndexFile {
+        filename: file.filename.clone(),
+        url: bound_link(
+            &state.sources.get(want.source).name,
+            &want.release,
+            &want.backend,
+            pin,
+            project,
+            &file.filename,
+        ),
+        hashes: derived
+            .map(|sha256| Hashes::from([("sha256".to_string(), sha256)]))
+            .unwrap_or_default(),
+        requires_python: file.requires_python.clone(),
+        yanked: file.yanked.clone(),
+        core_metadata: CoreMetadata::Present,
+        gpg_sig: None,
+        // The derived wheel's size is not the upstream's.
+        size: None,
+        upload_time: file.upload_time.clone(),
+        // The upstream's attestations are of the upstream's bytes.
+        provenance: None,
+    };
+    (listed, hash_known)
+}
+
+/// The requirement a pin adds to core metadata.
+pub fn requirement(pin: &str) -> String {
+    format!("torch{pin}")
+}
+
+/// The upstream file behind a listing.
+pub fn upstream_spec(cached: &CachedPage, file: &IndexFile) -> FileSpec {
+    FileSpec {
+        url: cached.page.file_url(file, &cached.url),
+        sha256: file.sha256().map(str::to_ascii_lowercase),
+        size: file.size,
+        splice: None,
+    }
+}
+
+/// `/bound/<source>/<torch>/<backend>/<pin>/<project>/<filename>`, each segment
+/// percent-encoded.
+fn bound_link(
+    source: &str,
+    release: &Version,
+    backend: &Backend,
+    pin: &str,
+    project: &str,
+    filename: &str,
+) -> String {
+    let mut link = String::from("/bound");
+    for segment in [
+        source,
+        &release.to_string(),
+        &backend.to_string(),
+        pin,
+        project,
+        filename,
+    ] {
+        link.push('/');
+        for byte in segment.bytes() {
+            if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+                link.push(byte as char);
+            } else {
+                let _ = write!(link, "%{byte:02X}");
+            }
+        }
+    }
+    link
+}
+
+/// A `/bound/` request, checked: the per-build source, the torch release and build whose page
+/// lists the file, and a pin of that release's line only (`==2.10.*` with `!=2.10.x`
+/// exclusions), so a client can neither make the proxy fetch another URL nor derive files
+/// with pins of its choosing.
+#[derive(Debug)]
+pub struct BoundRequest {
+    pub source: SourceId,
+    pub release: Version,
+    pub backend: Backend,
+    pub pin: String,
+    pub page_url: String,
+}
+
+impl BoundRequest {
+    /// Checks the segments of a `/bound/` path (percent-decoded by the router).
+    pub fn parse(
+        state: &AppState,
+        source: &str,
+        release: &str,
+        backend: &str,
+        pin: &str,
+    ) -> Result<BoundRequest, String> {
+        let (id, found) = state
+            .sources
+            .by_name(source)
+            .filter(|(_, s)| s.template.is_some())
+            .ok_or_else(|| format!("`{}` is not a per-build source", source.escape_default()))?;
+        let release = Version::from_str(release)
+            .ok()
+            .filter(|v| v.local().is_empty())
+            .ok_or_else(|| format!("`{}` is not a torch release", release.escape_default()))?;
+        let backend: Backend = backend.parse().map_err(|err| format!("{err}"))?;
+        check_pin(pin, &release)?;
+        let page_url = found
+            .template
+            .as_ref()
+            .expect("checked above")
+            .fill(&release, &backend);
+        Ok(BoundRequest {
+            source: id,
+            release,
+            backend,
+            pin: pin.to_string(),
+            page_url,
+        })
+    }
+}
+
+/// A pin as [`pin_for`] writes them, of `release`'s line.
+fn check_pin(pin: &str, release: &Version) -> Result<(), String> {
+    let bad = || {
+        format!(
+            "`{}` is not a torch pin of this release line",
+            pin.escape_default()
+        )
+    };
+    let specifiers = VersionSpecifiers::from_str(pin).map_err(|_| bad())?;
+    let line = release_line(release);
+    let mut iter = specifiers.iter();
+    let first = iter.next().ok_or_else(bad)?;
+    if *first.operator() != Operator::EqualStar || release_line(first.version()) != line {
+        return Err(bad());
+    }
+    let mut count = 0;
+    for specifier in iter {
+        count += 1;
+        if *specifier.operator() != Operator::NotEqual
+            || release_line(specifier.version()) != line
+            || count > MAX_EXCLUSIONS
+        {
+            return Err(bad());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(text: &str) -> Version {
+        Version::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn pins_exclude_the_releases_of_the_line_that_get_another_build() {
+        let cu128: Backend = "cu128".parse().unwrap();
+        let cu130: Backend = "cu130".parse().unwrap();
+        let torch = TorchChoices {
+            versions: vec![v("2.9.0"), v("2.10.0"), v("2.10.1"), v("2.10.2")],
+            chosen: BTreeMap::from([
+                (v("2.9.0"), cu128.clone()),
+                (v("2.10.0"), cu128.clone()),
+                (v("2.10.1"), cu130.clone()),
+                (v("2.10.2"), cu128.clone()),
+            ]),
+        };
+        assert_eq!(pin_for(&torch, &v("2.9.0"), &cu128), "==2.9.*");
+        assert_eq!(pin_for(&torch, &v("2.10.0"), &cu128), "==2.10.*,!=2.10.1");
+        assert_eq!(
+            pin_for(&torch, &v("2.10.1"), &cu130),
+            "==2.10.*,!=2.10.0,!=2.10.2"
+        );
+        for pin in ["==2.10.*", "==2.10.*,!=2.10.1"] {
+            check_pin(pin, &v("2.10.0")).unwrap();
+        }
+        for pin in ["==2.9.*", ">=2.10", "==2.10.*,>=1", "==2.10.*,!=2.9.1", ""] {
+            assert!(check_pin(pin, &v("2.10.0")).is_err(), "{pin}");
+        }
+    }
+
+    #[test]
+    fn links_carry_every_segment_encoded() {
+        assert_eq!(
+            bound_link(
+                "pyg",
+                &v("2.10.0"),
+                &"cu128".parse().unwrap(),
+                "==2.10.*,!=2.10.1",
+                "torch-scatter",
+                "torch_scatter-2.1.2+pt210cu128-cp312-cp312-linux_x86_64.whl"
+            ),
+            "/bound/pyg/2.10.0/cu128/%3D%3D2.10.%2A%2C%21%3D2.10.1/torch-scatter/torch_scatter-2.1.2%2Bpt210cu128-cp312-cp312-linux_x86_64.whl"
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! `/bound/<source>/<torch>/<backend>/<pin>/<project>/<filename>`: a file of a per-build page
+//! ([`super::by_page`]) with its torch pin in its core metadata: the `.metadata` file, and the
+//! derived wheel (`crate::derive`) whose own `METADATA` is the same bytes. The file is looked
+//! up on the template page of that torch release and build, never fetched from a URL a client
+//! wrote.
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use sha2::{Digest, Sha256};
+use wheelgate_resolver::filename::{DistFilename, normalize_name};
+
+use super::by_page::{BoundRequest, requirement, upstream_spec};
+use crate::server::error::ApiError;
+use crate::server::files::{FilesError, respond};
+use crate::server::state::AppState;
+
+/// What every file under `/bound/` may be cached as by clients: it never changes under one
+/// name (the name carries the torch build and pin it was derived for).
+const CACHE_CONTROL: &str = "max-age=365000000, immutable";
+
+type Segments = (String, String, String, String, String, String);
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route(
+        "/bound/{source}/{torch}/{backend}/{pin}/{project}/{filename}",
+        get(get_bound).head(head_bound),
+    )
+}
+
+async fn get_bound(
+    State(state): State<AppState>,
+    Path(segments): Path<Segments>,
+    headers: HeaderMap,
+) -> Response {
+    serve(&state, &Method::GET, segments, &headers)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn head_bound(
+    State(state): State<AppState>,
+    Path(segments): Path<Segments>,
+    headers: HeaderMap,
+) -> Response {
+    serve(&state, &Method::HEAD, segments, &headers)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn serve(
+    state: &AppState,
+    method: &Method,
+    (source, torch, backend, pin, project, filename): Segments,
+    headers: &HeaderMap,
+) -> Result<Response, FilesError> {
+    let request = BoundRequest::parse(state, &source, &torch, &backend, &pin)
+        .map_err(ApiError::BadRequest)?;
+    let (wheel, metadata) = match filename.strip_suffix(".metadata") {
+        Some(wheel) => (wheel, true),
+        None => (filename.as_str(), false),
+    };
+    let is_wheel = matches!(
+        wheel.parse::<DistFilename>(),
+        Ok(parsed @ DistFilename::Wheel(_)) if normalize_name(parsed.name()) == project
+    );
+    if !is_wheel {
+        return Err(ApiError::NotFound(format!(
+            "`{}` is not a wheel of `{}`",
+            wheel.escape_default(),
+            project.escape_default()
+        ))
+        .into());
+    }
+    let cached = state
+        .index
+        .get(&state.client, &request.page_url)
+        .await
+        .map_err(ApiError::Upstream)?
+        .ok_or_else(|| {
+            ApiError::NotFound(format!(
+                "`{source}` has no page for torch {} {}",
+                request.release, request.backend
+            ))
+        })?;
+    let file = cached.find(wheel).ok_or_else(|| {
+        ApiError::NotFound(format!(
+            "`{source}`'s page for torch {} {} has no file `{wheel}`",
+            request.release, request.backend
+        ))
+    })?;
+    let upstream = upstream_spec(&cached, file);
+    let derivation = state
+        .derivations
+        .get(&state.client, &upstream, wheel, &[requirement(&request.pin)])
+        .await
+        .map_err(|err| {
+            tracing::warn!(file = wheel, error = %crate::error_chain::source_chain(&err), "cannot derive a bound wheel");
+            ApiError::NotFound(format!(
+                "`{wheel}` cannot be served with its torch pin: {err}"
+            ))
+        })?;
+    if metadata {
+        return Ok(metadata_response(method, headers, &derivation.metadata));
+    }
+    respond(
+        &state.files,
+        &state.client,
+        &derivation.spec,
+        state.config.offline,
+        method,
+        headers,
+    )
+    .await
+    .map_err(|source| FilesError::Cache {
+        filename: wheel.to_string(),
+        source,
+    })
+}
+
+/// The derived `.metadata` file, from memory: a few kilobytes, planned with the wheel.
+fn metadata_response(method: &Method, headers: &HeaderMap, bytes: &bytes::Bytes) -> Response {
+    let etag = format!("\"{}\"", hex::encode(Sha256::digest(bytes)));
+    let held = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|value| value.split(',').any(|tag| tag.trim() == etag));
+    let builder = Response::builder()
+        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .header(header::CACHE_CONTROL, CACHE_CONTROL)
+        .header(
+            header::ETAG,
+            HeaderValue::from_str(&etag).expect("hex in quotes"),
+        );
+    if held {
+        return builder
+            .status(StatusCode::NOT_MODIFIED)
+            .body(Body::empty())
+            .expect("valid response");
+    }
+    let builder = builder
+        .status(StatusCode::OK)
+        .header(header::CONTENT_LENGTH, bytes.len());
+    let body = if *method == Method::HEAD {
+        Body::empty()
+    } else {
+        Body::from(bytes.clone())
+    };
+    builder.body(body).expect("valid response")
+}
