@@ -50,12 +50,49 @@ pub enum DeriveError {
     Zip { file: String, problem: String },
 }
 
+/// What a derived wheel changes in its core metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// `Requires-Dist` lines added (a torch pin: `torch==2.10.*`).
+    AddRequirements(Vec<String>),
+    /// Every PEP 817 `variant_label` marker decided for this label (which installers other
+    /// than variant-aware ones cannot parse).
+    DecideVariantLabel(String),
+}
+
+impl Change {
+    /// The new `METADATA` from the upstream's.
+    pub fn apply(&self, metadata: &[u8]) -> Vec<u8> {
+        match self {
+            Change::AddRequirements(requirements) => {
+                metadata::with_requirements(metadata, requirements)
+            }
+            Change::DecideVariantLabel(label) => {
+                wheelgate_resolver::variants::decide_variant_label(
+                    &String::from_utf8_lossy(metadata),
+                    label,
+                )
+                .into_bytes()
+            }
+        }
+    }
+
+    fn key(&self) -> String {
+        match self {
+            Change::AddRequirements(requirements) => format!("+{}", requirements.join(";")),
+            Change::DecideVariantLabel(label) => format!("variant_label={label}"),
+        }
+    }
+}
+
 /// A derived wheel: its cache spec (the upstream file, spliced) and its `METADATA`.
 #[derive(Debug)]
 pub struct Derivation {
     pub spec: FileSpec,
     /// The derived `METADATA`, served as the file's `.metadata`.
     pub metadata: Bytes,
+    /// Whether the change changed anything: when not, the upstream's file is served as it is.
+    pub changed: bool,
 }
 
 /// Derivations by upstream identity and change.
@@ -63,20 +100,20 @@ pub struct Derivation {
 pub struct Derivations(Mutex<HashMap<String, Arc<Derivation>>>);
 
 impl Derivations {
-    /// The derivation of `upstream` (the wheel `filename`) with `requirements` added, planned
-    /// once and remembered.
+    /// The derivation of `upstream` (the wheel `filename`) with `change`, planned once and
+    /// remembered.
     pub async fn get(
         &self,
         client: &UpstreamClient,
         upstream: &FileSpec,
         filename: &str,
-        requirements: &[String],
+        change: &Change,
     ) -> Result<Arc<Derivation>, DeriveError> {
-        let key = memo_key(upstream, requirements);
+        let key = memo_key(upstream, change);
         if let Some(known) = self.lock().get(&key) {
             return Ok(Arc::clone(known));
         }
-        let derivation = Arc::new(derive(client, upstream, filename, requirements).await?);
+        let derivation = Arc::new(derive(client, upstream, filename, change).await?);
         let mut memo = self.lock();
         if memo.len() >= REMEMBERED {
             memo.clear();
@@ -85,9 +122,9 @@ impl Derivations {
         Ok(derivation)
     }
 
-    /// The derivation of `upstream` with `requirements`, when it was planned already.
-    pub fn known(&self, upstream: &FileSpec, requirements: &[String]) -> Option<Arc<Derivation>> {
-        self.lock().get(&memo_key(upstream, requirements)).cloned()
+    /// The derivation of `upstream` with `change`, when it was planned already.
+    pub fn known(&self, upstream: &FileSpec, change: &Change) -> Option<Arc<Derivation>> {
+        self.lock().get(&memo_key(upstream, change)).cloned()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Derivation>>> {
@@ -97,20 +134,20 @@ impl Derivations {
     }
 }
 
-fn memo_key(upstream: &FileSpec, requirements: &[String]) -> String {
+fn memo_key(upstream: &FileSpec, change: &Change) -> String {
     format!(
         "{} {}",
         upstream.sha256.as_deref().unwrap_or(&upstream.url),
-        requirements.join(";")
+        change.key()
     )
 }
 
-/// Plans the derived wheel of `upstream` with `requirements` added to its metadata.
+/// Plans the derived wheel of `upstream` with `change` made to its metadata.
 pub async fn derive(
     client: &UpstreamClient,
     upstream: &FileSpec,
     filename: &str,
-    requirements: &[String],
+    change: &Change,
 ) -> Result<Derivation, DeriveError> {
     let zip_error = |problem: String| DeriveError::Zip {
         file: filename.to_string(),
@@ -132,7 +169,14 @@ pub async fn derive(
         .ok_or_else(|| zip_error("no top-level `*.dist-info/METADATA`".into()))?
         .to_string();
     let original = reader.member(&entries, &end, &metadata_name).await?;
-    let metadata = metadata::with_requirements(&original, requirements);
+    let metadata = change.apply(&original);
+    if metadata == original {
+        return Ok(Derivation {
+            spec: upstream.clone(),
+            metadata: Bytes::from(metadata),
+            changed: false,
+        });
+    }
     let mut replaced = BTreeMap::new();
     if let Some(record_name) = wheel::dist_info_member(&entries, "RECORD") {
         let record_name = record_name.to_string();
@@ -150,6 +194,7 @@ pub async fn derive(
             ..upstream.clone()
         },
         metadata: Bytes::from(metadata),
+        changed: true,
     })
 }
 

@@ -186,7 +186,11 @@ async fn each_machine_gets_its_variant_under_the_plain_filename() {
             &format!("/files/torch/v/{label}/{plain}"),
             "{machine}"
         );
-        assert_eq!(hash, &sha256(&wheel_bytes(label)));
+        // Served derived once its METADATA is read (`crate::derive`): no hash is listed before,
+        // never the upstream's, which the derived wheel would not match.
+        assert_eq!(hash, "", "{machine}");
+        // These stand-ins are not zips: nothing can be derived, so the upstream's file is
+        // served as it is.
         let (status, body) = get(&format!("{base}{link}")).await;
         assert_eq!(status, 200);
         assert_eq!(body, wheel_bytes(label), "{machine}");

@@ -26,6 +26,7 @@ use wheelgate_resolver::{Backend, Machine, Policy};
 use super::{TorchChoices, torch_pages};
 use crate::cache::files::FileSpec;
 use crate::cache::index::{CachedPage, IndexError};
+use crate::derive::Change;
 use crate::server::state::AppState;
 use crate::sources::template::release_line;
 use crate::sources::{SourceId, UrlTemplate};
@@ -209,7 +210,7 @@ fn listing(
     let upstream = upstream_spec(cached, file);
     let derived = state
         .derivations
-        .known(&upstream, &[requirement(pin)])
+        .known(&upstream, &Change::AddRequirements(vec![requirement(pin)]))
         .and_then(|derivation| state.files.derived_sha256(&derivation.spec));
     let hash_known = derived.is_some();
     let listed = IndexFile {

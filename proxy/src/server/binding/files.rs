@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use wheelgate_resolver::filename::{DistFilename, normalize_name};
 
 use super::by_page::{BoundRequest, requirement, upstream_spec};
+use crate::derive::Change;
 use crate::server::error::ApiError;
 use crate::server::files::{FilesError, respond};
 use crate::server::state::AppState;
@@ -95,7 +96,12 @@ async fn serve(
     let upstream = upstream_spec(&cached, file);
     let derivation = state
         .derivations
-        .get(&state.client, &upstream, wheel, &[requirement(&request.pin)])
+        .get(
+            &state.client,
+            &upstream,
+            wheel,
+            &Change::AddRequirements(vec![requirement(&request.pin)]),
+        )
         .await
         .map_err(|err| {
             tracing::warn!(file = wheel, error = %crate::error_chain::source_chain(&err), "cannot derive a bound wheel");

@@ -27,7 +27,7 @@ use futures_util::TryStreamExt;
 use pep440_rs::Version;
 use tracing::{debug, warn};
 use wheelgate_resolver::filename::{DistFilename, WheelParts};
-use wheelgate_resolver::index::{CoreMetadata, ProjectPage};
+use wheelgate_resolver::index::{CoreMetadata, Hashes, ProjectPage};
 use wheelgate_resolver::select::FileRef;
 use wheelgate_resolver::variants::{
     VariantChoice, VariantsFile, choose_variants, is_valid_label, labelled_filename,
@@ -36,6 +36,7 @@ use wheelgate_resolver::variants::{
 use wheelgate_resolver::{Machine, Policy};
 
 use crate::cache::files::{FileCache, FileSpec};
+use crate::derive::Change;
 use crate::upstream::UpstreamClient;
 
 use super::error::ApiError;
@@ -89,7 +90,7 @@ async fn serve(
             Some(dist) => metadata::decided(state, method, project, dist, label, filename)
                 .await
                 .unwrap_or_else(IntoResponse::into_response),
-            None => super::files::serve(state, method, project, &upstream, headers)
+            None => derived(state, method, project, &upstream, label, headers)
                 .await
                 .unwrap_or_else(IntoResponse::into_response),
         },
@@ -98,6 +99,65 @@ async fn serve(
             err.into_response()
         }
     }
+}
+
+/// The variant wheel `upstream` (its upstream name) as its `.metadata` describes it: derived
+/// with its `variant_label` markers decided, which pip 26.2 and later require (they refuse a
+/// wheel whose METADATA differs from its `.metadata`, and cannot parse the markers). The
+/// upstream's file as it is when the markers change nothing, or when the wheel cannot be read
+/// by ranges (installers other than pip 26.2+ still install it).
+async fn derived(
+    state: &AppState,
+    method: &Method,
+    project: &str,
+    upstream: &str,
+    label: &str,
+    headers: &HeaderMap,
+) -> Result<Response, super::files::FilesError> {
+    let source = super::lookup::find_file(state, project, upstream)
+        .await
+        .map_err(ApiError::Owners)?;
+    let Some(source) = source else {
+        return super::files::serve(state, method, project, upstream, headers).await;
+    };
+    let spec = FileSpec {
+        url: source.url,
+        sha256: source.sha256,
+        size: source.size,
+        splice: None,
+    };
+    let change = Change::DecideVariantLabel(label.to_string());
+    let derivation = if state.config.offline {
+        None
+    } else {
+        match state
+            .derivations
+            .get(&state.client, &spec, upstream, &change)
+            .await
+        {
+            Ok(derivation) => Some(derivation).filter(|d| d.changed),
+            Err(err) => {
+                warn!(file = upstream, error = %crate::error_chain::source_chain(&err), "cannot derive a variant wheel; serving the upstream's (pip 26.2 and later refuse it)");
+                None
+            }
+        }
+    };
+    let Some(derivation) = derivation else {
+        return super::files::serve(state, method, project, upstream, headers).await;
+    };
+    super::files::respond(
+        &state.files,
+        &state.client,
+        &derivation.spec,
+        false,
+        method,
+        headers,
+    )
+    .await
+    .map_err(|source| super::files::FilesError::Cache {
+        filename: upstream.to_string(),
+        source,
+    })
 }
 
 /// The upstream filename (`.metadata` kept) of a plain `filename` served with `label`.
@@ -141,7 +201,8 @@ pub async fn with_variants(
 ) -> ProjectPage {
     if let Some(choice) = choose(state, machine, policy, project, upstream, page_url).await {
         log_choice(project, &choice, upstream);
-        apply(project, upstream, &choice, &mut page);
+        let derived_hash = |index: usize| derived_hash(state, upstream, page_url, &choice, index);
+        apply(project, upstream, &choice, &derived_hash, &mut page);
     }
     page
 }
@@ -261,15 +322,15 @@ pub async fn explain(
                 .await
                 == Some(true)
         {
-            entry.notes.push(PIP_REFUSES_MARKERS.to_string());
+            entry.notes.push(DERIVED_FOR_MARKERS.to_string());
         }
     }
 }
 
 /// What `/explain/` says of a version whose chosen wheel declares requirements with PEP 817
-/// `variant_label` markers (measured through this proxy with pip 24.0 to 26.3 and uv 0.13; see
-/// the README).
-pub const PIP_REFUSES_MARKERS: &str = "the chosen wheel's own METADATA declares requirements with PEP 817 `variant_label` markers: uv installs it, and so does pip up to 26.1.2 (both resolve from the `.metadata` served here, whose markers are decided for this label), but pip 26.2 and newer parse the downloaded wheel's METADATA, cannot read the marker and refuse the wheel (\"invalid metadata\"), with or without --no-deps; the wheel's bytes are the upstream's and are never rewritten, so use uv or pip 26.1.2 for this version";
+/// `variant_label` markers, which pip 26.2 and later refuse in a wheel's own METADATA (measured
+/// through this proxy with pip 24.0 to 26.3 and uv 0.13; see the README).
+pub const DERIVED_FOR_MARKERS: &str = "the chosen wheel's own METADATA declares requirements with PEP 817 `variant_label` markers, which installers cannot parse (pip 26.2 and newer refuse such a wheel): it is served as a derived wheel, the upstream's files with METADATA (and its RECORD line) decided for this label as the served `.metadata` is, so pip and uv install it alike; it is listed without a hash until a download here has computed the derived wheel's sha256";
 
 /// The reasons of `explanation`'s dropped files that are variant files: none for a served
 /// variant (it is on the page, under its plain name), why for every other.
@@ -302,8 +363,44 @@ fn relabel_dropped(explanation: &mut Explanation, upstream: &ProjectPage, choice
     });
 }
 
+/// What the page may say of the served wheel picked at `index`: `Some(Some(hash))` its
+/// derived wheel's sha256, `Some(None)` the upstream file unchanged (hashes and size kept);
+/// `None` while unknown (listed without a hash or size, never a wrong one).
+type DerivedHash<'a> = dyn Fn(usize) -> Option<Option<String>> + 'a;
+
+/// [`DerivedHash`] from the derivations planned so far.
+fn derived_hash(
+    state: &AppState,
+    upstream: &ProjectPage,
+    page_url: &str,
+    choice: &VariantChoice,
+    index: usize,
+) -> Option<Option<String>> {
+    let pick = choice.picks().find(|pick| pick.index == index)?;
+    let file = upstream.files.get(index)?;
+    let spec = FileSpec {
+        url: upstream.file_url(file, page_url),
+        sha256: file.sha256().map(str::to_ascii_lowercase),
+        size: file.size,
+        splice: None,
+    };
+    let derivation = state
+        .derivations
+        .known(&spec, &Change::DecideVariantLabel(pick.label.clone()))?;
+    if !derivation.changed {
+        return Some(None);
+    }
+    state.files.derived_sha256(&derivation.spec).map(Some)
+}
+
 /// Adds the picks of `choice` to `page` (see [`with_variants`]).
-fn apply(project: &str, upstream: &ProjectPage, choice: &VariantChoice, page: &mut ProjectPage) {
+fn apply(
+    project: &str,
+    upstream: &ProjectPage,
+    choice: &VariantChoice,
+    derived_hash: &DerivedHash<'_>,
+    page: &mut ProjectPage,
+) {
     let shadowed: BTreeSet<TagKey> = choice
         .picks()
         .filter_map(|pick| tag_key(&pick.filename))
@@ -326,6 +423,20 @@ fn apply(project: &str, upstream: &ProjectPage, choice: &VariantChoice, page: &m
         // Served with its `variant_label` markers decided: no longer the upstream's bytes.
         if file.core_metadata.is_present() {
             file.core_metadata = CoreMetadata::Present;
+        }
+        // And so is the wheel (derived, `crate::derive`), once its METADATA has such markers.
+        match derived_hash(pick.index) {
+            Some(None) => {}
+            Some(Some(sha256)) => {
+                file.hashes = Hashes::from([("sha256".to_string(), sha256)]);
+                file.size = None;
+                file.provenance = None;
+            }
+            None => {
+                file.hashes = Hashes::new();
+                file.size = None;
+                file.provenance = None;
+            }
         }
         // Project names and labels hold only `[a-z0-9-]` and `[0-9a-z_.]`: nothing to encode.
         file.url = file_link(&format!("{project}/v/{}", pick.label), &pick.filename);
@@ -474,7 +585,8 @@ mod tests {
             }],
             skipped: Vec::new(),
         };
-        apply("torch", &upstream, &choice, &mut page);
+        // The wheel's METADATA was read and needs no change: the upstream's file, hash and all.
+        apply("torch", &upstream, &choice, &|_| Some(None), &mut page);
         let names: Vec<(&str, &str)> = page
             .files
             .iter()
@@ -496,5 +608,22 @@ mod tests {
         assert_eq!(page.files[1].sha256(), Some("aa"));
         assert!(page.files[1].core_metadata.is_present());
         assert_eq!(page.versions, ["2.8.0", "2.9.0"]);
+
+        // Derived (its METADATA has markers): its own hash once known, none before.
+        let mut derived = upstream.clone();
+        derived.files.remove(0);
+        apply(
+            "torch",
+            &upstream,
+            &choice,
+            &|_| Some(Some("dd".into())),
+            &mut derived,
+        );
+        assert_eq!(derived.files[1].sha256(), Some("dd"));
+        let mut unknown = upstream.clone();
+        unknown.files.remove(0);
+        apply("torch", &upstream, &choice, &|_| None, &mut unknown);
+        assert!(unknown.files[1].hashes.is_empty());
+        assert_eq!(unknown.files[1].size, None);
     }
 }

@@ -13,7 +13,7 @@ use super::super::offline::offered;
 use super::super::state::AppState;
 use super::super::status::escape;
 use super::metadata::has_variant_label_markers;
-use super::{PIP_REFUSES_MARKERS, read_variants_files};
+use super::{DERIVED_FOR_MARKERS, read_variants_files};
 
 /// The projects the block covers: torch's release train, as the status page's builds table.
 const PROJECTS: [&str; 3] = ["torch", "torchvision", "torchaudio"];
@@ -59,7 +59,7 @@ pub async fn section(state: &AppState) -> String {
             && has_variant_label_markers(state, &page, &cached.url, first.index, true).await
                 == Some(true)
         {
-            let _ = write!(reasons, "<li>{}</li>", escape(PIP_REFUSES_MARKERS));
+            let _ = write!(reasons, "<li>{}</li>", escape(DERIVED_FOR_MARKERS));
         }
         for (label, why) in &version.rejected {
             let _ = write!(
