@@ -363,10 +363,19 @@ fn relabel_dropped(explanation: &mut Explanation, upstream: &ProjectPage, choice
     });
 }
 
-/// What the page may say of the served wheel picked at `index`: `Some(Some(hash))` its
-/// derived wheel's sha256, `Some(None)` the upstream file unchanged (hashes and size kept);
-/// `None` while unknown (listed without a hash or size, never a wrong one).
-type DerivedHash<'a> = dyn Fn(usize) -> Option<Option<String>> + 'a;
+/// What the page may say of a served variant wheel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Served {
+    /// The upstream's file, unchanged: its hashes and size are listed.
+    Upstream,
+    /// A derived wheel whose sha256 is known.
+    Derived(String),
+    /// Not known yet: listed without a hash or size, never a wrong one.
+    Unknown,
+}
+
+/// [`Served`] of the wheel picked at an index of the upstream page.
+type DerivedHash<'a> = dyn Fn(usize) -> Served + 'a;
 
 /// [`DerivedHash`] from the derivations planned so far.
 fn derived_hash(
@@ -375,22 +384,32 @@ fn derived_hash(
     page_url: &str,
     choice: &VariantChoice,
     index: usize,
-) -> Option<Option<String>> {
-    let pick = choice.picks().find(|pick| pick.index == index)?;
-    let file = upstream.files.get(index)?;
+) -> Served {
+    let Some(pick) = choice.picks().find(|pick| pick.index == index) else {
+        return Served::Unknown;
+    };
+    let Some(file) = upstream.files.get(index) else {
+        return Served::Unknown;
+    };
     let spec = FileSpec {
         url: upstream.file_url(file, page_url),
         sha256: file.sha256().map(str::to_ascii_lowercase),
         size: file.size,
         splice: None,
     };
-    let derivation = state
+    let Some(derivation) = state
         .derivations
-        .known(&spec, &Change::DecideVariantLabel(pick.label.clone()))?;
+        .known(&spec, &Change::DecideVariantLabel(pick.label.clone()))
+    else {
+        return Served::Unknown;
+    };
     if !derivation.changed {
-        return Some(None);
+        return Served::Upstream;
     }
-    state.files.derived_sha256(&derivation.spec).map(Some)
+    state
+        .files
+        .derived_sha256(&derivation.spec)
+        .map_or(Served::Unknown, Served::Derived)
 }
 
 /// Adds the picks of `choice` to `page` (see [`with_variants`]).
@@ -426,13 +445,13 @@ fn apply(
         }
         // And so is the wheel (derived, `crate::derive`), once its METADATA has such markers.
         match derived_hash(pick.index) {
-            Some(None) => {}
-            Some(Some(sha256)) => {
+            Served::Upstream => {}
+            Served::Derived(sha256) => {
                 file.hashes = Hashes::from([("sha256".to_string(), sha256)]);
                 file.size = None;
                 file.provenance = None;
             }
-            None => {
+            Served::Unknown => {
                 file.hashes = Hashes::new();
                 file.size = None;
                 file.provenance = None;
@@ -586,7 +605,13 @@ mod tests {
             skipped: Vec::new(),
         };
         // The wheel's METADATA was read and needs no change: the upstream's file, hash and all.
-        apply("torch", &upstream, &choice, &|_| Some(None), &mut page);
+        apply(
+            "torch",
+            &upstream,
+            &choice,
+            &|_| Served::Upstream,
+            &mut page,
+        );
         let names: Vec<(&str, &str)> = page
             .files
             .iter()
@@ -616,13 +641,19 @@ mod tests {
             "torch",
             &upstream,
             &choice,
-            &|_| Some(Some("dd".into())),
+            &|_| Served::Derived("dd".into()),
             &mut derived,
         );
         assert_eq!(derived.files[1].sha256(), Some("dd"));
         let mut unknown = upstream.clone();
         unknown.files.remove(0);
-        apply("torch", &upstream, &choice, &|_| None, &mut unknown);
+        apply(
+            "torch",
+            &upstream,
+            &choice,
+            &|_| Served::Unknown,
+            &mut unknown,
+        );
         assert!(unknown.files[1].hashes.is_empty());
         assert_eq!(unknown.files[1].size, None);
     }
