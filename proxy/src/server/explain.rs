@@ -216,6 +216,41 @@ async fn explain_response(
     check_project_name(&project, raw)?;
     let json = wants_json(headers, query)?;
     let (machine, policy) = machine_and_policy(state, target, headers);
+    let owners = state.sources.per_build_owners(&project);
+    let explanation = if owners.is_empty() {
+        explain_pages(state, (&machine, &policy), (base, &project), client).await?
+    } else {
+        let bound = super::binding::by_page::page(state, &machine, &policy, &project, &owners)
+            .await?
+            .ok_or_else(|| ApiError::no_such_project(state, &project))?;
+        bound_explanation(&machine, &policy, (base, &project), &bound, client)
+    };
+    let mut response = if json {
+        let body = serde_json::to_string_pretty(&explanation)
+            .map_err(|err| ApiError::BadRequest(format!("cannot encode the explanation: {err}")))?;
+        ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+    } else {
+        (
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            render_html(&explanation),
+        )
+            .into_response()
+    };
+    let out = response.headers_mut();
+    out.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    out.insert(header::VARY, HeaderValue::from_static("Accept, User-Agent"));
+    Ok(response)
+}
+
+/// The explanation of a project served from its sources' project pages.
+async fn explain_pages(
+    state: &AppState,
+    (machine, policy): (&Machine, &Policy),
+    (base, project): (&str, &str),
+    client: Option<ClientReport>,
+) -> Result<Explanation, ApiError> {
+    let project = project.to_string();
+    let machine = std::borrow::Cow::Borrowed(machine);
     let pages = project_page(state, &project, policy.pinned.as_ref())
         .await?
         .ok_or_else(|| ApiError::no_such_project(state, &project))?;
@@ -254,7 +289,7 @@ async fn explain_response(
         let (versions, dropped) = explain_selection(
             state,
             &machine,
-            &policy,
+            policy,
             &project,
             &page,
             merged.base_url(),
@@ -266,7 +301,7 @@ async fn explain_response(
         super::variants::explain(
             state,
             &machine,
-            &policy,
+            policy,
             &page,
             merged.base_url(),
             &mut explanation,
@@ -279,21 +314,86 @@ async fn explain_response(
             filename,
             reason: super::offline::NOT_MIRRORED.to_string(),
         }));
-    let mut response = if json {
-        let body = serde_json::to_string_pretty(&explanation)
-            .map_err(|err| ApiError::BadRequest(format!("cannot encode the explanation: {err}")))?;
-        ([(header::CONTENT_TYPE, "application/json")], body).into_response()
-    } else {
-        (
-            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-            render_html(&explanation),
-        )
-            .into_response()
-    };
-    let out = response.headers_mut();
-    out.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    out.insert(header::VARY, HeaderValue::from_static("Accept, User-Agent"));
-    Ok(response)
+    Ok(explanation)
+}
+
+/// The explanation of a project served from per-build pages (`binding/by_page.rs`): each page
+/// asked for as a source, and per version its files with the torch build they are bound to.
+fn bound_explanation(
+    machine: &Machine,
+    policy: &Policy,
+    (base, project): (&str, &str),
+    bound: &super::binding::by_page::BoundPage,
+    client: Option<ClientReport>,
+) -> Explanation {
+    let mut versions: std::collections::BTreeMap<String, VersionExplanation> =
+        std::collections::BTreeMap::new();
+    for binding in &bound.bindings {
+        let version = binding
+            .filename
+            .parse::<wheelgate_resolver::filename::DistFilename>()
+            .map(|parsed| parsed.version().to_string())
+            .unwrap_or_default();
+        let entry = versions
+            .entry(version.clone())
+            .or_insert_with(|| VersionExplanation {
+                version,
+                chosen: Some(binding.backend.to_string()),
+                kept: Vec::new(),
+                builds: Vec::new(),
+                notes: Vec::new(),
+            });
+        entry.kept.push(binding.filename.clone());
+        let note = format!(
+            "bound by page: listed for torch {} {}, which gets {} on this machine; served with `Requires-Dist: torch{}` added to its core metadata (its `.metadata` and a derived wheel)",
+            binding.release, binding.backend, binding.backend, binding.pin
+        );
+        if !entry.notes.contains(&note) {
+            entry.notes.push(note);
+        }
+    }
+    let first_url = bound
+        .reports
+        .first()
+        .map(|r| r.url.clone())
+        .unwrap_or_default();
+    Explanation {
+        project: project.to_string(),
+        machine: describe_machine(machine),
+        machine_detail: machine.clone(),
+        policy: policy.clone(),
+        simple_url: format!("{base}/simple/{project}/"),
+        upstream_url: first_url,
+        sources: bound
+            .reports
+            .iter()
+            .map(|report| SourceReport {
+                name: report.source.clone(),
+                url: report.url.clone(),
+                files: report.files,
+                error: report.error.clone(),
+            })
+            .collect(),
+        file_sources: bound
+            .bindings
+            .iter()
+            .map(|b| {
+                (
+                    b.filename.clone(),
+                    bound
+                        .reports
+                        .first()
+                        .map(|r| r.source.clone())
+                        .unwrap_or_default(),
+                )
+            })
+            .collect(),
+        selected: true,
+        // Newest first, as for every project.
+        versions: versions.into_values().rev().collect(),
+        dropped: Vec::new(),
+        client,
+    }
 }
 
 /// Each version's verdicts and the files dropped for other reasons than their backend, as the

@@ -263,6 +263,42 @@ async fn only_the_pages_of_the_machines_builds_are_fetched() {
         "{again}"
     );
 
+    // `/explain/` names each page asked for and each binding.
+    let explain = reqwest::get(format!("{base}/explain/torch-scatter/?format=json"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let explain: serde_json::Value = serde_json::from_str(&explain).unwrap();
+    let version = &explain["versions"][0];
+    assert_eq!(version["version"], "2.1.2+pt28cu129", "{explain}");
+    assert_eq!(version["chosen"], "cu129", "{explain}");
+    let notes = version["notes"].to_string();
+    assert!(
+        notes.contains("bound by page") && notes.contains("torch==2.8.*"),
+        "{notes}"
+    );
+    let pages: Vec<(String, u64)> = explain["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let url = s["url"].as_str().unwrap();
+            (
+                url[url.rfind('/').unwrap()..].to_string(),
+                s["files"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        pages,
+        [
+            ("/torch-2.9.0+cu129.html".to_string(), 0),
+            ("/torch-2.8.0+cu129.html".to_string(), 1)
+        ]
+    );
+
     // A pin or torch a page would never list is refused, never derived.
     for path in [
         "/bound/pyg/2.8.0/cu129/%3E%3D1/torch-scatter/x-1-py3-none-any.whl",

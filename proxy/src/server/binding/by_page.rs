@@ -47,8 +47,33 @@ pub struct BoundPage {
     pub pages_asked: usize,
     /// Whether everything is final: every page answered and every derived hash known.
     pub complete: bool,
-    /// What was done, for `/explain/`: per page, its build and what it gave.
-    pub notes: Vec<String>,
+    /// Each page asked for, for `/explain/`.
+    pub reports: Vec<PageReport>,
+    /// Each file listed, with what it is bound to.
+    pub bindings: Vec<Binding>,
+}
+
+/// One template page asked for.
+#[derive(Debug, Clone)]
+pub struct PageReport {
+    pub source: String,
+    /// Credentials redacted.
+    pub url: String,
+    /// The files of the project it lists (0 for a 404: no build).
+    pub files: usize,
+    /// Why its builds are missing, when it failed.
+    pub error: Option<String>,
+}
+
+/// One listed file and what it is bound to.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    pub filename: String,
+    /// The torch release whose page lists it, and the build.
+    pub release: Version,
+    pub backend: Backend,
+    /// The specifiers added to its core metadata (`==2.10.*,!=2.10.1`).
+    pub pin: String,
 }
 
 /// One template page to read: for torch `release`'s build `backend` on `source`.
@@ -73,23 +98,7 @@ pub async fn page(
     };
     let torch = TorchChoices::of(state, machine, policy, Some(&torch_pages));
     let (torch_key, torch_generation) = torch_pages.key();
-    // Newest torch first, so a file listed for several releases is bound to the newest.
-    let mut wanted: BTreeMap<String, Wanted> = BTreeMap::new();
-    let mut order: Vec<String> = Vec::new();
-    for &source in owners {
-        let template = template_of(state, source);
-        for (release, backend) in torch.chosen.iter().rev() {
-            let url = template.fill(release, backend);
-            if let std::collections::btree_map::Entry::Vacant(entry) = wanted.entry(url) {
-                order.push(entry.key().clone());
-                entry.insert(Wanted {
-                    source,
-                    release: release.clone().without_local(),
-                    backend: backend.clone(),
-                });
-            }
-        }
-    }
+    let (wanted, order) = wanted_pages(state, &torch, owners);
     let answers = join_all(
         order
             .iter()
@@ -99,25 +108,29 @@ pub async fn page(
     let mut generations = vec![torch_generation];
     let mut key = format!("bound to {torch_key}");
     let mut complete = true;
-    let mut notes = Vec::new();
+    let mut reports = Vec::new();
+    let mut bindings = Vec::new();
     let mut seen = HashSet::new();
     let mut files = Vec::new();
     for (url, answer) in order.iter().zip(answers) {
         let want = &wanted[url];
-        let build = format!("torch {} {}", want.release, want.backend);
+        let mut report = PageReport {
+            source: state.sources.get(want.source).name.clone(),
+            url: crate::upstream::redact(url),
+            files: 0,
+            error: None,
+        };
         let cached = match answer {
             Ok(Some(cached)) => cached,
             Ok(None) => {
-                notes.push(format!("{build}: no page (404), so no build"));
+                reports.push(report);
                 continue;
             }
             Err(error) => {
                 complete = false;
-                notes.push(format!(
-                    "{build}: the page failed ({}), so its builds are missing",
-                    crate::error_chain::source_chain(&error)
-                ));
+                report.error = Some(crate::error_chain::source_chain(&error));
                 log_failure(url, &error);
+                reports.push(report);
                 continue;
             }
         };
@@ -132,11 +145,15 @@ pub async fn page(
             let (listed, hash_known) = listing(state, &cached, file, want, &pin, project);
             complete &= hash_known;
             files.push(listed);
+            bindings.push(Binding {
+                filename: file.filename.clone(),
+                release: want.release.clone(),
+                backend: want.backend.clone(),
+                pin: pin.clone(),
+            });
         }
-        notes.push(format!(
-            "{build}: {} files, bound to torch{pin}",
-            files.len() - before
-        ));
+        report.files = files.len() - before;
+        reports.push(report);
     }
     let mut versions: Vec<Version> = files
         .iter()
@@ -158,8 +175,36 @@ pub async fn page(
         generation: crate::sources::pages::combine(&generations),
         pages_asked: order.len(),
         complete,
-        notes,
+        reports,
+        bindings,
     }))
+}
+
+/// The template pages that can matter, by URL, and their URLs in the order to read them: per
+/// owner, per torch release (newest first, so a file listed for several releases is bound to
+/// the newest), the page of the build torch gets here.
+fn wanted_pages(
+    state: &AppState,
+    torch: &TorchChoices,
+    owners: &[SourceId],
+) -> (BTreeMap<String, Wanted>, Vec<String>) {
+    let mut wanted: BTreeMap<String, Wanted> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for &source in owners {
+        let template = template_of(state, source);
+        for (release, backend) in torch.chosen.iter().rev() {
+            let url = template.fill(release, backend);
+            if let std::collections::btree_map::Entry::Vacant(entry) = wanted.entry(url) {
+                order.push(entry.key().clone());
+                entry.insert(Wanted {
+                    source,
+                    release: release.clone().without_local(),
+                    backend: backend.clone(),
+                });
+            }
+        }
+    }
+    (wanted, order)
 }
 
 fn log_failure(url: &str, error: &IndexError) {
