@@ -262,7 +262,16 @@ async fn only_the_pages_of_the_machines_builds_are_fetched() {
         wheelgate_e2e::wheels::sha256_hex(&wheel),
         "{again}"
     );
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_names_each_page_and_binding_and_foreign_links_are_refused() {
+    let upstreams = Upstreams::start().await;
+    let pytorch = pytorch_index().await;
+    let pypi = SimpleIndex::start(Vec::new()).await;
+    let pyg = pyg_host().await;
+    let proxy = proxy_for(&upstreams, &pytorch, &pypi, &pyg, H100_DRIVER_570).await;
+    let base = proxy.base();
     // `/explain/` names each page asked for and each binding.
     let explain = reqwest::get(format!("{base}/explain/torch-scatter/?format=json"))
         .await
