@@ -73,12 +73,40 @@ struct WriteState {
     /// The upstream's bytes, checked against the page's sha256.
     input: Sha256,
     /// The written bytes, when they differ from the input (a splice): the derived file's hash.
+    /// Forked from `input` where the identical prefix ends, so the bytes both share (nearly all
+    /// of a derived wheel) are hashed once.
     output: Option<Sha256>,
+    /// Whether the output is spliced (its own hash is wanted).
+    spliced: bool,
+    /// The output's first bytes that are the input's own ([`Splicer::identical_prefix`]).
+    prefix: u64,
     splicer: Option<Splicer>,
     /// Input bytes consumed.
     read: u64,
     /// Bytes written to the `*.part` file.
     written: u64,
+}
+
+impl WriteState {
+    /// Hashes input bytes `data` (read from `self.read` on), forking the output's hash where
+    /// the identical prefix ends.
+    fn hash_input(&mut self, data: &[u8]) {
+        if !self.spliced || self.output.is_some() {
+            self.input.update(data);
+            return;
+        }
+        let end = self.read + len_u64(data.len());
+        if end < self.prefix {
+            self.input.update(data);
+            return;
+        }
+        let cut = usize::try_from(self.prefix.saturating_sub(self.read))
+            .unwrap_or(usize::MAX)
+            .min(data.len());
+        self.input.update(&data[..cut]);
+        self.output = Some(self.input.clone());
+        self.input.update(&data[cut..]);
+    }
 }
 
 /// Everything the download task owns.
@@ -265,7 +293,9 @@ impl Download {
 
         let mut state = WriteState {
             input: Sha256::new(),
-            output: self.spec.splice.as_ref().map(|_| Sha256::new()),
+            output: None,
+            prefix: 0,
+            spliced: self.spec.splice.is_some(),
             splicer: self
                 .spec
                 .splice
@@ -274,6 +304,7 @@ impl Download {
             read: 0,
             written: 0,
         };
+        state.prefix = state.splicer.as_ref().map_or(0, Splicer::identical_prefix);
         let mut pending: Vec<u8> = Vec::with_capacity(WRITE_CHUNK);
         loop {
             match body.next().await {
@@ -370,7 +401,7 @@ impl Download {
         let data = std::mem::replace(pending, Vec::with_capacity(WRITE_CHUNK));
         let file = Arc::clone(&self.file);
         let result = tokio::task::spawn_blocking(move || {
-            state.input.update(&data);
+            state.hash_input(&data);
             let input_len = len_u64(data.len());
             let out = match &mut state.splicer {
                 Some(splicer) => {
@@ -385,7 +416,10 @@ impl Download {
             };
             state.read += input_len;
             if let Some(output) = &mut state.output {
-                output.update(&out);
+                // Output bytes before the identical prefix's end are the input's, hashed as such.
+                let skip = state.prefix.saturating_sub(state.written);
+                let skip = usize::try_from(skip).unwrap_or(usize::MAX).min(out.len());
+                output.update(&out[skip..]);
             }
             write_all_at(&file, &out, state.written)?;
             state.written += len_u64(out.len());

@@ -67,6 +67,15 @@ impl Splicer {
         Splicer { segments, at: 0 }
     }
 
+    /// How many bytes the output starts with that are the input's own first bytes (a derived
+    /// wheel: everything up to its first replaced member), so one hash covers both up to there.
+    pub fn identical_prefix(&self) -> u64 {
+        match self.segments.first() {
+            Some(Segment::Copy(range)) if range.start == 0 => range.end,
+            _ => 0,
+        }
+    }
+
     /// Appends to `out` what the input bytes `chunk`, starting at input offset `offset`, give.
     pub fn feed(&mut self, offset: u64, chunk: &[u8], out: &mut Vec<u8>) {
         let end = offset + u64::try_from(chunk.len()).expect("a chunk length fits in u64");
