@@ -22,6 +22,8 @@ pub struct WheelSpec {
     pub requires: Vec<String>,
     /// `Requires-Python`, if any.
     pub requires_python: Option<String>,
+    /// `Provides-Extra` lines (`device-gfx942`).
+    pub provides_extra: Vec<String>,
     /// More files in `*.dist-info/` (a variant wheel's `variant.json`), by name.
     pub dist_info_files: Vec<(String, String)>,
 }
@@ -48,6 +50,7 @@ impl WheelSpec {
             tags: tags.to_string(),
             requires: Vec::new(),
             requires_python: None,
+            provides_extra: Vec::new(),
             dist_info_files: Vec::new(),
         }
     }
@@ -55,6 +58,13 @@ impl WheelSpec {
     #[must_use]
     pub fn requires(mut self, requirement: &str) -> Self {
         self.requires.push(requirement.to_string());
+        self
+    }
+
+    /// Declares the extra `name` (its requirements are `requires` lines with `extra == "name"`).
+    #[must_use]
+    pub fn provides_extra(mut self, name: &str) -> Self {
+        self.provides_extra.push(name.to_string());
         self
     }
 
@@ -86,6 +96,9 @@ impl WheelSpec {
         );
         if let Some(python) = &self.requires_python {
             let _ = writeln!(text, "Requires-Python: {python}");
+        }
+        for extra in &self.provides_extra {
+            let _ = writeln!(text, "Provides-Extra: {extra}");
         }
         for requirement in &self.requires {
             let _ = writeln!(text, "Requires-Dist: {requirement}");

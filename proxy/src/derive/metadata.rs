@@ -37,6 +37,80 @@ pub fn with_requirements(metadata: &[u8], requirements: &[String]) -> Vec<u8> {
     out
 }
 
+/// `metadata` with every `Requires-Dist` that applies only under one of `extras` (`...; extra ==
+/// "device-gfx942"`) made unconditional: the marker dropped where it is that comparison alone,
+/// the comparison replaced by one that always holds where it is part of a larger marker. A
+/// machine whose GPU needs a device package (AMD's multi-arch ROCm torch) then gets it from a
+/// plain `pip install torch`.
+///
+/// ```text
+/// Provides-Extra: device-gfx942
+/// Requires-Dist: amd-torch-device-gfx942==2.10.0; extra == "device-gfx942"
+/// ```
+pub fn with_extras_required(metadata: &[u8], extras: &[String]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(metadata);
+    let end = header_end(metadata);
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let in_headers = at < end;
+        at += line.len();
+        let body = line.trim_end_matches(['\r', '\n']);
+        let ending = &line[body.len()..];
+        let is_requirement = body
+            .get(..14)
+            .is_some_and(|head| head.eq_ignore_ascii_case("requires-dist:"));
+        let Some((requirement, marker)) = body
+            .split_once(';')
+            .filter(|_| in_headers && is_requirement)
+        else {
+            out.push_str(line);
+            continue;
+        };
+        match required_marker(marker, extras) {
+            Required::Always => out.push_str(requirement.trim_end()),
+            Required::Within(rest) => {
+                out.push_str(requirement);
+                out.push(';');
+                out.push_str(&rest);
+            }
+            Required::Untouched => out.push_str(body),
+        }
+        out.push_str(ending);
+    }
+    out.into_bytes()
+}
+
+/// A requirement's marker once its comparison to a required extra holds.
+enum Required {
+    /// The marker was that comparison: the requirement is unconditional.
+    Always,
+    /// The comparison was part of this larger marker, where it now always holds.
+    Within(String),
+    /// It names none of the extras.
+    Untouched,
+}
+
+/// `marker` with its comparison to one of `extras` made to hold.
+fn required_marker(marker: &str, extras: &[String]) -> Required {
+    for extra in extras {
+        for quote in ['"', '\''] {
+            let comparison = format!("extra == {quote}{extra}{quote}");
+            let compact: String = marker.split_whitespace().collect::<Vec<_>>().join(" ");
+            if compact == comparison {
+                return Required::Always;
+            }
+            if compact.contains(&comparison) {
+                return Required::Within(format!(
+                    " {}",
+                    compact.replace(&comparison, "python_version >= \"0\"")
+                ));
+            }
+        }
+    }
+    Required::Untouched
+}
+
 /// Where the header section ends: the start of the first empty line, else the end.
 fn header_end(metadata: &[u8]) -> usize {
     let mut at = 0;
@@ -65,6 +139,16 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "Metadata-Version: 2.1\nName: torch_scatter\nVersion: 2.1.2+pt210cu128\nRequires-Dist: torch==2.10.*\n\nScatter ops\n\nMore text\n"
+        );
+    }
+
+    #[test]
+    fn the_machines_device_extras_become_unconditional() {
+        let metadata = b"Metadata-Version: 2.1\nName: torch\nProvides-Extra: device-gfx942\nProvides-Extra: device-gfx90a\nRequires-Dist: filelock\nRequires-Dist: amd-torch-device-gfx942==2.10.0; extra == \"device-gfx942\"\nRequires-Dist: amd-torch-device-gfx90a==2.10.0; extra == 'device-gfx90a'\nRequires-Dist: rocm-sdk-devel; extra == \"device-gfx942\" and platform_system == \"Linux\"\n\nRequires-Dist: in the description; extra == \"device-gfx942\"\n";
+        let out = with_extras_required(metadata, &["device-gfx942".to_string()]);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "Metadata-Version: 2.1\nName: torch\nProvides-Extra: device-gfx942\nProvides-Extra: device-gfx90a\nRequires-Dist: filelock\nRequires-Dist: amd-torch-device-gfx942==2.10.0\nRequires-Dist: amd-torch-device-gfx90a==2.10.0; extra == 'device-gfx90a'\nRequires-Dist: rocm-sdk-devel; python_version >= \"0\" and platform_system == \"Linux\"\n\nRequires-Dist: in the description; extra == \"device-gfx942\"\n"
         );
     }
 

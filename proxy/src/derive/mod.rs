@@ -58,6 +58,8 @@ pub enum Change {
     /// Every PEP 817 `variant_label` marker decided for this label (which installers other
     /// than variant-aware ones cannot parse).
     DecideVariantLabel(String),
+    /// The requirements behind these extras (`device-gfx942`) made unconditional.
+    RequireExtras(Vec<String>),
 }
 
 impl Change {
@@ -74,6 +76,7 @@ impl Change {
                 )
                 .into_bytes()
             }
+            Change::RequireExtras(extras) => metadata::with_extras_required(metadata, extras),
         }
     }
 
@@ -81,6 +84,7 @@ impl Change {
         match self {
             Change::AddRequirements(requirements) => format!("+{}", requirements.join(";")),
             Change::DecideVariantLabel(label) => format!("variant_label={label}"),
+            Change::RequireExtras(extras) => format!("extras={}", extras.join("+")),
         }
     }
 }

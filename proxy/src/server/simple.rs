@@ -593,13 +593,25 @@ async fn rewritten(
     // The common case, selected from the pages where they lie: no copy of a merged page.
     if select && torch.is_none() && !state.config.offline && !lists_variants(&refs) {
         let selection = select_page(state.catalog, machine, policy, project, &refs);
-        let page = rewrite_selected_files(
+        let mut page = rewrite_selected_files(
             project,
             &merged.files,
             merged.first(),
             &merged.origins,
             &selection,
         );
+        if !binding::extras::machine_extras(machine).is_empty() {
+            let whole = merged.page();
+            binding::extras::apply(
+                state,
+                machine,
+                project,
+                &whole,
+                merged.base_url(),
+                &mut page,
+            )
+            .await;
+        }
         return (!page.files.is_empty() || pages.failed.is_empty()).then_some((page, true));
     }
     drop(refs);
@@ -644,6 +656,15 @@ async fn rewritten(
             &offered,
             merged.base_url(),
             page,
+        )
+        .await;
+        binding::extras::apply(
+            state,
+            machine,
+            project,
+            &offered,
+            merged.base_url(),
+            &mut page,
         )
         .await;
     }

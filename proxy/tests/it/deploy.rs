@@ -304,6 +304,23 @@ fn every_config_under_deploy_parses_as_serve_config() {
     assert_eq!(owners("acme-utils"), ["internal"]);
     assert_eq!(owners("acme-vision"), ["internal", "vision-team"]);
     assert_eq!(owners("numpy"), ["pypi"]);
+    // The presets: per-build pages for PyG and mmcv, AMD's index beside the PyTorch index.
+    let presets = ServeConfig::from_file(&deploy_dir().join("presets.toml")).unwrap();
+    let presets = presets.sources().unwrap();
+    let kind = |name: &str| presets.by_name(name).unwrap().1.kind;
+    assert_eq!(kind("pyg"), wheelgate::sources::SourceKind::PerBuild);
+    assert_eq!(kind("openmmlab"), wheelgate::sources::SourceKind::PerBuild);
+    assert_eq!(kind("amd"), wheelgate::sources::SourceKind::Index);
+    let owner_names = |project: &str| -> Vec<String> {
+        presets
+            .owners(project)
+            .into_iter()
+            .map(|id| presets.get(id).name.clone())
+            .collect()
+    };
+    assert_eq!(owner_names("torch-scatter"), ["pyg"]);
+    assert_eq!(owner_names("torch"), ["pytorch", "amd", "pypi"]);
+    assert_eq!(owner_names("amd-torch-device-gfx942"), ["amd"]);
     let (_, configmap_toml) = k8s_config();
     let config = parse_config(&configmap_toml, "the ConfigMap's wheelgate.toml");
     assert!(config.machine.is_some(), "a pod has no GPU to probe");
@@ -826,8 +843,17 @@ fn commented_company_examples_work_uncommented_and_match_the_readme() {
         (&theirs.token, &theirs.headers, &theirs.ca_bundle)
     );
 
-    // The README's sources example is a valid configuration, checked as `serve` checks it.
-    let readme: ServeConfig = parse_config(&readme_toml("[[sources]]"), "README sources");
+    // The README's sources examples are valid configurations, checked as `serve` checks them:
+    // the per-build one (PyG's template) and the company's index.
+    let pyg: ServeConfig = parse_config(&readme_toml("name = \"pyg\""), "README per-build source");
+    let pyg = pyg
+        .sources()
+        .unwrap_or_else(|err| panic!("the README's PyG [[sources]]: {err}"));
+    assert_eq!(
+        pyg.by_name("pyg").unwrap().1.kind,
+        wheelgate::sources::SourceKind::PerBuild
+    );
+    let readme: ServeConfig = parse_config(&readme_toml("name = \"internal\""), "README sources");
     let sources = readme
         .sources()
         .unwrap_or_else(|err| panic!("the README's [[sources]]: {err}"));

@@ -38,6 +38,7 @@ mod auth;
 mod binding;
 mod by_page;
 mod caching;
+mod device_extras;
 mod fixtures;
 mod install;
 mod installers_oldpip;

@@ -1,8 +1,13 @@
-//! `/bound/<source>/<torch>/<backend>/<pin>/<project>/<filename>`: a file of a per-build page
-//! ([`super::by_page`]) with its torch pin in its core metadata: the `.metadata` file, and the
-//! derived wheel (`crate::derive`) whose own `METADATA` is the same bytes. The file is looked
-//! up on the template page of that torch release and build, never fetched from a URL a client
-//! wrote.
+//! The files whose core metadata binding changes, each as its `.metadata` and the derived wheel
+//! (`crate::derive`) whose own `METADATA` is the same bytes:
+//!
+//! - `/bound/<source>/<torch>/<backend>/<pin>/<project>/<filename>`: a file of a per-build page
+//!   ([`super::by_page`]) with its torch pin, looked up on the template page of that torch
+//!   release and build;
+//! - `/files/<project>/x/<extras>/<filename>`: a build with the machine's device extras required
+//!   ([`super::extras`]), looked up on the project's pages.
+//!
+//! Never fetched from a URL a client wrote.
 
 use axum::Router;
 use axum::body::Body;
@@ -26,10 +31,131 @@ const CACHE_CONTROL: &str = "max-age=365000000, immutable";
 type Segments = (String, String, String, String, String, String);
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route(
-        "/bound/{source}/{torch}/{backend}/{pin}/{project}/{filename}",
-        get(get_bound).head(head_bound),
+    Router::new()
+        .route(
+            "/bound/{source}/{torch}/{backend}/{pin}/{project}/{filename}",
+            get(get_bound).head(head_bound),
+        )
+        .route(
+            "/files/{project}/x/{extras}/{filename}",
+            get(get_extras).head(head_extras),
+        )
+}
+
+async fn get_extras(
+    State(state): State<AppState>,
+    Path(segments): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    serve_extras(&state, &Method::GET, segments, &headers)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn head_extras(
+    State(state): State<AppState>,
+    Path(segments): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    serve_extras(&state, &Method::HEAD, segments, &headers)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn serve_extras(
+    state: &AppState,
+    method: &Method,
+    (project, extras, filename): (String, String, String),
+    headers: &HeaderMap,
+) -> Result<Response, FilesError> {
+    let extras = super::extras::parse_extras(&extras).ok_or_else(|| {
+        ApiError::BadRequest(format!(
+            "`{}` is not a list of device extras (`device-gfx942+device-gfx90a`)",
+            extras.escape_default()
+        ))
+    })?;
+    let (wheel, metadata) = split_metadata(&filename);
+    check_wheel_of(wheel, &project)?;
+    let source = crate::server::lookup::find_file(state, &project, wheel)
+        .await
+        .map_err(ApiError::Owners)?
+        .ok_or_else(|| ApiError::NotFound(format!("`{project}` has no file `{wheel}`")))?;
+    let upstream = crate::cache::files::FileSpec {
+        url: source.url,
+        sha256: source.sha256,
+        size: source.size,
+        splice: None,
+    };
+    derived_response(
+        state,
+        method,
+        headers,
+        (&upstream, wheel, metadata),
+        &Change::RequireExtras(extras),
     )
+    .await
+}
+
+/// The wheel's name and whether its `.metadata` is asked for.
+fn split_metadata(filename: &str) -> (&str, bool) {
+    match filename.strip_suffix(".metadata") {
+        Some(wheel) => (wheel, true),
+        None => (filename, false),
+    }
+}
+
+/// Refuses what is not a wheel of `project`.
+fn check_wheel_of(wheel: &str, project: &str) -> Result<(), ApiError> {
+    let is_wheel = matches!(
+        wheel.parse::<DistFilename>(),
+        Ok(parsed @ DistFilename::Wheel(_)) if normalize_name(parsed.name()) == project
+    );
+    if is_wheel {
+        Ok(())
+    } else {
+        Err(ApiError::NotFound(format!(
+            "`{}` is not a wheel of `{}`",
+            wheel.escape_default(),
+            project.escape_default()
+        )))
+    }
+}
+
+/// The `.metadata` (`metadata`) or the wheel of `upstream` (the wheel `wheel`) with `change`:
+/// derived, or the upstream's own where the change changes nothing.
+async fn derived_response(
+    state: &AppState,
+    method: &Method,
+    headers: &HeaderMap,
+    (upstream, wheel, metadata): (&crate::cache::files::FileSpec, &str, bool),
+    change: &Change,
+) -> Result<Response, FilesError> {
+    let derivation = state
+        .derivations
+        .get(&state.client, upstream, wheel, change)
+        .await
+        .map_err(|err| {
+            tracing::warn!(file = wheel, error = %crate::error_chain::source_chain(&err), "cannot derive a wheel");
+            ApiError::NotFound(format!(
+                "`{wheel}` cannot be served with its metadata changed: {err}"
+            ))
+        })?;
+    if metadata {
+        return Ok(metadata_response(method, headers, &derivation.metadata));
+    }
+    respond(
+        &state.files,
+        &state.client,
+        &derivation.spec,
+        state.config.offline,
+        method,
+        headers,
+    )
+    .await
+    .map_err(|source| FilesError::Cache {
+        filename: wheel.to_string(),
+        source,
+    })
 }
 
 async fn get_bound(
@@ -60,22 +186,8 @@ async fn serve(
 ) -> Result<Response, FilesError> {
     let request = BoundRequest::parse(state, &source, &torch, &backend, &pin)
         .map_err(ApiError::BadRequest)?;
-    let (wheel, metadata) = match filename.strip_suffix(".metadata") {
-        Some(wheel) => (wheel, true),
-        None => (filename.as_str(), false),
-    };
-    let is_wheel = matches!(
-        wheel.parse::<DistFilename>(),
-        Ok(parsed @ DistFilename::Wheel(_)) if normalize_name(parsed.name()) == project
-    );
-    if !is_wheel {
-        return Err(ApiError::NotFound(format!(
-            "`{}` is not a wheel of `{}`",
-            wheel.escape_default(),
-            project.escape_default()
-        ))
-        .into());
-    }
+    let (wheel, metadata) = split_metadata(&filename);
+    check_wheel_of(wheel, &project)?;
     let cached = state
         .index
         .get(&state.client, &request.page_url)
@@ -94,37 +206,15 @@ async fn serve(
         ))
     })?;
     let upstream = upstream_spec(&cached, file);
-    let derivation = state
-        .derivations
-        .get(
-            &state.client,
-            &upstream,
-            wheel,
-            &Change::AddRequirements(vec![requirement(&request.pin)]),
-        )
-        .await
-        .map_err(|err| {
-            tracing::warn!(file = wheel, error = %crate::error_chain::source_chain(&err), "cannot derive a bound wheel");
-            ApiError::NotFound(format!(
-                "`{wheel}` cannot be served with its torch pin: {err}"
-            ))
-        })?;
-    if metadata {
-        return Ok(metadata_response(method, headers, &derivation.metadata));
-    }
-    respond(
-        &state.files,
-        &state.client,
-        &derivation.spec,
-        state.config.offline,
+    let change = Change::AddRequirements(vec![requirement(&request.pin)]);
+    derived_response(
+        state,
         method,
         headers,
+        (&upstream, wheel, metadata),
+        &change,
     )
     .await
-    .map_err(|source| FilesError::Cache {
-        filename: wheel.to_string(),
-        source,
-    })
 }
 
 /// The derived `.metadata` file, from memory: a few kilobytes, planned with the wheel.

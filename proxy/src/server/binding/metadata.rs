@@ -1,6 +1,6 @@
-//! The torch pin of one file, read from its core metadata once and remembered by the file's
-//! sha256: its PEP 658 `.metadata` through the file cache (so the cache keeps it), else the
-//! wheel's `METADATA` by ranged reads.
+//! What one file's core metadata says for binding (its torch pin, the device extras it
+//! provides), read once and remembered by the file's sha256: its PEP 658 `.metadata` through
+//! the file cache (so the cache keeps it), else the wheel's `METADATA` by ranged reads.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -17,16 +17,24 @@ use crate::server::state::AppState;
 /// Pins remembered at most; cleared whole past it (a pin costs one small read to learn again).
 const REMEMBERED: usize = 65_536;
 
-/// Pins by the file's sha256 (or URL, for a file listed without one).
+/// What binding reads from one file's core metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileFacts {
+    pub pin: TorchPin,
+    /// Its `Provides-Extra: device-*` extras (AMD's per-GPU device packages), in file order.
+    pub device_extras: Vec<String>,
+}
+
+/// Facts by the file's sha256 (or URL, for a file listed without one).
 #[derive(Debug, Default)]
-pub struct PinMemo(Mutex<HashMap<String, TorchPin>>);
+pub struct PinMemo(Mutex<HashMap<String, FileFacts>>);
 
 impl PinMemo {
-    fn get(&self, key: &str) -> Option<TorchPin> {
+    fn get(&self, key: &str) -> Option<FileFacts> {
         self.lock().get(key).cloned()
     }
 
-    fn put(&self, key: String, pin: TorchPin) {
+    fn put(&self, key: String, pin: FileFacts) {
         let mut pins = self.lock();
         if pins.len() >= REMEMBERED {
             pins.clear();
@@ -34,7 +42,7 @@ impl PinMemo {
         pins.insert(key, pin);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, TorchPin>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, FileFacts>> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -49,6 +57,19 @@ pub async fn torch_pin(
     base_url: &str,
     file: &IndexFile,
 ) -> Result<TorchPin, String> {
+    facts(state, page, base_url, file)
+        .await
+        .map(|facts| facts.pin)
+}
+
+/// What `file`'s core metadata says (listed on `page`, fetched from `base_url`), or why it
+/// could not be read.
+pub async fn facts(
+    state: &AppState,
+    page: &ProjectPage,
+    base_url: &str,
+    file: &IndexFile,
+) -> Result<FileFacts, String> {
     let url = page.file_url(file, base_url);
     let key = file
         .sha256()
@@ -85,7 +106,24 @@ pub async fn torch_pin(
         }
     };
     let metadata = parse_metadata(&bytes, &file.filename).map_err(|err| err.to_string())?;
-    let pin = TorchPin::of(&metadata.requires_dist);
-    state.pins.put(key, pin.clone());
-    Ok(pin)
+    let facts = FileFacts {
+        pin: TorchPin::of(&metadata.requires_dist),
+        device_extras: device_extras(&bytes),
+    };
+    state.pins.put(key, facts.clone());
+    Ok(facts)
+}
+
+/// The `Provides-Extra: device-*` values of a core metadata file's headers.
+fn device_extras(metadata: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(metadata)
+        .lines()
+        .take_while(|line| !line.is_empty())
+        .filter_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            let value = value.trim();
+            (name.eq_ignore_ascii_case("provides-extra") && value.starts_with("device-"))
+                .then(|| value.to_string())
+        })
+        .collect()
 }

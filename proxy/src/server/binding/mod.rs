@@ -14,6 +14,7 @@
 //! its reason.
 
 pub mod by_page;
+pub mod extras;
 pub mod files;
 pub mod metadata;
 pub mod pin;

@@ -1,0 +1,212 @@
+//! Device extras: from ROCm 7.13 (AMD TheRock's multi-arch packaging), torch from AMD's index is
+//! host code only and the GPU kernels come as `amd-torch-device-gfxNNNN` packages behind extras
+//! (`pip install "torch[device-gfx942]"`); a bare `pip install torch` installs a torch that
+//! cannot run on the GPU. Where a kept build's core metadata declares `device-*` extras:
+//!
+//! - on a machine whose every gfx target in use has its extra, the build is served with those
+//!   extras' requirements made unconditional (its `.metadata` and a derived wheel,
+//!   `crate::derive`), one extra per distinct target: `pip install torch` brings the device
+//!   package;
+//! - on a machine whose target has no extra, the build is left out, so the installer moves to a
+//!   version whose build runs here.
+//!
+//! Links: `/files/<project>/x/<extra>[+<extra>...]/<filename>`; the file is looked up on the
+//! project's pages like any other.
+
+use std::collections::BTreeMap;
+
+use futures_util::StreamExt;
+use futures_util::stream;
+use wheelgate_resolver::Machine;
+use wheelgate_resolver::filename::DistFilename;
+use wheelgate_resolver::index::{CoreMetadata, Hashes, ProjectPage};
+
+use super::metadata::facts;
+use crate::cache::files::FileSpec;
+use crate::derive::Change;
+use crate::server::state::AppState;
+
+/// Metadata reads in flight at once for one page.
+const CONCURRENT_READS: usize = 16;
+/// The most extras a link may name (one per distinct gfx target of a machine).
+const MAX_EXTRAS: usize = 8;
+
+/// The device extras this machine needs: `device-<gfx>` per distinct gfx target of its AMD
+/// GPUs, sorted.
+pub fn machine_extras(machine: &Machine) -> Vec<String> {
+    let mut extras: Vec<String> = machine
+        .amd
+        .iter()
+        .flat_map(|amd| &amd.gpus)
+        .map(|gpu| format!("device-{}", gpu.gfx))
+        .collect();
+    extras.sort();
+    extras.dedup();
+    extras
+}
+
+/// Whether `text` is a `+`-joined list of device extras, as links carry them.
+pub fn parse_extras(text: &str) -> Option<Vec<String>> {
+    let extras: Vec<String> = text.split('+').map(str::to_string).collect();
+    let valid = |extra: &String| {
+        extra.strip_prefix("device-gfx").is_some_and(|rest| {
+            !rest.is_empty()
+                && rest
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+        })
+    };
+    (extras.len() <= MAX_EXTRAS && extras.iter().all(valid)).then_some(extras)
+}
+
+/// `page` (rewritten for `machine`) with its builds that declare device extras served with the
+/// machine's extras required, or left out where the machine's targets have none; `upstream` is
+/// the page it was rewritten from (fetched from `base_url`). What was done, per version, for
+/// the log.
+pub async fn apply(
+    state: &AppState,
+    machine: &Machine,
+    project: &str,
+    upstream: &ProjectPage,
+    base_url: &str,
+    page: &mut ProjectPage,
+) -> Vec<String> {
+    let needed = machine_extras(machine);
+    if needed.is_empty() {
+        return Vec::new();
+    }
+    // One file stands for its version's build: every wheel of a build declares the same extras.
+    let mut by_version: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (index, file) in page.files.iter().enumerate() {
+        if let Ok(parsed @ DistFilename::Wheel(_)) = file.filename.parse::<DistFilename>() {
+            by_version
+                .entry(parsed.version().to_string())
+                .or_default()
+                .push(index);
+        }
+    }
+    let reads: Vec<(String, usize)> = by_version
+        .iter()
+        .filter_map(|(version, indices)| {
+            let name = &page.files[indices[0]].filename;
+            upstream
+                .files
+                .iter()
+                .position(|f| &f.filename == name)
+                .map(|index| (version.clone(), index))
+        })
+        .collect();
+    let provided: BTreeMap<String, Result<Vec<String>, String>> = stream::iter(reads)
+        .map(|(version, index)| read_extras(state, upstream, base_url, version, index))
+        .buffer_unordered(CONCURRENT_READS)
+        .collect()
+        .await;
+    let mut notes = Vec::new();
+    let mut dropped = vec![false; page.files.len()];
+    let joined = needed.join("+");
+    for (version, extras) in &provided {
+        let Ok(extras) = extras else { continue };
+        if extras.is_empty() {
+            continue;
+        }
+        let indices = &by_version[version];
+        if let Some(missing) = needed.iter().find(|extra| !extras.contains(extra)) {
+            notes.push(format!("{project} {version}: its build declares device extras ({}), none for this machine's `{missing}`: left out", extras.join(", ")));
+            for &index in indices {
+                dropped[index] = true;
+            }
+            continue;
+        }
+        notes.push(format!(
+            "{project} {version}: served with `{joined}` required (its device packages)"
+        ));
+        for &index in indices {
+            let file = &mut page.files[index];
+            let spec = upstream
+                .files
+                .iter()
+                .find(|f| f.filename == file.filename)
+                .map(|f| FileSpec {
+                    url: upstream.file_url(f, base_url),
+                    sha256: f.sha256().map(str::to_ascii_lowercase),
+                    size: f.size,
+                    splice: None,
+                });
+            let derived = spec
+                .and_then(|spec| {
+                    state
+                        .derivations
+                        .known(&spec, &Change::RequireExtras(needed.clone()))
+                })
+                .and_then(|derivation| state.files.derived_sha256(&derivation.spec));
+            file.url =
+                crate::server::rewrite::file_link(&format!("{project}/x/{joined}"), &file.filename);
+            file.hashes = derived
+                .map(|sha256| Hashes::from([("sha256".to_string(), sha256)]))
+                .unwrap_or_default();
+            file.size = None;
+            file.provenance = None;
+            file.core_metadata = CoreMetadata::Present;
+        }
+    }
+    if dropped.iter().any(|d| *d) {
+        let mut index = 0;
+        page.files.retain(|_| {
+            index += 1;
+            !dropped[index - 1]
+        });
+        let mut versions: Vec<pep440_rs::Version> = page
+            .files
+            .iter()
+            .filter_map(|f| f.filename.parse::<DistFilename>().ok())
+            .map(|parsed| parsed.version().clone().without_local())
+            .collect();
+        versions.sort();
+        versions.dedup();
+        page.versions = versions.iter().map(ToString::to_string).collect();
+    }
+    for note in &notes {
+        tracing::debug!(project, "{note}");
+    }
+    notes
+}
+
+/// The device extras of `upstream`'s file at `index`, for `version`.
+async fn read_extras(
+    state: &AppState,
+    upstream: &ProjectPage,
+    base_url: &str,
+    version: String,
+    index: usize,
+) -> (String, Result<Vec<String>, String>) {
+    let extras = facts(state, upstream, base_url, &upstream.files[index])
+        .await
+        .map(|facts| facts.device_extras);
+    (version, extras)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_extra_per_distinct_target_and_links_checked() {
+        let machine: Machine = serde_json::from_str(r#"{"platform":"linux-x86_64","amd":{"gpus":[{"gfx":"gfx942"},{"gfx":"gfx942"},{"gfx":"gfx90a"}]}}"#).unwrap();
+        assert_eq!(machine_extras(&machine), ["device-gfx90a", "device-gfx942"]);
+        let cpu: Machine = serde_json::from_str(r#"{"platform":"linux-x86_64"}"#).unwrap();
+        assert!(machine_extras(&cpu).is_empty());
+        assert_eq!(
+            parse_extras("device-gfx90a+device-gfx942").unwrap(),
+            ["device-gfx90a", "device-gfx942"]
+        );
+        for bad in [
+            "",
+            "device-gfx",
+            "gfx942",
+            "device-gfx942+../x",
+            "device-GFX942",
+        ] {
+            assert!(parse_extras(bad).is_none(), "{bad}");
+        }
+    }
+}

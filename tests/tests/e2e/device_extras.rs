@@ -1,0 +1,112 @@
+//! Device extras (AMD TheRock's multi-arch packaging): torch from AMD's index is host code only,
+//! its GPU kernels in `amd-torch-device-gfxNNNN` packages behind extras. Through the proxy a
+//! plain `pip install torch` (real pip 26.3 and uv) on an MI300X installs the device package of
+//! gfx942 with it; on a GPU whose target has no extra, that build is left out and the
+//! installers take a version whose build runs there.
+
+use wheelgate::config::SourceConfig;
+use wheelgate_e2e::installers::{self, Installer};
+use wheelgate_e2e::proxy::Proxy;
+use wheelgate_e2e::simple_index::SimpleIndex;
+use wheelgate_e2e::upstream::Upstreams;
+use wheelgate_e2e::wheels::WheelSpec;
+
+use crate::support::{install_into, version};
+
+const TAGS: &str = "py3-none-manylinux_2_28_x86_64";
+const MI300X: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","amd":{"gpus":[{"name":"AMD Instinct MI300X","gfx":"gfx942"}]}}"#;
+const RX_7900_XTX: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","amd":{"gpus":[{"name":"Radeon RX 7900 XTX","gfx":"gfx1100"}]}}"#;
+
+/// The PyTorch index: torch 2.9.0 for ROCm 6.4 and the CPU.
+async fn pytorch_index() -> SimpleIndex {
+    SimpleIndex::start(vec![
+        WheelSpec::new("torch", "2.9.0+rocm6.4", TAGS).build(),
+        WheelSpec::new("torch", "2.9.0+cpu", TAGS).build(),
+    ])
+    .await
+}
+
+/// AMD's index: a multi-arch torch 2.10.0 whose kernels for gfx942 and gfx90a are device
+/// packages behind extras, and those packages.
+async fn amd_index() -> SimpleIndex {
+    let mut torch = WheelSpec::new("torch", "2.10.0+rocm7.1", TAGS).requires("filelock");
+    for gfx in ["gfx942", "gfx90a"] {
+        torch = torch
+            .provides_extra(&format!("device-{gfx}"))
+            .requires(&format!(
+                "amd-torch-device-{gfx}==2.10.0; extra == \"device-{gfx}\""
+            ));
+    }
+    SimpleIndex::start(vec![
+        torch.build(),
+        WheelSpec::new("amd_torch_device_gfx942", "2.10.0", TAGS).build(),
+        WheelSpec::new("amd_torch_device_gfx90a", "2.10.0", TAGS).build(),
+        WheelSpec::new("filelock", "3.20.0", "py3-none-any").build(),
+    ])
+    .await
+}
+
+fn amd_source(index: &SimpleIndex) -> SourceConfig {
+    SourceConfig {
+        name: "amd".to_string(),
+        url: index.url(),
+        projects: ["torch", "amd-torch-device-*", "filelock"]
+            .map(str::to_string)
+            .to_vec(),
+        token: None,
+        basic: None,
+        headers: std::collections::BTreeMap::new(),
+        ca_bundle: None,
+        extra_origins: Vec::new(),
+    }
+}
+
+async fn device_package_follows_the_gpu(installer: Installer) {
+    let upstreams = Upstreams::start().await;
+    let pytorch = pytorch_index().await;
+    let amd = amd_index().await;
+    let pypi = SimpleIndex::start(Vec::new()).await;
+    for (machine, torch, device) in [
+        (MI300X, "2.10.0+rocm7.1", Some("amd-torch-device-gfx942")),
+        (RX_7900_XTX, "2.9.0+rocm6.4", None),
+    ] {
+        let (pytorch_url, pypi_url) = (pytorch.url(), pypi.url());
+        let source = amd_source(&amd);
+        let machine_json = serde_json::from_str(machine).unwrap();
+        let proxy = Proxy::start_with(&upstreams, move |config| {
+            config.machine = Some(machine_json);
+            config.pytorch_url = pytorch_url;
+            config.pypi_url = pypi_url;
+            config.sources = vec![source];
+        })
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = install_into(installer, &proxy.simple_url(), &["torch"], dir.path()).await;
+        outcome.assert_success();
+        let dists = installers::installed(dir.path());
+        assert_eq!(version(&dists, "torch"), torch, "{installer}: {outcome}");
+        let devices: Vec<&String> = dists
+            .keys()
+            .filter(|name| name.starts_with("amd-torch-device-"))
+            .collect();
+        assert_eq!(
+            devices.first().map(|d| d.as_str()),
+            device,
+            "{installer}: {dists:?}"
+        );
+        assert!(
+            devices.len() <= 1,
+            "one device package per target: {dists:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pip_installs_the_device_package_of_the_machines_gpu() {
+    device_package_follows_the_gpu(Installer::Pip).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uv_installs_the_device_package_of_the_machines_gpu() {
+    device_package_follows_the_gpu(Installer::Uv).await;
+}
