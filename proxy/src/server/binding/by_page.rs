@@ -441,6 +441,52 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 512,
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Whatever builds torch's releases get on a machine, the pin added to a file listed for
+        /// (release, backend) admits exactly the torch releases that get that backend in that
+        /// release's line: a bound file can never be installed beside a torch of another build.
+        #[test]
+        fn a_pin_admits_exactly_the_torch_releases_of_its_build(
+            releases in proptest::collection::btree_map(
+                (2u64..4, 0u64..12, 0u64..4),
+                proptest::option::of(0usize..4),
+                1..24,
+            ),
+            pick in 0usize..64,
+        ) {
+            let backends: Vec<Backend> = ["cpu", "cu126", "cu128", "rocm6.4"]
+                .iter()
+                .map(|b| b.parse().unwrap())
+                .collect();
+            let versions: Vec<Version> = releases
+                .keys()
+                .map(|(major, minor, patch)| v(&format!("{major}.{minor}.{patch}")))
+                .collect();
+            let chosen: BTreeMap<Version, Backend> = releases
+                .iter()
+                .zip(&versions)
+                .filter_map(|((_, b), version)| b.map(|b| (version.clone(), backends[b].clone())))
+                .collect();
+            proptest::prop_assume!(!chosen.is_empty());
+            let (release, backend) = chosen.iter().nth(pick % chosen.len()).unwrap();
+            let torch = TorchChoices { versions: versions.clone(), chosen: chosen.clone() };
+            let pin = pin_for(&torch, release, backend);
+            check_pin(&pin, release).unwrap();
+            let specifiers = VersionSpecifiers::from_str(&pin).unwrap();
+            for version in &versions {
+                let same_build = release_line(version) == release_line(release)
+                    && chosen.get(version) == Some(backend);
+                proptest::prop_assert_eq!(specifiers.contains(version), same_build, "{} {}", pin, version);
+            }
+        }
+    }
+
     #[test]
     fn links_carry_every_segment_encoded() {
         assert_eq!(
