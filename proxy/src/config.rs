@@ -33,9 +33,10 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:3141";
 pub const DEFAULT_PYTORCH_URL: &str = "https://download.pytorch.org/whl";
 /// PyPI's simple index, used when pip names no other.
 pub const DEFAULT_PYPI_URL: &str = "https://pypi.org/simple";
-/// How long an index page is served from cache before it is revalidated upstream (pip's own
-/// `max-age` for index pages).
-pub const DEFAULT_INDEX_TTL_SECS: u64 = 600;
+/// How long an index page is served from cache before it is revalidated upstream: a release
+/// published upstream is on the proxy's pages this long after at most. A revalidation is a
+/// conditional request (a 304 costs nothing) and at most one per page is in flight.
+pub const DEFAULT_INDEX_TTL_SECS: u64 = 10;
 /// Default limit of the file cache: 50 GiB, a few dozen CUDA wheels.
 pub const DEFAULT_CACHE_MAX_BYTES: u64 = 50 * 1024 * 1024 * 1024;
 /// How long a shutdown waits for responses in flight (a wheel download) before it closes them:
@@ -56,7 +57,8 @@ pub struct ServeConfig {
     pub cache_dir: PathBuf,
     /// Serve only what is cached; never contact an upstream.
     pub offline: bool,
-    /// Seconds an index page is fresh.
+    /// Seconds an index page is fresh; an older one is revalidated before it is answered
+    /// (waiting at most `[limits] revalidate_wait_ms`).
     pub index_ttl_secs: u64,
     /// Size limit of the file cache in bytes; least recently used files are evicted past it.
     pub cache_max_bytes: u64,

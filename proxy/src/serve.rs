@@ -161,7 +161,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         path: config.cache_dir.clone(),
         source,
     })?
-    .stale_while_revalidate()
+    .stale_while_revalidate(config.limits.revalidate_wait())
     .with_bucket(bucket.clone());
     let files =
         FileCache::open_with_bucket(config.cache_dir.clone(), config.cache_max_bytes, bucket)?;

@@ -25,7 +25,7 @@ pub struct SimpleIndex {
 }
 
 struct IndexState {
-    wheels: Vec<BuiltWheel>,
+    wheels: Mutex<Vec<BuiltWheel>>,
     failing: Mutex<Option<StatusCode>>,
     requests: Mutex<Vec<String>>,
 }
@@ -36,7 +36,7 @@ impl SimpleIndex {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local address");
         let state = Arc::new(IndexState {
-            wheels,
+            wheels: Mutex::new(wheels),
             failing: Mutex::default(),
             requests: Mutex::default(),
         });
@@ -60,6 +60,11 @@ impl SimpleIndex {
     /// The index URL: `http://127.0.0.1:<port>/simple`.
     pub fn url(&self) -> String {
         format!("http://{}/simple", self.addr)
+    }
+
+    /// Publishes `wheel`: listed and served from now on, as a release appears upstream.
+    pub fn publish(&self, wheel: BuiltWheel) {
+        self.state.wheels.lock().unwrap().push(wheel);
     }
 
     /// Answers every request with `status` from now on (`None`: serve again).
@@ -93,7 +98,8 @@ async fn handle(State(state): State<Arc<IndexState>>, method: Method, uri: Uri) 
             Some(wheel) => (wheel, true),
             None => (name, false),
         };
-        return match state.wheels.iter().find(|w| w.filename == name) {
+        let wheels = state.wheels.lock().unwrap().clone();
+        return match wheels.iter().find(|w| w.filename == name) {
             Some(wheel) if metadata => bytes(wheel.metadata.clone(), "text/plain"),
             Some(wheel) => bytes(wheel.bytes.clone(), "application/octet-stream"),
             None => StatusCode::NOT_FOUND.into_response(),
@@ -105,8 +111,8 @@ async fn handle(State(state): State<Arc<IndexState>>, method: Method, uri: Uri) 
     else {
         return StatusCode::NOT_FOUND.into_response();
     };
-    let files: Vec<&BuiltWheel> = state
-        .wheels
+    let wheels = state.wheels.lock().unwrap().clone();
+    let files: Vec<&BuiltWheel> = wheels
         .iter()
         .filter(|w| project_of(&w.filename) == project)
         .collect();

@@ -166,8 +166,10 @@ struct Inner {
     dir: PathBuf,
     ttl: Duration,
     offline: bool,
-    /// Answer expired pages at once and refresh them in the background.
+    /// Answer expired pages after at most `revalidate_wait` while they refresh (the server);
+    /// without it, after the refresh (`mirror sync`).
     stale_while_revalidate: bool,
+    revalidate_wait: Duration,
     /// The bucket pages are shared through, when `[object_store]` is configured.
     bucket: Option<Arc<Bucket>>,
     pages: Mutex<PageMemory>,
@@ -194,6 +196,7 @@ impl IndexCache {
                 ttl,
                 offline,
                 stale_while_revalidate: false,
+                revalidate_wait: Duration::ZERO,
                 bucket: None,
                 pages: Mutex::new(PageMemory::new(MEMORY_BUDGET)),
                 refreshing: Mutex::default(),
@@ -202,16 +205,19 @@ impl IndexCache {
         })
     }
 
-    /// This cache, answering expired pages from the cache at once while one background
-    /// refresh per URL fetches the new copy.
+    /// This cache, revalidating an expired page before it is answered for at most `wait`, then
+    /// answering the cached copy while the refresh goes on (one per URL): a release published
+    /// upstream is served once the page's freshness ends, and a slow or failing upstream costs a
+    /// request `wait` at most (a failing one, nothing: its error is answered by the copy).
     #[must_use]
-    pub fn stale_while_revalidate(self) -> IndexCache {
+    pub fn stale_while_revalidate(self, wait: Duration) -> IndexCache {
         let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|_| {
             unreachable!("called right after new(), before the cache is shared")
         });
         IndexCache {
             inner: Arc::new(Inner {
                 stale_while_revalidate: true,
+                revalidate_wait: wait,
                 ..inner
             }),
         }
@@ -244,10 +250,19 @@ impl IndexCache {
                 client.metrics().index_lookup(IndexOutcome::Hit);
                 return Ok(Some(Arc::clone(page)));
             }
-            if inner.stale_while_revalidate || !retry_due(page) {
-                if retry_due(page) {
-                    drop(Inner::refresh(inner, client, url));
+            if inner.stale_while_revalidate && retry_due(page) {
+                let refresh = Inner::refresh(inner, client, url);
+                // The revalidation's answer when it comes in time; the copy otherwise (it goes
+                // on in the background) and when the upstream fails (stale-if-error).
+                if let Ok(Ok(answer)) =
+                    tokio::time::timeout(inner.revalidate_wait, Self::wait(refresh)).await
+                {
+                    return Ok(answer);
                 }
+                client.metrics().index_lookup(IndexOutcome::Stale);
+                return Ok(Some(Arc::clone(page)));
+            }
+            if inner.stale_while_revalidate || !retry_due(page) {
                 client.metrics().index_lookup(IndexOutcome::Stale);
                 return Ok(Some(Arc::clone(page)));
             }

@@ -36,6 +36,9 @@ pub struct LimitsConfig {
     pub header_read_timeout_secs: u64,
     /// Client connections open at once; more wait in the kernel's queue until one closes.
     pub max_connections: usize,
+    /// Milliseconds a request waits for an expired page's revalidation before the cached copy
+    /// is answered (the revalidation goes on in the background).
+    pub revalidate_wait_ms: u64,
 }
 
 impl Default for LimitsConfig {
@@ -48,6 +51,7 @@ impl Default for LimitsConfig {
             breaker_open_secs: 15,
             header_read_timeout_secs: 10,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            revalidate_wait_ms: 2000,
         }
     }
 }
@@ -63,6 +67,10 @@ impl LimitsConfig {
 
     pub fn breaker_open(&self) -> Duration {
         Duration::from_secs(self.breaker_open_secs)
+    }
+
+    pub fn revalidate_wait(&self) -> Duration {
+        Duration::from_millis(self.revalidate_wait_ms)
     }
 
     pub fn header_read_timeout(&self) -> Duration {

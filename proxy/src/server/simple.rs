@@ -36,10 +36,6 @@ use super::useragent::{parse_user_agent, refine};
 use crate::config::networks::ClientNetwork;
 use crate::sources::ProjectPages;
 
-/// Index pages are revalidated by installers after this long (what pip expects).
-const INDEX_CACHE_CONTROL: &str = "max-age=600, public";
-/// The same, for pages that depend on the client's network (`[[networks]]`).
-const INDEX_CACHE_CONTROL_PER_NETWORK: &str = "max-age=600, private";
 /// Rendered pages kept for reuse; cleared whole when full (pages are cheap to rebuild).
 const RENDERED_LIMIT: usize = 4096;
 /// And at most this many bytes of them, so large pages rendered for many machines cannot add up.
@@ -332,6 +328,7 @@ fn root(state: &AppState, headers: &HeaderMap, query: &FormatQuery) -> Result<Re
     let etag = etag_of(body.as_bytes());
     let mut response = page_response(headers, format, Bytes::from(body), &etag);
     vary_without_agent(&mut response);
+    cache_control(&mut response, state, false);
     Ok(response)
 }
 
@@ -486,19 +483,22 @@ async fn project_response(
     if !select {
         vary_without_agent(&mut response);
     }
-    if per_network {
-        private_to_network(&mut response);
-    }
+    cache_control(&mut response, state, per_network);
     Ok(response)
 }
 
-/// Which machine a `/simple/` page is rewritten for depends on the client's network once rules
-/// exist: a shared cache between clients and this server must not hand one network's page to
-/// another.
-fn private_to_network(response: &mut Response) {
+/// How long installers may keep a page before they ask again: the proxy's own freshness window
+/// (`index_ttl_secs`), so a release published upstream reaches a client's HTTP cache (uv keeps
+/// pages by `max-age` and sends no `Cache-Control` of its own) as soon as it reaches the proxy;
+/// asking again costs a 304. Which machine a `/simple/` page is rewritten for depends on the
+/// client's network once rules exist (`per_network`): a shared cache between clients and this
+/// server must not hand one network's page to another.
+fn cache_control(response: &mut Response, state: &AppState, per_network: bool) {
+    let scope = if per_network { "private" } else { "public" };
+    let value = format!("max-age={}, {scope}", state.config.index_ttl_secs);
     response.headers_mut().insert(
         header::CACHE_CONTROL,
-        HeaderValue::from_static(INDEX_CACHE_CONTROL_PER_NETWORK),
+        HeaderValue::from_str(&value).expect("digits and letters"),
     );
 }
 
@@ -547,9 +547,7 @@ async fn per_build_response(
         rendered
     };
     let mut response = rendered_response(headers, format, rendered);
-    if per_network {
-        private_to_network(&mut response);
-    }
+    cache_control(&mut response, state, per_network);
     Ok(response)
 }
 
@@ -743,10 +741,6 @@ fn not_modified(etag: &HeaderValue) -> Response {
 fn with_page_headers(mut response: Response, etag: &HeaderValue) -> Response {
     let out = response.headers_mut();
     out.insert(header::ETAG, etag.clone());
-    out.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static(INDEX_CACHE_CONTROL),
-    );
     out.insert(
         header::VARY,
         HeaderValue::from_static("Accept, User-Agent, Accept-Encoding"),

@@ -101,7 +101,7 @@ async fn a_dripping_upstream_is_bounded_by_the_deadline() {
     assert_eq!(status, 200);
     assert!(
         took < Duration::from_secs(1),
-        "stale copy at once: {took:?}"
+        "the stale copy once the revalidation wait (300 ms) is over: {took:?}"
     );
 
     // A project never seen must wait for the upstream, but no longer than the deadline (2 s).

@@ -423,8 +423,9 @@ async fn a_newer_page_one_replica_fetched_is_adopted_by_the_others() {
     // 2.11.0 is released; the second replica is the first to refresh.
     upstream.set("v2", full_page());
     tokio::time::sleep(FLEET_TTL + Duration::from_millis(500)).await;
+    // Expired: revalidated before it is answered, so the release is served at once.
     let (_, body) = second.torch().await;
-    assert!(!body.contains("torch-2.11.0"), "stale copy first");
+    assert!(body.contains("torch-2.11.0"), "the new release");
     second.refreshes_done().await;
     let health = second.pages_settled(1).await;
     assert_eq!(health.pages_published, 1);
@@ -433,7 +434,10 @@ async fn a_newer_page_one_replica_fetched_is_adopted_by_the_others() {
 
     // The first replica adopts it: a new page, no upstream request.
     let (_, body) = first.torch().await;
-    assert!(!body.contains("torch-2.11.0"), "stale copy first");
+    assert!(
+        body.contains("torch-2.11.0"),
+        "adopted before it is answered"
+    );
     first.refreshes_done().await;
     assert_eq!(first.health().page_hits, 1);
     assert!(first.lists_new_release(&url).await);
@@ -603,8 +607,8 @@ async fn a_project_the_upstream_no_longer_has_leaves_the_bucket() {
 
     upstream.state.gone.store(true, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    // The expired copy is served once more while the refresh learns the project is gone.
-    assert_eq!(replica.torch().await.0, StatusCode::OK);
+    // The expired copy is revalidated before it is answered: the project is gone.
+    assert_eq!(replica.torch().await.0, StatusCode::NOT_FOUND);
     replica.refreshes_done().await;
     until_removed(&s3, &url).await;
     // A cold replica finds nothing to serve.

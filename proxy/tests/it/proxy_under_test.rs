@@ -35,7 +35,8 @@ impl Proxy {
 }
 
 /// The configuration fault tests start from: the rogue upstream as both upstreams, a CPU
-/// machine, a 1 s TTL, and upstream limits of 1 s per attempt and 2 s in all.
+/// machine, a 1 s TTL, an expired page's revalidation awaited 300 ms at most, and upstream
+/// limits of 1 s per attempt and 2 s in all.
 pub fn config(rogue: &Rogue, cache: &std::path::Path) -> ServeConfig {
     let mut config = ServeConfig {
         pytorch_url: rogue.url("/whl"),
@@ -48,6 +49,7 @@ pub fn config(rogue: &Rogue, cache: &std::path::Path) -> ServeConfig {
     };
     config.limits.upstream_attempt_secs = 1;
     config.limits.upstream_deadline_secs = 2;
+    config.limits.revalidate_wait_ms = 300;
     config
 }
 

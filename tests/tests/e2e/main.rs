@@ -40,6 +40,7 @@ mod by_page;
 mod caching;
 mod device_extras;
 mod fixtures;
+mod freshness;
 mod install;
 mod installers_oldpip;
 mod installers_pdm;
