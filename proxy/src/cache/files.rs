@@ -232,6 +232,19 @@ impl FileCache {
         self.inner.lock().total_bytes()
     }
 
+    /// Whether the shared bucket holds `spec`'s file (`false` without a bucket).
+    pub async fn in_bucket(&self, spec: &FileSpec) -> bool {
+        let (Some(bucket), Ok(key)) = (&self.inner.bucket, CacheKey::for_spec(spec)) else {
+            return false;
+        };
+        spec.splice.is_none() && bucket.find(&key).await.is_some()
+    }
+
+    /// Whether `spec`'s file is being downloaded now.
+    pub fn is_downloading(&self, spec: &FileSpec) -> bool {
+        CacheKey::for_spec(spec).is_ok_and(|key| self.inner.lock().is_downloading(&key))
+    }
+
     /// Whether `spec`'s file is committed in the cache.
     pub fn contains(&self, spec: &FileSpec) -> bool {
         CacheKey::for_spec(spec).is_ok_and(|key| self.inner.lock().contains(&key))

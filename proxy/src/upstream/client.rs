@@ -182,7 +182,13 @@ pub struct UpstreamClient {
     max_page_bytes: u64,
     breakers: Arc<Breakers>,
     metrics: Arc<Metrics>,
+    /// File lengths learned by `HEAD`, by URL: a client reading a file by ranges asks for its
+    /// length once, not before every range. Cleared whole past [`LENGTHS_REMEMBERED`].
+    lengths: Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>,
 }
+
+/// File lengths remembered at most.
+const LENGTHS_REMEMBERED: usize = 4096;
 
 impl UpstreamClient {
     pub fn new(settings: &ClientSettings) -> Result<Self, UpstreamError> {
@@ -194,6 +200,7 @@ impl UpstreamClient {
             max_page_bytes: settings.max_page_bytes,
             breakers: Arc::new(Breakers::new(settings.breaker)),
             metrics: Arc::default(),
+            lengths: Arc::default(),
         })
     }
 
@@ -252,6 +259,27 @@ impl UpstreamClient {
     /// The length of the file at `url` by a `HEAD`, with this client's access; `None` when the
     /// upstream does not say (logged when it fails).
     pub async fn head_length(&self, url: &str) -> Option<u64> {
+        let remembered =
+            |lengths: &std::collections::HashMap<String, u64>| lengths.get(url).copied();
+        if let Some(len) = remembered(&self.lengths()) {
+            return Some(len);
+        }
+        let len = self.head_length_now(url).await?;
+        let mut lengths = self.lengths();
+        if lengths.len() >= LENGTHS_REMEMBERED {
+            lengths.clear();
+        }
+        lengths.insert(url.to_string(), len);
+        Some(len)
+    }
+
+    fn lengths(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, u64>> {
+        self.lengths
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    async fn head_length_now(&self, url: &str) -> Option<u64> {
         let response = self
             .send(reqwest::Method::HEAD, url, &HeaderMap::new())
             .await

@@ -41,6 +41,8 @@ pub struct FakeState {
     pages: Arc<Mutex<HashMap<String, String>>>,
     behaviour: Arc<Mutex<Behaviour>>,
     hits: Arc<Mutex<HashMap<String, usize>>>,
+    /// Bytes of file bodies sent, ranges and whole files.
+    range_bytes: Arc<Mutex<u64>>,
 }
 
 /// A fake upstream: file bytes by path, index pages by path; shut down on drop.
@@ -108,6 +110,11 @@ impl Fake {
             .sum()
     }
 
+    /// Bytes of file bodies sent so far, ranges and whole files.
+    pub fn file_bytes_sent(&self) -> u64 {
+        *self.state.range_bytes.lock().unwrap()
+    }
+
     pub fn hits(&self, path: &str) -> usize {
         self.state
             .hits
@@ -119,7 +126,12 @@ impl Fake {
     }
 }
 
-async fn fake_handler(State(state): State<FakeState>, uri: Uri, headers: HeaderMap) -> Response {
+async fn fake_handler(
+    State(state): State<FakeState>,
+    method: axum::http::Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
     let path = uri.path().to_string();
     *state.hits.lock().unwrap().entry(path.clone()).or_default() += 1;
     if let Some(page) = state.pages.lock().unwrap().get(&path) {
@@ -130,13 +142,23 @@ async fn fake_handler(State(state): State<FakeState>, uri: Uri, headers: HeaderM
     };
     let behaviour = *state.behaviour.lock().unwrap();
     let len = bytes.len();
-    // `bytes=a-b` only, like a static file server (what the proxy sends).
+    // `bytes=a-b` and `bytes=-n`, as static file servers and object stores answer them.
     if let Some((start, last)) = headers
         .get(header::RANGE)
         .and_then(|v| v.to_str().ok()?.strip_prefix("bytes=")?.split_once('-'))
-        .and_then(|(a, b)| Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?)))
+        .and_then(|(a, b)| match a {
+            "" => {
+                let n = b.parse::<usize>().ok()?.min(len);
+                Some((len - n, len - 1))
+            }
+            a => Some((
+                a.parse::<usize>().ok()?,
+                b.parse::<usize>().ok()?.min(len - 1),
+            )),
+        })
         && matches!(behaviour, Behaviour::Serve | Behaviour::Slow(_))
     {
+        *state.range_bytes.lock().unwrap() += (last + 1 - start) as u64;
         return Response::builder()
             .status(StatusCode::PARTIAL_CONTENT)
             .header(header::CONTENT_RANGE, format!("bytes {start}-{last}/{len}"))
@@ -154,6 +176,9 @@ async fn fake_handler(State(state): State<FakeState>, uri: Uri, headers: HeaderM
         }
         Behaviour::Status(code) => return StatusCode::from_u16(code).unwrap().into_response(),
     };
+    if method != axum::http::Method::HEAD {
+        *state.range_bytes.lock().unwrap() += bytes.len() as u64;
+    }
     let chunks: Vec<Bytes> = (0..bytes.len())
         .step_by(CHUNK)
         .map(|at| bytes.slice(at..(at + CHUNK).min(bytes.len())))

@@ -583,6 +583,14 @@ async fn head_then_ranges_work_on_an_uncached_wheel() {
         format!("bytes */{len}")
     );
 
+    // The ranges were read from the upstream by range: nothing is cached until a client asks
+    // for the whole file, which is then downloaded, verified and kept.
+    let (_, headers, _) = request(Method::HEAD, &url, &[]).await;
+    assert!(header_of(&headers, &header::ETAG).starts_with("W/"));
+    let (status, _, body) = request(Method::GET, &url, &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.unwrap() == nightly);
+
     // pip's resume: If-Range with the ETag of the verified file it saw; a stale validator gets
     // the whole file.
     let (_, headers, _) = request(Method::HEAD, &url, &[]).await;
@@ -622,9 +630,10 @@ async fn head_then_ranges_work_on_an_uncached_wheel() {
         header_of(&headers, &header::CONTENT_LENGTH),
         len.to_string()
     );
-    // The first HEAD asked the upstream's HEAD (the page gives no size), then one download;
-    // the HEAD of the cached file asked nothing.
-    assert_eq!(fake.hits(&format!("/packages/{NIGHTLY}")), 2);
+    // The first HEAD asked the upstream's HEAD (the page gives no size; its answer remembered
+    // for the ranges), each range one ranged read, then one download; the unsatisfiable range
+    // and the HEADs of the cached file asked nothing.
+    assert_eq!(fake.hits(&format!("/packages/{NIGHTLY}")), 6);
 }
 
 #[tokio::test]
@@ -646,8 +655,9 @@ async fn a_head_flood_on_uncached_files_downloads_nothing() {
         assert!(header_of(&headers, &header::ETAG).starts_with("W/"));
         assert!(body.unwrap().is_empty());
     }
-    // One upstream HEAD each (the page gives no size), and no download started or kept.
-    assert_eq!(fake.hits(&format!("/packages/{NIGHTLY}")), 20);
+    // One upstream HEAD (the page gives no size; its answer remembered), and no download
+    // started or kept.
+    assert_eq!(fake.hits(&format!("/packages/{NIGHTLY}")), 1);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let kept: Vec<_> = std::fs::read_dir(dir.path().join("files"))
         .map(|entries| entries.map(|e| e.unwrap().file_name()).collect())
@@ -672,13 +682,13 @@ async fn a_range_far_ahead_of_the_download_is_fetched_from_the_upstream() {
     let url = proxy.url(&format!("/files/demo/{NIGHTLY}"));
     let len = nightly.len();
 
+    // One client downloads the whole file (slowly); another reads its end meanwhile.
+    let whole = {
+        let url = url.clone();
+        tokio::spawn(async move { request(Method::GET, &url, &[]).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
     let started = Instant::now();
-    let (status, headers, _) = request(Method::HEAD, &url, &[]).await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(
-        header_of(&headers, &header::CONTENT_LENGTH),
-        len.to_string()
-    );
     let (status, headers, body) = request(Method::GET, &url, &[(header::RANGE, "bytes=-22")]).await;
     assert_eq!(status, StatusCode::PARTIAL_CONTENT);
     assert_eq!(
@@ -693,18 +703,77 @@ async fn a_range_far_ahead_of_the_download_is_fetched_from_the_upstream() {
     );
     assert_eq!(
         fake.hits(&format!("/packages/{NIGHTLY}")),
-        3,
-        "the HEAD (the page gives no size), the download and the range"
+        2,
+        "the download (its length known from the upstream's answer) and the range"
     );
 
     // The download goes on and is cached; a near range follows it.
     let (status, _, body) = request(Method::GET, &url, &[(header::RANGE, "bytes=0-99")]).await;
     assert_eq!(status, StatusCode::PARTIAL_CONTENT);
     assert!(body.unwrap() == nightly[..100]);
+    let (status, _, body) = whole.await.unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.unwrap() == nightly);
     let (status, _, body) = request(Method::GET, &url, &[]).await;
     assert_eq!(status, StatusCode::OK);
     assert!(body.unwrap() == nightly);
-    assert_eq!(fake.hits(&format!("/packages/{NIGHTLY}")), 3);
+    assert_eq!(fake.hits(&format!("/packages/{NIGHTLY}")), 2);
+}
+
+#[tokio::test]
+async fn ranges_of_an_uncached_file_cost_about_what_they_send() {
+    logs();
+    let fake = Fake::start().await;
+    let nightly = content(6 * 1024 * 1024, 12);
+    demo_upstream(&fake, b"wheel", b"meta", &nightly);
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, dir.path(), false).await;
+    let url = proxy.url(&format!("/files/demo/{NIGHTLY}"));
+    let len = nightly.len();
+    // What uv does where no `.metadata` is offered: the end of the zip, then a member.
+    let mut served = 0;
+    for (range, start, end) in [
+        ("bytes=-65536", len - 65_536, len),
+        ("bytes=1000-4999", 1000, 5000),
+        ("bytes=10-99", 10, 100),
+    ] {
+        let (status, headers, body) = request(Method::GET, &url, &[(header::RANGE, range)]).await;
+        assert_eq!(status, StatusCode::PARTIAL_CONTENT, "{range}");
+        assert!(
+            header_of(&headers, &header::ETAG).starts_with("W/"),
+            "unverified bytes"
+        );
+        let body = body.unwrap();
+        assert!(body == nightly[start..end], "{range}");
+        served += body.len() as u64;
+    }
+    let (status, headers, _) = request(
+        Method::GET,
+        &url,
+        &[(header::RANGE, &format!("bytes={len}-"))],
+    )
+    .await;
+    assert_eq!(status, StatusCode::RANGE_NOT_SATISFIABLE);
+    assert_eq!(
+        header_of(&headers, &header::CONTENT_RANGE),
+        format!("bytes */{len}")
+    );
+    let upstream = fake.file_bytes_sent();
+    assert!(
+        upstream <= 2 * served,
+        "{upstream} bytes upstream for {served} served (a 6 MiB file)"
+    );
+    // Nothing was downloaded whole or kept; the whole file, when asked for, is.
+    assert!(
+        !dir.path().join("files").exists()
+            || std::fs::read_dir(dir.path().join("files"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+    let (status, _, body) = request(Method::GET, &url, &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.unwrap() == nightly);
 }
 
 #[tokio::test]

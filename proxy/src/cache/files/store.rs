@@ -138,6 +138,10 @@ impl Store {
         self.total
     }
 
+    pub(super) fn is_downloading(&self, key: &CacheKey) -> bool {
+        self.inflight.contains_key(key)
+    }
+
     pub(super) fn contains(&self, key: &CacheKey) -> bool {
         self.entries.contains_key(key)
     }
