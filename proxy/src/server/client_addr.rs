@@ -7,8 +7,12 @@
 //! - from a trusted peer the list is read right to left, skipping trusted hops: everything left
 //!   of the first untrusted hop was written by the client itself;
 //! - `unknown`, an obfuscated identifier (`_hidden`), a hop that is not an address, or the two
-//!   headers naming different clients is a logged refusal: the peer's own address is used, and
-//!   the request is answered as usual, never with an error page.
+//!   headers naming different clients, at or right of the first untrusted hop, fails closed:
+//!   the request is answered `400` naming the refusal. Falling back to the peer's own address
+//!   would hand a client behind a trusted load balancer the balancer's rule (or the server's
+//!   machine) for the price of one `Forwarded: for=_hidden` header, which a default nginx
+//!   forwards unchanged. Text a client wrote left of the hop its proxy appended (a garbage hop,
+//!   a byte that is not ASCII) does not matter: each hop is read on its own.
 //!
 //! Refusals are logged at `warn` at most once a minute (with how many were held back), and at
 //! `debug` in between, so a client sending headers on every request cannot flood the log.
@@ -50,7 +54,7 @@ pub enum BadHop {
     Garbage(String),
     #[error("an element names no `for=` node")]
     NoFor,
-    #[error("the header is not ASCII text")]
+    #[error("a hop is not ASCII text")]
     NotText,
 }
 
@@ -73,6 +77,15 @@ pub enum Refusal {
         x_forwarded_for: IpAddr,
         forwarded: IpAddr,
     },
+}
+
+impl Refusal {
+    /// Whether the request is refused: a trusted proxy's headers that cannot be read leave the
+    /// client's network unknown, and no rule may be guessed for it. (An untrusted peer's headers
+    /// are only ignored: the peer is the client.)
+    pub fn fails_closed(&self) -> bool {
+        !matches!(self, Refusal::Untrusted { .. })
+    }
 }
 
 /// The client's address and how it was learnt.
@@ -106,7 +119,8 @@ impl fmt::Display for ClientAddress {
 
 /// The client's address: `peer`, or what a trusted peer's forwarded headers say, with the
 /// refusal to log when a header was present but not used. `None` when the peer is unknown (an
-/// app served without the accept loop that records it).
+/// app served without the accept loop that records it), and when a trusted peer's headers
+/// cannot be read ([`Refusal::fails_closed`]: the request is refused).
 pub fn client_address(
     peer: Option<IpAddr>,
     headers: &HeaderMap,
@@ -136,7 +150,8 @@ pub fn client_address(
         );
     }
     let trusted = |ip: IpAddr| networks.is_trusted(ip);
-    let from_xff = xff.map(|text| text.and_then(|t| pick(&x_forwarded_for_hops(&t), trusted)));
+    let from_xff = header_bytes(headers, X_FORWARDED_FOR)
+        .map(|bytes| pick(&x_forwarded_for_hops(&bytes), trusted));
     let from_forwarded =
         forwarded.map(|text| text.and_then(|t| pick(&forwarded_hops(&t), trusted)));
     let via = |header| Via::Header {
@@ -145,7 +160,7 @@ pub fn client_address(
     };
     let unusable = |header, reason| {
         (
-            Some(own),
+            None,
             Some(Refusal::Unusable {
                 header,
                 peer,
@@ -157,7 +172,7 @@ pub fn client_address(
         (Some(Err(reason)), _) => unusable(X_FORWARDED_FOR, reason),
         (_, Some(Err(reason))) => unusable(FORWARDED, reason),
         (Some(Ok(a)), Some(Ok(b))) if a != b => (
-            Some(own),
+            None,
             Some(Refusal::Disagree {
                 peer,
                 x_forwarded_for: a,
@@ -220,11 +235,30 @@ fn pick(
     leftmost.ok_or_else(|| BadHop::Garbage(String::new()))
 }
 
+/// Every field of a header joined as one list, as bytes: a client's bytes that are not text
+/// (left of the hops its proxies appended) must not spoil the hops that are.
+fn header_bytes(headers: &HeaderMap, name: &str) -> Option<Vec<u8>> {
+    let mut values = headers.get_all(name).iter().peekable();
+    values.peek()?;
+    Some(
+        values
+            .map(axum::http::HeaderValue::as_bytes)
+            .collect::<Vec<_>>()
+            .join(&b','),
+    )
+}
+
 // A real example of this parser's input (a CDN in front of nginx's
 // `proxy_add_x_forwarded_for`; some load balancers add ports):
 // 203.0.113.195, 2001:db8:85a3:8d3:1319:8a2e:370:7348, 198.51.100.178:41234
-fn x_forwarded_for_hops(value: &str) -> Vec<Result<IpAddr, BadHop>> {
-    value.split(',').map(|hop| parse_node(hop.trim())).collect()
+fn x_forwarded_for_hops(value: &[u8]) -> Vec<Result<IpAddr, BadHop>> {
+    value
+        .split(|&b| b == b',')
+        .map(|hop| match std::str::from_utf8(hop) {
+            Ok(text) if text.is_ascii() => parse_node(text.trim()),
+            _ => Err(BadHop::NotText),
+        })
+        .collect()
 }
 
 // A real example of this parser's input (RFC 7239, section 4):
@@ -496,8 +530,10 @@ pub struct ClientReport {
 }
 
 impl FromRequestParts<AppState> for Client {
-    type Rejection = std::convert::Infallible;
+    type Rejection = super::error::ApiError;
 
+    /// The client, or a `400` when its trusted proxy's forwarded headers cannot be read (fail
+    /// closed: never the proxy's own rule or the server's machine in its place).
     async fn from_request_parts(
         parts: &mut Parts,
         state: &AppState,
@@ -506,7 +542,15 @@ impl FromRequestParts<AppState> for Client {
             .extensions
             .get::<ConnectInfo<SocketAddr>>()
             .map(|ConnectInfo(addr)| addr.ip());
-        Ok(Client::of(peer, &parts.headers, &state.networks))
+        let client = Client::of(peer, &parts.headers, &state.networks);
+        match &client.refusal {
+            Some(refusal) if refusal.fails_closed() => {
+                Err(super::error::ApiError::BadRequest(format!(
+                    "{refusal}; the client's network cannot be known, so no [[networks]] rule is applied and the request is refused (ask the proxy's operator: it must send `X-Forwarded-For` or `Forwarded` with the client's address)"
+                )))
+            }
+            _ => Ok(client),
+        }
     }
 }
 
@@ -630,7 +674,7 @@ mod tests {
     }
 
     #[test]
-    fn garbage_unknown_and_disagreement_are_refused_for_the_peer() {
+    fn garbage_unknown_and_disagreement_fail_closed() {
         let trusted = ["10.0.0.5"];
         for (name, value, reason) in [
             ("x-forwarded-for", "10.1.2.3, unknown", "a hop is `unknown`"),
@@ -681,10 +725,18 @@ mod tests {
                 "a hop `garbage` is not an IP address",
             ),
         ] {
-            let (client, refusal) = address("10.0.0.5", &trusted, &[(name, value)]);
-            assert_eq!(client, ip("10.0.0.5"), "{name}: {value}");
-            let refusal = refusal.unwrap().to_string();
-            assert!(refusal.contains(reason), "{name}: {value}: {refusal}");
+            let (address, refusal) = client_address(
+                Some(ip("10.0.0.5")),
+                &headers(&[(name, value)]),
+                &networks(&trusted),
+            );
+            assert_eq!(address, None, "{name}: {value}: never the peer's own");
+            let refusal = refusal.unwrap();
+            assert!(refusal.fails_closed());
+            assert!(
+                refusal.to_string().contains(reason),
+                "{name}: {value}: {refusal}"
+            );
         }
         // A garbage hop left of the client is the client's own text, and does not matter.
         let (client, refusal) = address(
@@ -693,15 +745,15 @@ mod tests {
             &[("x-forwarded-for", "junk, 192.0.2.1")],
         );
         assert_eq!((client, refusal), (ip("192.0.2.1"), None));
-        let (client, refusal) = address(
-            "10.0.0.5",
-            &trusted,
-            &[
+        let (address, refusal) = client_address(
+            Some(ip("10.0.0.5")),
+            &headers(&[
                 ("x-forwarded-for", "192.0.2.1"),
                 ("forwarded", "for=10.1.2.3"),
-            ],
+            ]),
+            &networks(&trusted),
         );
-        assert_eq!(client, ip("10.0.0.5"));
+        assert_eq!(address, None);
         assert!(
             refusal
                 .unwrap()
@@ -714,8 +766,17 @@ mod tests {
             HeaderValue::from_bytes(b"10.1.2.3\xff").unwrap(),
         );
         let (address, refusal) = client_address(Some(ip("10.0.0.5")), &map, &networks(&trusted));
-        assert_eq!(address.unwrap().ip, ip("10.0.0.5"));
+        assert_eq!(address, None);
         assert!(refusal.unwrap().to_string().contains("not ASCII text"));
+        // A byte that is not text in the client's own part, left of the hop its proxy appended
+        // (nginx's `proxy_add_x_forwarded_for` joins them into one field), does not matter.
+        let mut map = HeaderMap::new();
+        map.insert(
+            "x-forwarded-for",
+            HeaderValue::from_bytes(b"10.1.2.3\xff, 192.0.2.1").unwrap(),
+        );
+        let (address, refusal) = client_address(Some(ip("10.0.0.5")), &map, &networks(&trusted));
+        assert_eq!((address.unwrap().ip, refusal), (ip("192.0.2.1"), None));
     }
 
     #[test]
@@ -735,7 +796,11 @@ mod tests {
     #[test]
     fn hostile_text_is_shown_escaped_and_short() {
         let long = format!("\"<b>{}", "9".repeat(500));
-        let (_, refusal) = address("10.0.0.5", &["10.0.0.5"], &[("x-forwarded-for", &long)]);
+        let (_, refusal) = client_address(
+            Some(ip("10.0.0.5")),
+            &headers(&[("x-forwarded-for", &long)]),
+            &networks(&["10.0.0.5"]),
+        );
         let text = refusal.unwrap().to_string();
         assert!(text.contains("`\\\"<b>999"), "{text}");
         assert!(text.len() < 200, "{text}");
