@@ -646,7 +646,7 @@ async fn rewritten(
         )
     };
     if select {
-        page = super::variants::with_variants(
+        let (with_variants, settled) = super::variants::with_variants(
             state,
             machine,
             policy,
@@ -656,6 +656,9 @@ async fn rewritten(
             page,
         )
         .await;
+        page = with_variants;
+        // A page made while a variants file was still downloading is not kept.
+        complete &= settled;
         binding::extras::apply(
             state,
             machine,

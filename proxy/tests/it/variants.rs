@@ -219,6 +219,53 @@ async fn each_machine_gets_its_variant_under_the_plain_filename() {
     );
 }
 
+/// A variants file that drips must not hold its project's pages (hardening, issue 20): the
+/// first page waits for it about a second, then is answered with the version chosen by its
+/// labels; the next page does not wait again; once the file is read, the page uses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dripping_variants_file_holds_no_page() {
+    use super::fake_upstream::Behaviour;
+
+    let fake = Fake::start().await;
+    variant_upstream(&fake);
+    // Every file's one chunk comes after 4 s (pages are not files: they come at once).
+    fake.set(Behaviour::Slow(std::time::Duration::from_secs(4)));
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, cache.path()).await;
+    let url = format!("http://{}/simple/torch/", proxy.addr);
+    for attempt in ["first", "second"] {
+        let started = std::time::Instant::now();
+        let files = page_files(&url).await;
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(2),
+            "{attempt} page after {took:?}"
+        );
+        assert!(
+            files
+                .iter()
+                .any(|(name, ..)| name.starts_with("torch-2.9.0")),
+            "{attempt}: 2.9.0 chosen by its labels meanwhile: {files:?}"
+        );
+    }
+    let explain = get(&format!("http://{}/explain/torch/?format=json", proxy.addr))
+        .await
+        .1;
+    let explain = String::from_utf8(explain).unwrap();
+    assert!(explain.contains("not read within"), "{explain}");
+    // Once the files are read, the page is made with them (and kept).
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    let explain = get(&format!("http://{}/explain/torch/?format=json", proxy.addr))
+        .await
+        .1;
+    assert!(
+        !String::from_utf8(explain)
+            .unwrap()
+            .contains("not read within"),
+        "read by now"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_states_the_variant_choice_and_its_judgement() {
     let fake = Fake::start().await;

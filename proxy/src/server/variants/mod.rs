@@ -198,16 +198,25 @@ pub async fn with_variants(
     upstream: &ProjectPage,
     page_url: &str,
     mut page: ProjectPage,
-) -> ProjectPage {
-    if let Some(choice) = choose(state, machine, policy, project, upstream, page_url).await {
+) -> (ProjectPage, bool) {
+    let mut settled = true;
+    if let Some((choice, all_read)) =
+        choose(state, machine, policy, project, upstream, page_url).await
+    {
+        settled = all_read;
         log_choice(project, &choice, upstream);
         let derived_hash = |index: usize| derived_hash(state, upstream, page_url, &choice, index);
         apply(project, upstream, &choice, &derived_hash, &mut page);
     }
-    page
+    (page, settled)
 }
 
-/// The variant choice for `upstream`, reading its variants files; `None` when it lists no
+/// How long a page waits for a variants file it has not read yet: they are a few KiB (about 3
+/// for PyTorch's), so one not read by then is stalled or dripping.
+const VARIANTS_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The variant choice for `upstream`, reading its variants files (each waited for at most
+/// [`VARIANTS_WAIT`]), and whether every file was settled in time; `None` when it lists no
 /// variants.
 async fn choose(
     state: &AppState,
@@ -216,27 +225,21 @@ async fn choose(
     project: &str,
     upstream: &ProjectPage,
     page_url: &str,
-) -> Option<VariantChoice> {
+) -> Option<(VariantChoice, bool)> {
     let refs: Vec<FileRef<'_>> = upstream.files.iter().map(FileRef::from).collect();
     if !lists_variants(&refs) {
         return None;
     }
-    let parsed = read_variants_files(
+    let (parsed, settled) = read_variants_files_within(
         &state.files,
         &state.client,
         state.config.offline,
-        upstream,
-        page_url,
+        (upstream, page_url),
+        Some(VARIANTS_WAIT),
     )
     .await;
-    Some(choose_variants(
-        state.catalog,
-        machine,
-        policy,
-        project,
-        &refs,
-        &parsed,
-    ))
+    let choice = choose_variants(state.catalog, machine, policy, project, &refs, &parsed);
+    Some((choice, settled))
 }
 
 /// `explanation` (of `/explain/<project>/`) with the variant choice the page serves: per
@@ -251,7 +254,8 @@ pub async fn explain(
     explanation: &mut Explanation,
 ) {
     let project = explanation.project.clone();
-    let Some(choice) = choose(state, machine, policy, &project, upstream, page_url).await else {
+    let Some((choice, _)) = choose(state, machine, policy, &project, upstream, page_url).await
+    else {
         return;
     };
     relabel_dropped(explanation, upstream, &choice);
@@ -509,9 +513,25 @@ pub async fn read_variants_files(
     upstream: &ProjectPage,
     page_url: &str,
 ) -> BTreeMap<usize, Result<VariantsFile, String>> {
+    read_variants_files_within(files, client, offline, (upstream, page_url), None)
+        .await
+        .0
+}
+
+/// [`read_variants_files`], all at once, each waited for at most `wait` (`None`: until read):
+/// a variants file that drips a byte at a time must not hold its project's pages. One not read
+/// in time counts as unreadable (the versions it describes are chosen by their labels, and
+/// `/explain/` says so); its download goes on in the file cache, so a later request reads it.
+/// Also returns whether every file was settled (read, or failed for good) in time.
+pub async fn read_variants_files_within(
+    files: &FileCache,
+    client: &UpstreamClient,
+    offline: bool,
+    (upstream, page_url): (&ProjectPage, &str),
+    wait: Option<std::time::Duration>,
+) -> (BTreeMap<usize, Result<VariantsFile, String>>, bool) {
     let refs: Vec<FileRef<'_>> = upstream.files.iter().map(FileRef::from).collect();
-    let mut parsed = BTreeMap::new();
-    for index in variants_json_indices(&refs) {
+    let reads = variants_json_indices(&refs).into_iter().map(|index| {
         let file = &upstream.files[index];
         let spec = FileSpec {
             url: upstream.file_url(file, page_url),
@@ -519,13 +539,40 @@ pub async fn read_variants_files(
             size: file.size,
             splice: None,
         };
-        let result = read_variants_json(files, client, offline, &spec).await;
+        async move {
+            // A download another request started and waited for in vain is not waited for
+            // again: one request pays the wait, not every request while the file drips.
+            let wait = wait.map(|wait| {
+                if files.is_downloading(&spec) {
+                    std::time::Duration::ZERO
+                } else {
+                    wait
+                }
+            });
+            let read = read_variants_json(files, client, offline, &spec);
+            let result = match wait {
+                None => Some(read.await),
+                Some(wait) => tokio::time::timeout(wait, read).await.ok(),
+            };
+            (index, &file.filename, result)
+        }
+    });
+    let mut parsed = BTreeMap::new();
+    let mut settled = true;
+    for (index, filename, result) in futures_util::future::join_all(reads).await {
+        let result = result.unwrap_or_else(|| {
+            settled = false;
+            Err(format!(
+                "not read within {} ms (still downloading; a later request reads it)",
+                wait.unwrap_or_default().as_millis()
+            ))
+        });
         if let Err(why) = &result {
-            warn!(file = %file.filename, error = why.as_str(), "variants file unreadable");
+            warn!(file = %filename, error = why.as_str(), "variants file unreadable");
         }
         parsed.insert(index, result);
     }
-    parsed
+    (parsed, settled)
 }
 
 /// One variants file, read through the file cache and parsed; or why not.
