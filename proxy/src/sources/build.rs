@@ -6,7 +6,7 @@ use wheelgate_resolver::Catalog;
 
 use super::{
     Owns, PYPI, PYTORCH, PatternError, ProjectPattern, Source, SourceKind, Sources, TemplateError,
-    UrlTemplate,
+    UrlCredentials, UrlTemplate,
 };
 use crate::config::{SourceConfig, UpstreamsConfig};
 use crate::upstream::redact;
@@ -73,24 +73,28 @@ impl Sources {
         configured: &[SourceConfig],
     ) -> Result<Sources, SourcesError> {
         let mut list = Vec::with_capacity(configured.len() + 2);
+        let (url, url_credentials) = without_credentials(root("`pytorch_url`", pytorch_url)?);
         list.push(Source {
             name: PYTORCH.to_string(),
             kind: SourceKind::Pytorch,
-            url: root("`pytorch_url`", pytorch_url)?,
+            url,
             owns: Owns::PytorchNames,
             template: None,
+            url_credentials,
             access: upstreams.pytorch.clone(),
             section: "[upstreams.pytorch]".to_string(),
         });
         for entry in configured {
             list.push(configured_source(catalog, entry, &list)?);
         }
+        let (url, url_credentials) = without_credentials(root("`pypi_url`", pypi_url)?);
         list.push(Source {
             name: PYPI.to_string(),
             kind: SourceKind::Index,
-            url: root("`pypi_url`", pypi_url)?,
+            url,
             owns: Owns::Rest,
             template: None,
+            url_credentials,
             access: upstreams.pypi.clone(),
             section: "[upstreams.pypi]".to_string(),
         });
@@ -134,12 +138,14 @@ fn configured_source(
     }
     let section = format!("[[sources]] {name}");
     let template = template_of(&section, &entry.url)?;
-    let url = match &template {
-        Some(_) => entry.url.clone(),
-        None => root(&format!("`{section}`"), &entry.url).map_err(|_| SourcesError::NotHttp {
-            section: section.clone(),
-            url: redact(&entry.url),
-        })?,
+    let (url, url_credentials) = match &template {
+        Some(_) => (entry.url.clone(), None),
+        None => without_credentials(root(&format!("`{section}`"), &entry.url).map_err(|_| {
+            SourcesError::NotHttp {
+                section: section.clone(),
+                url: redact(&entry.url),
+            }
+        })?),
     };
     if entry.projects.is_empty() {
         return Err(SourcesError::NoProjects { section });
@@ -174,6 +180,7 @@ fn configured_source(
         },
         url,
         template,
+        url_credentials,
         owns: Owns::Patterns(patterns),
         access: entry.access(),
         section,
@@ -229,6 +236,47 @@ fn template_of(section: &str, url: &str) -> Result<Option<UrlTemplate>, SourcesE
             url: redact(url),
         }),
     }
+}
+
+/// `url` without its `user:password@`, and those credentials decoded: a URL with them in it
+/// would be a page's key, written into the cache's and the mirror's stored pages.
+fn without_credentials(url: String) -> (String, Option<UrlCredentials>) {
+    let Ok(mut parsed) = Url::parse(&url) else {
+        return (url, None);
+    };
+    if parsed.username().is_empty() && parsed.password().is_none() {
+        return (url, None);
+    }
+    let credentials = UrlCredentials {
+        user: percent_decoded(parsed.username()),
+        password: percent_decoded(parsed.password().unwrap_or_default()),
+    };
+    let _ = parsed.set_username("");
+    let _ = parsed.set_password(None);
+    (
+        parsed.as_str().trim_end_matches('/').to_string(),
+        Some(credentials),
+    )
+}
+
+/// RFC 3986 percent-decoding (`%40` → `@`); invalid escapes are kept as written.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(hex) = text.get(i + 1..i + 3)
+            && let Ok(byte) = u8::from_str_radix(hex, 16)
+        {
+            out.push(byte);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// An http(s) index root without its trailing slash.
@@ -369,6 +417,27 @@ mod tests {
         );
         assert_eq!(sources.per_build_owners("torch-scatter"), [id]);
         assert!(sources.per_build_owners("numpy").is_empty());
+    }
+
+    #[test]
+    fn credentials_in_a_url_leave_the_url() {
+        let sources = Sources::new(
+            Catalog::embedded(),
+            "https://ci:p%40ss@download.example/whl",
+            "https://pypi.example/simple/",
+            &UpstreamsConfig::default(),
+            &[],
+        )
+        .unwrap();
+        let pytorch = sources.pytorch();
+        assert_eq!(pytorch.url, "https://download.example/whl");
+        let credentials = pytorch.url_credentials.as_ref().unwrap();
+        assert_eq!(
+            (credentials.user.as_str(), credentials.password.as_str()),
+            ("ci", "p@ss")
+        );
+        assert!(!format!("{pytorch:?}").contains("p@ss"));
+        assert_eq!(sources.general().url_credentials, None);
     }
 
     #[test]

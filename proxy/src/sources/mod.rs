@@ -73,6 +73,9 @@ pub struct Source {
     pub url: String,
     /// A per-build source's page template.
     pub template: Option<UrlTemplate>,
+    /// `user:password@` the configured URL carried, taken out of `url` (so no page key, stored
+    /// page or log line holds it) and sent as basic authentication to its origin instead.
+    pub url_credentials: Option<UrlCredentials>,
     pub owns: Owns,
     /// Its access settings (`[upstreams.*]` for the built-in two).
     pub access: UpstreamAccessConfig,
@@ -88,6 +91,23 @@ impl Source {
             (SourceKind::Pytorch, Some(backend)) => format!("{}/{backend}/{project}/", self.url),
             _ => format!("{}/{project}/", self.url),
         }
+    }
+}
+
+/// Credentials written into a source's URL, decoded; never shown.
+#[derive(Clone, PartialEq, Eq)]
+pub struct UrlCredentials {
+    pub user: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for UrlCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "UrlCredentials {{ user: {:?}, password: *** }}",
+            self.user
+        )
     }
 }
 

@@ -104,10 +104,15 @@ pub fn resolve(config: &ServeConfig) -> Result<Vec<OriginAccess>, AccessError> {
 pub fn resolve_sources(sources: &Sources) -> Result<Vec<OriginAccess>, AccessError> {
     let mut all: Vec<OriginAccess> = Vec::new();
     for (_, source) in sources.iter() {
-        if source.access.is_empty() {
+        if source.access.is_empty() && source.url_credentials.is_none() {
             continue;
         }
-        let resolved = resolve_one(&source.section, &source.access, &source.url)?;
+        let resolved = resolve_one(
+            &source.section,
+            &source.access,
+            &source.url,
+            source.url_credentials.as_ref(),
+        )?;
         if let Some((other, shared)) = all.iter().find_map(|other| {
             other
                 .origins
@@ -115,6 +120,15 @@ pub fn resolve_sources(sources: &Sources) -> Result<Vec<OriginAccess>, AccessErr
                 .find(|origin| resolved.origins.contains(origin))
                 .map(|origin| (other, origin))
         }) {
+            // Two sources on one host with the same `user:password@` in their URLs (a mirror
+            // serving both built-in indexes): one access, given once.
+            let same = other.origins == resolved.origins
+                && other.headers == resolved.headers
+                && other.roots.is_empty()
+                && resolved.roots.is_empty();
+            if same {
+                continue;
+            }
             return Err(AccessError::SameOrigin {
                 first: other.section.clone(),
                 second: resolved.section.clone(),
@@ -130,6 +144,7 @@ fn resolve_one(
     section: &str,
     access: &UpstreamAccessConfig,
     root: &str,
+    url_credentials: Option<&crate::sources::UrlCredentials>,
 ) -> Result<OriginAccess, AccessError> {
     let mut origins = vec![http_origin(section, root)?];
     let authorizes = access.token.is_some()
@@ -138,10 +153,10 @@ fn resolve_one(
             .headers
             .keys()
             .any(|name| name.eq_ignore_ascii_case("authorization"));
-    if authorizes && Url::parse(root).is_ok_and(|url| !url.username().is_empty()) {
+    if authorizes && url_credentials.is_some() {
         return Err(AccessError::CredentialsTwice {
             section: section.to_string(),
-            url: crate::upstream::redact(root),
+            url: root.to_string(),
         });
     }
     for extra in &access.extra_origins {
@@ -156,7 +171,7 @@ fn resolve_one(
     Ok(OriginAccess {
         section: section.to_string(),
         origins,
-        headers: headers(section, access)?,
+        headers: headers(section, access, url_credentials)?,
         roots: match &access.ca_bundle {
             Some(path) => read_ca_bundle(section, path)?,
             None => Vec::new(),
@@ -194,7 +209,11 @@ fn parse_origin(text: &str) -> Option<String> {
     bare.then(|| origin_of(&url))
 }
 
-fn headers(section: &str, access: &UpstreamAccessConfig) -> Result<HeaderMap, AccessError> {
+fn headers(
+    section: &str,
+    access: &UpstreamAccessConfig,
+    url_credentials: Option<&crate::sources::UrlCredentials>,
+) -> Result<HeaderMap, AccessError> {
     let secret = |what: String, source: &crate::config::SecretSource| {
         source.read(&what).map_err(|source| AccessError::Secret {
             section: section.to_string(),
@@ -223,7 +242,14 @@ fn headers(section: &str, access: &UpstreamAccessConfig) -> Result<HeaderMap, Ac
                 encode_base64(format!("{}:{password}", basic.user).as_bytes())
             ))
         }
-        (None, None) => None,
+        // `user:password@` in the URL: sent as basic authentication to its origin, as a URL
+        // with them would have been (`crate::sources` takes them out of the URL).
+        (None, None) => url_credentials.map(|credentials| {
+            format!(
+                "Basic {}",
+                encode_base64(format!("{}:{}", credentials.user, credentials.password).as_bytes())
+            )
+        }),
     };
     if let Some(value) = authorization {
         let mut value = HeaderValue::from_str(&value).map_err(|_| value_error("Authorization"))?;

@@ -585,11 +585,13 @@ fn backoff(attempt: u32) -> Duration {
 
 /// A URL with any `user:password@` removed, for logs and errors.
 pub fn redact(url: &str) -> String {
-    if let Some((scheme, rest)) = url.split_once("://")
-        && let Some(at) = rest.find('@')
-        && rest[..at].find('/').is_none()
-    {
-        return format!("{scheme}://***@{}", &rest[at + 1..]);
+    if let Some((scheme, rest)) = url.split_once("://") {
+        // The authority ends at the path, query or fragment; its last `@` ends the userinfo (a
+        // password may hold an unencoded `@`: `ci:p@ss@host`).
+        let authority = rest.find(['/', '?', '#']).map_or(rest, |end| &rest[..end]);
+        if let Some(at) = authority.rfind('@') {
+            return format!("{scheme}://***@{}", &rest[at + 1..]);
+        }
     }
     url.to_string()
 }
@@ -607,6 +609,10 @@ mod tests {
         assert_eq!(
             redact("https://mirror.example/a@b"),
             "https://mirror.example/a@b"
+        );
+        assert_eq!(
+            redact("http://ci:p@ss@mirror.example/simple/"),
+            "http://***@mirror.example/simple/"
         );
     }
 }

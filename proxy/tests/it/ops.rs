@@ -569,6 +569,27 @@ async fn upstream_credentials_reach_the_upstream_and_nothing_else() {
         fake.state.seen_authorization.lock().unwrap().len() >= 2,
         "the page and the file were both fetched with the credentials"
     );
+    // No stored page holds them: pages are keyed by the URL without `user:password@`.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let mut stack = vec![proxy._cache.path().to_path_buf()];
+    let mut stored = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                stored += 1;
+                let bytes = std::fs::read(&path).unwrap();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains("hunter2"),
+                    "{} holds the password",
+                    path.display()
+                );
+            }
+        }
+    }
+    assert!(stored > 0, "the page and the file were stored");
 
     // The upstream goes away: errors everywhere, and still no password.
     let failing_addr = fake.addr;
