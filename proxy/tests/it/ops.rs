@@ -131,7 +131,7 @@ pub struct Proxy {
     pub addr: SocketAddr,
     pub stop: Option<oneshot::Sender<()>>,
     pub done: tokio::task::JoinHandle<Result<(), wheelgate::serve::StartError>>,
-    pub _cache: tempfile::TempDir,
+    pub cache: tempfile::TempDir,
 }
 
 impl Proxy {
@@ -171,7 +171,7 @@ pub async fn start(pypi_url: String, configure: impl FnOnce(&mut ServeConfig)) -
         addr,
         stop: Some(stop),
         done,
-        _cache: cache,
+        cache,
     }
 }
 
@@ -571,7 +571,7 @@ async fn upstream_credentials_reach_the_upstream_and_nothing_else() {
     );
     // No stored page holds them: pages are keyed by the URL without `user:password@`.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let mut stack = vec![proxy._cache.path().to_path_buf()];
+    let mut stack = vec![proxy.cache.path().to_path_buf()];
     let mut stored = 0;
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).unwrap().flatten() {
