@@ -191,6 +191,8 @@ fn render_clients(out: &mut String, state: &AppState, base: &str) {
 }
 
 /// The `[[networks]]` rules, the one holding the asking client marked, and the trusted proxies.
+/// Every rule's networks and machine map a company's networks and hardware, so without
+/// `[auth]` (anyone may read this page) a client sees its own rule only.
 fn render_networks(out: &mut String, state: &AppState, client: &Client) {
     let networks = &state.networks;
     if networks.rules.is_empty() {
@@ -208,12 +210,16 @@ fn render_networks(out: &mut String, state: &AppState, client: &Client) {
             inline_code(&refusal.to_string())
         );
     }
+    let everything = state.config.auth.enabled();
     out.push_str("<table><thead><tr><th>Rule</th><th>Networks</th><th>Machine</th></tr></thead>");
     for rule in &networks.rules {
         let matched = client
             .rule
             .as_ref()
             .is_some_and(|r| std::sync::Arc::ptr_eq(r, rule));
+        if !matched && !everything {
+            continue;
+        }
         let cidrs: Vec<String> = rule.cidrs.iter().map(ToString::to_string).collect();
         let machine = rule
             .machine
@@ -239,6 +245,14 @@ fn render_networks(out: &mut String, state: &AppState, client: &Client) {
         );
     }
     out.push_str("</table>\n<p>The first rule holding a client's address wins; other clients get the server's machine.</p>\n");
+    if !everything {
+        out.push_str(
+            "<p class=\"muted\">Other rules and the trusted proxies are shown only when this \
+             server asks for credentials (<code>[auth]</code>): they would map the company's \
+             networks for any visitor.</p>\n",
+        );
+        return;
+    }
     let trusted: Vec<String> = networks
         .trusted_proxies
         .iter()

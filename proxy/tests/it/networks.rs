@@ -303,11 +303,6 @@ async fn the_status_page_lists_the_rules_and_marks_the_askers() {
         html.contains("<td>gpu <span class=\"chosen\">this client</span></td>"),
         "{html}"
     );
-    assert!(html.contains("<td>v100</td>"), "{html}");
-    assert!(
-        html.contains("<td>the server&#39;s; backend pinned to cu126</td>"),
-        "{html}"
-    );
     assert!(
         html.contains("<code>10.1.0.0/16, fd00:1::/64</code>"),
         "{html}"
@@ -316,13 +311,42 @@ async fn the_status_page_lists_the_rules_and_marks_the_askers() {
         html.contains("resolves for this client (rule <code>gpu</code>)"),
         "{html}"
     );
+    // Without `[auth]` anyone may read the page: other rules and the trusted proxies would map
+    // the company's networks and hardware, so a client sees its own rule only.
+    assert!(!html.contains("<td>v100</td>"), "{html}");
+    assert!(!html.contains("10.2.0.0/16"), "{html}");
+    assert!(!html.contains("backend pinned to cu126"), "{html}");
+    assert!(!html.contains("<code>127.0.0.1/32</code>"), "{html}");
+    assert!(html.contains("shown only when this server asks for credentials"));
+    let (_, _, html) = get(&status, &[]).await;
+    assert!(!html.contains("this client</span>"), "{html}");
+    assert!(!html.contains("<td>gpu"), "{html}");
+    assert!(html.contains("is in no [[networks]] rule"), "{html}");
+}
+
+#[tokio::test]
+async fn with_auth_the_status_page_lists_every_rule() {
+    let config = format!("{}\n[auth]\nbearer = [\"t0ken\"]\n", three_networks());
+    let proxy = start(&config).await;
+    let status = format!("http://{}/", proxy.addr);
+    let (code, _, html) = get(
+        &status,
+        &[
+            ("x-forwarded-for", "10.1.2.3"),
+            ("authorization", "Bearer t0ken"),
+        ],
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK, "{html}");
+    assert!(html.contains("<td>v100</td>"), "{html}");
+    assert!(
+        html.contains("<td>the server&#39;s; backend pinned to cu126</td>"),
+        "{html}"
+    );
     assert!(
         html.contains("<code>127.0.0.1/32</code>"),
         "trusted proxies shown: {html}"
     );
-    let (_, _, html) = get(&status, &[]).await;
-    assert!(!html.contains("this client</span>"), "{html}");
-    assert!(html.contains("is in no [[networks]] rule"), "{html}");
 }
 
 #[tokio::test]
