@@ -210,10 +210,11 @@ async fn explain_response(
     client: Option<ClientReport>,
 ) -> Result<Response, ApiError> {
     let project = normalize_name(raw);
+    // Checked before any redirect: a name with a CR/LF must never reach a `Location` header.
+    check_project_name(&project, raw)?;
     if project != raw {
         return Ok(Redirect::permanent(&format!("{base}/explain/{project}/")).into_response());
     }
-    check_project_name(&project, raw)?;
     let json = wants_json(headers, query)?;
     let (machine, policy) = machine_and_policy(state, target, headers);
     let owners = state.sources.per_build_owners(&project);

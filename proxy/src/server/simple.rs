@@ -341,7 +341,8 @@ pub(super) fn check_project_name(project: &str, raw: &str) -> Result<(), ApiErro
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
     {
         return Err(ApiError::NotFound(format!(
-            "`{raw}` is not a valid project name"
+            "`{}` is not a valid project name",
+            raw.escape_default()
         )));
     }
     Ok(())
@@ -389,10 +390,11 @@ async fn project_response(
     query: &FormatQuery,
 ) -> Result<Response, ApiError> {
     let project = normalize_name(raw);
+    // Checked before any redirect: a name with a CR/LF must never reach a `Location` header.
+    check_project_name(&project, raw)?;
     if project != raw {
         return Ok(Redirect::permanent(&format!("{prefix}/{project}/")).into_response());
     }
-    check_project_name(&project, raw)?;
     let format = format_of(headers, query)?;
     let rule = match &target {
         Target::Default(Some(rule)) => rule.label.as_str(),

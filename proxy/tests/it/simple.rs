@@ -665,3 +665,30 @@ async fn oversized_headers_and_invalid_names_are_refused_and_the_server_goes_on(
         StatusCode::OK
     );
 }
+
+/// A CR/LF (or any byte outside a project name) in a project name is a 404 naming the name
+/// escaped, on every route that redirects a non-normalized name: never a `Location` header
+/// made of it, never a 500.
+#[tokio::test]
+async fn a_crlf_in_a_project_name_is_a_404() {
+    let (_fake, upstream) = start_fake().await;
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(upstream, cache.path(), |_| {}).await;
+    for path in [
+        "/simple/Foo%0D%0ASet-Cookie:%20x/",
+        "/explain/Foo%0D%0ASet-Cookie:%20x/",
+        "/m/1-lx-g2.36/simple/a%0Ab/",
+    ] {
+        let (status, headers, body) = get_with(&format!("http://{proxy}{path}"), &[]).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+        assert!(!headers.contains_key("set-cookie"), "{path}");
+        assert!(
+            body.contains("is not a valid project name"),
+            "{path}: {body}"
+        );
+    }
+    // A valid name that is not normalized is still redirected.
+    let (status, headers, _) = get_with(&format!("http://{proxy}/simple/Torch/"), &[]).await;
+    assert_eq!(status, StatusCode::PERMANENT_REDIRECT);
+    assert_eq!(headers[header::LOCATION], "/simple/torch/");
+}

@@ -85,10 +85,11 @@ async fn page(
     query: &FormatQuery,
 ) -> Result<Response, ApiError> {
     let project = normalize_name(raw);
+    // Checked before any redirect: a name with a CR/LF must never reach a `Location` header.
+    check_project_name(&project, raw)?;
     if project != raw {
         return Ok(Redirect::permanent(&format!("{prefix}/{project}/")).into_response());
     }
-    check_project_name(&project, raw)?;
     if !state.sources.selects(&project) {
         return Err(ApiError::NotFound(format!(
             "`{project}` is not a project of the PyTorch index; the variant index serves only those"
