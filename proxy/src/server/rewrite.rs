@@ -72,21 +72,28 @@ pub fn rewrite_selected_files(
     linked(project, files, first, kept, versions)
 }
 
-/// `upstream` whole (a project whose builds are not selected), linked to the proxy.
+/// `upstream` whole (a project whose builds are not selected), linked to the proxy. Its
+/// `versions` as the upstream wrote them (PEP 700: fileless versions included, `0.6c1` not
+/// re-spelled); from the files only for a page that gives none (HTML).
 fn rewrite_whole(project: &str, upstream: &ProjectPage) -> ProjectPage {
-    let versions: BTreeSet<Version> = upstream
-        .files
-        .iter()
-        .filter_map(|file| file.filename.parse::<DistFilename>().ok())
-        .map(|parsed| parsed.version().clone().without_local())
-        .collect();
+    let versions = if upstream.versions.is_empty() {
+        let versions: BTreeSet<Version> = upstream
+            .files
+            .iter()
+            .filter_map(|file| file.filename.parse::<DistFilename>().ok())
+            .map(|parsed| parsed.version().clone().without_local())
+            .collect();
+        versions.iter().map(Version::to_string).collect()
+    } else {
+        upstream.versions.clone()
+    };
     let files: Vec<&IndexFile> = upstream.files.iter().collect();
     linked(
         project,
         &files,
         upstream,
         (0..files.len()).collect(),
-        versions.iter().map(Version::to_string).collect(),
+        versions,
     )
 }
 

@@ -135,7 +135,13 @@ async fn fake_handler(
     let path = uri.path().to_string();
     *state.hits.lock().unwrap().entry(path.clone()).or_default() += 1;
     if let Some(page) = state.pages.lock().unwrap().get(&path) {
-        return ([(header::CONTENT_TYPE, "text/html")], page.clone()).into_response();
+        // A page given as JSON is served as PEP 691 JSON, as PyPI serves it.
+        let content_type = if page.starts_with('{') {
+            "application/vnd.pypi.simple.v1+json"
+        } else {
+            "text/html"
+        };
+        return ([(header::CONTENT_TYPE, content_type)], page.clone()).into_response();
     }
     let Some(bytes) = state.files.lock().unwrap().get(&path).cloned() else {
         return StatusCode::NOT_FOUND.into_response();

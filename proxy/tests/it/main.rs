@@ -16,6 +16,7 @@ mod networks;
 mod object_store;
 mod object_store_pages;
 mod ops;
+mod page_fields;
 mod per_core;
 mod private_mirror;
 mod private_upstream;

@@ -159,6 +159,18 @@ fn render_head(out: &mut String, meta: &Meta, status: Option<&ProjectStatus>, ba
     out.push_str("    <meta name=\"pypi:repository-version\" content=\"");
     escape_into(out, version);
     out.push_str("\">\n");
+    for (name, urls) in [
+        ("pypi:tracks", &meta.tracks),
+        ("pypi:alternate-locations", &meta.alternate_locations),
+    ] {
+        for url in urls {
+            out.push_str("    <meta name=\"");
+            out.push_str(name);
+            out.push_str("\" content=\"");
+            escape_into(out, url);
+            out.push_str("\">\n");
+        }
+    }
     if let Some(status) = status {
         out.push_str("    <meta name=\"pypi:project-status\" content=\"");
         escape_into(out, &status.status);
@@ -491,6 +503,10 @@ fn read_meta(
         });
     } else if name.eq_ignore_ascii_case("pypi:project-status-reason") && !content.is_empty() {
         *status_reason = Some(content);
+    } else if name.eq_ignore_ascii_case("pypi:tracks") && !content.is_empty() {
+        head.meta.tracks.push(content);
+    } else if name.eq_ignore_ascii_case("pypi:alternate-locations") && !content.is_empty() {
+        head.meta.alternate_locations.push(content);
     }
     Ok(())
 }
@@ -1164,6 +1180,12 @@ mod tests {
             versions: Vec::new(),
             meta: Meta {
                 api_version: "1.4".to_owned(),
+                last_serial: None,
+                tracks: vec!["https://pypi.example/simple/c/".to_owned()],
+                alternate_locations: vec![
+                    "https://a.example/simple/c/".to_owned(),
+                    "https://b.example/simple/c/?x=1&y=\"2\"".to_owned(),
+                ],
             },
             base: Some("https://mirror.example/a b/".to_owned()),
             status: Some(ProjectStatus {

@@ -40,9 +40,11 @@ pub fn parse_project_json(content: &str) -> Result<ProjectPage, IndexParseError>
     check_size(content)?;
     let wire: ProjectIn =
         serde_json::from_str(content).map_err(|source| json_error("project page", source))?;
-    let meta = wire.meta.into_meta();
+    let mut meta = wire.meta.into_meta();
     check_api_version(&meta.api_version)?;
     check_link_count(wire.files.len())?;
+    meta.tracks = wire.tracks;
+    meta.alternate_locations = wire.alternate_locations;
     Ok(ProjectPage {
         name: wire.name,
         files: wire.files.into_iter().map(FileIn::into_file).collect(),
@@ -105,8 +107,13 @@ pub fn render_project_json(page: &ProjectPage) -> String {
         DEFAULT_API_VERSION
     };
     let wire = ProjectOut {
-        meta: MetaOut { api_version },
+        meta: MetaOut {
+            api_version,
+            last_serial: page.meta.last_serial,
+        },
         name: &page.name,
+        tracks: &page.meta.tracks,
+        alternate_locations: &page.meta.alternate_locations,
         project_status: page.status.as_ref().map(|status| StatusOut {
             status: &status.status,
             reason: status.reason.as_deref(),
@@ -128,6 +135,7 @@ pub fn render_project_json(page: &ProjectPage) -> String {
 pub fn render_project_list_json(list: &ProjectList) -> String {
     let wire = ListOut {
         meta: MetaOut {
+            last_serial: list.meta.last_serial,
             api_version: json_api_version(&list.meta),
         },
         projects: list
@@ -166,6 +174,8 @@ fn json_api_version(meta: &Meta) -> &str {
 struct MetaIn {
     #[serde(rename = "api-version")]
     api_version: Option<String>,
+    #[serde(rename = "_last-serial")]
+    last_serial: Option<u64>,
 }
 
 trait IntoMeta {
@@ -174,9 +184,13 @@ trait IntoMeta {
 
 impl IntoMeta for Option<MetaIn> {
     fn into_meta(self) -> Meta {
-        match self.and_then(|meta| meta.api_version) {
-            Some(api_version) => Meta { api_version },
-            None => Meta::default(),
+        let meta = self.unwrap_or_default();
+        Meta {
+            api_version: meta
+                .api_version
+                .unwrap_or_else(|| DEFAULT_API_VERSION.to_owned()),
+            last_serial: meta.last_serial,
+            ..Meta::default()
         }
     }
 }
@@ -192,6 +206,10 @@ struct ProjectIn {
     #[serde(default)]
     versions: Vec<String>,
     project_status: Option<StatusIn>,
+    #[serde(default)]
+    tracks: Vec<String>,
+    #[serde(default)]
+    alternate_locations: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -344,6 +362,8 @@ struct NameIn {
 struct MetaOut<'a> {
     #[serde(rename = "api-version")]
     api_version: &'a str,
+    #[serde(rename = "_last-serial", skip_serializing_if = "Option::is_none")]
+    last_serial: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -353,6 +373,10 @@ struct ProjectOut<'a> {
     name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     project_status: Option<StatusOut<'a>>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    tracks: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    alternate_locations: &'a [String],
     versions: &'a [String],
     files: Vec<FileOut<'a>>,
 }
@@ -609,6 +633,9 @@ mod tests {
             versions: vec!["0.9".to_owned(), "1.0+local".to_owned(), "1.1".to_owned()],
             meta: Meta {
                 api_version: "1.4".to_owned(),
+                last_serial: Some(31_234_567),
+                tracks: vec!["https://pypi.example/simple/odd-name/".to_owned()],
+                alternate_locations: vec!["https://a.example/simple/odd-name/".to_owned()],
             },
             base: None,
             status: Some(ProjectStatus {
@@ -726,7 +753,8 @@ mod tests {
         let json = render_project_list_json(&list);
         assert_eq!(
             json,
-            r#"{"meta":{"api-version":"1.4"},"projects":[{"name":"Flask"},{"name":"typing_extensions"}]}"#
+            r#"{"meta":{"api-version":"1.4","_last-serial":1},"projects":[{"name":"Flask"},{"name":"typing_extensions"}]}"#,
+            "the list's `_last-serial` is kept"
         );
         assert_eq!(parse_project_list_json(&json).unwrap(), list);
     }

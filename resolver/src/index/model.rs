@@ -15,21 +15,34 @@ pub const DEFAULT_API_VERSION: &str = "1.0";
 /// [PEP 700]: https://peps.python.org/pep-0700/
 pub const JSON_API_VERSION: &str = "1.1";
 
-/// The page-level `meta` of a simple-index page ([PEP 629] in HTML as
-/// `<meta name="pypi:repository-version">`, [PEP 691] in JSON as `meta.api-version`).
+/// The page-level fields of a simple-index page: its API version ([PEP 629] in HTML as
+/// `<meta name="pypi:repository-version">`, [PEP 691] in JSON as `meta.api-version`), PyPI's
+/// `meta._last-serial` (JSON; mirroring tools read it), and [PEP 708]'s `tracks` and
+/// `alternate-locations` (JSON keys; HTML `<meta name="pypi:tracks">` and
+/// `<meta name="pypi:alternate-locations">`, one per URL). Kept as the page wrote them.
 ///
 /// [PEP 629]: https://peps.python.org/pep-0629/
 /// [PEP 691]: https://peps.python.org/pep-0691/
+/// [PEP 708]: https://peps.python.org/pep-0708/
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Meta {
     /// `major.minor`, as the page wrote it; [`DEFAULT_API_VERSION`] when it wrote none.
     pub api_version: String,
+    /// PyPI's serial of the project's last change (JSON `meta._last-serial`).
+    pub last_serial: Option<u64>,
+    /// The projects this one tracks on other repositories (PEP 708).
+    pub tracks: Vec<String>,
+    /// Other locations of this project, all considered the same (PEP 708).
+    pub alternate_locations: Vec<String>,
 }
 
 impl Default for Meta {
     fn default() -> Self {
         Meta {
             api_version: DEFAULT_API_VERSION.to_owned(),
+            last_serial: None,
+            tracks: Vec::new(),
+            alternate_locations: Vec::new(),
         }
     }
 }
