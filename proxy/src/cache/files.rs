@@ -15,8 +15,10 @@
 //!   that fails or does not verify is deleted and every response following it ends with an error
 //!   (pip and uv see a broken transfer, never a short or wrong file); the next request starts
 //!   afresh.
-//! - **Client disconnects** never stop a download: it runs in its own task and is committed for
-//!   the next client.
+//! - **Client disconnects** do not stop a download at once: it runs in its own task, so a client
+//!   that retries or resumes joins it again and it is committed for the next client. Once
+//!   nobody has read it for a few seconds and it is not nearly done, it is cancelled
+//!   (`download.rs`): a dropped `GET` must not pull a multi-gigabyte wheel into the cache.
 //! - **Eviction**: least recently used first, after a commit pushes the total past the limit.
 //!   Access order lives in memory and is rebuilt at open from the files' modification times
 //!   (touched on every hit). An evicted file that is still being served stays readable through
@@ -380,7 +382,7 @@ impl FileCache {
             file: Arc::clone(&file),
             progress: tx,
         };
-        // Its own task: a client that disconnects never stops the download.
+        // Its own task: a client that disconnects does not stop the download at once.
         tokio::spawn(task.run());
         Ok(Some((file, rx)))
     }

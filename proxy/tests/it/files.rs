@@ -932,3 +932,46 @@ async fn path_traversal_and_bad_names_are_refused() {
         "no bad request reaches the upstream"
     );
 }
+
+/// A download every client walked away from is cancelled after a grace period (hardening,
+/// issue 20): a `GET` dropped after its first bytes must not keep pulling the whole file
+/// upstream into the cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_download_nobody_reads_is_cancelled() {
+    logs();
+    let fake = Fake::start().await;
+    let nightly = content(16 * 1024 * 1024, 13);
+    demo_upstream(&fake, b"wheel", b"meta", &nightly);
+    // 256 chunks of 64 KiB, 50 ms apart: the whole file would take 13 s.
+    fake.set(Behaviour::Slow(Duration::from_millis(50)));
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, dir.path(), false).await;
+    let url = proxy.url(&format!("/files/demo/{NIGHTLY}"));
+    {
+        let mut response = reqwest::get(&url).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let first = response.chunk().await.unwrap().unwrap();
+        assert!(!first.is_empty());
+        // Dropped here: the client went away.
+    }
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let sent = fake.file_bytes_sent();
+    // The fake counts a body when it starts sending it; what matters is what the proxy kept
+    // and that nothing is left downloading.
+    let kept: Vec<String> = std::fs::read_dir(dir.path().join("files"))
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        kept.is_empty(),
+        "nothing kept, no part left: {kept:?} ({sent} bytes sent)"
+    );
+    // Asked again, it is downloaded afresh and verified.
+    fake.set(Behaviour::Serve);
+    let (status, _, body) = request(Method::GET, &url, &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.unwrap() == nightly);
+}

@@ -26,6 +26,9 @@ use super::{CacheKey, FileCacheError, FileSpec, Inner, remove_quietly};
 /// Bytes gathered from the network before one write: large enough to keep system calls few,
 /// small enough that memory stays flat and readers see progress often.
 const WRITE_CHUNK: usize = 256 * 1024;
+/// How long a download goes on with nobody reading it before it is cancelled: long enough for
+/// an installer's retry or resume to join it again.
+const ABANDONED_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How far a download got; every reader of the file watches it.
 #[derive(Debug, Clone)]
@@ -306,6 +309,7 @@ impl Download {
         };
         state.prefix = state.splicer.as_ref().map_or(0, Splicer::identical_prefix);
         let mut pending: Vec<u8> = Vec::with_capacity(WRITE_CHUNK);
+        let mut unread_since: Option<std::time::Instant> = None;
         loop {
             match body.next().await {
                 Some(Ok(chunk)) => {
@@ -323,6 +327,7 @@ impl Download {
                     if pending.len() >= WRITE_CHUNK {
                         state = self.write(&mut pending, state, false).await?;
                         self.publish(state.written, total);
+                        self.check_readers(&mut unread_since, state.written, total)?;
                     }
                 }
                 // A read timeout (stalled upstream), a reset, or a body shorter than its
@@ -346,6 +351,32 @@ impl Download {
         state = self.write(&mut pending, state, true).await?;
         let written = self.verify(state, input_total)?;
         Ok((written, origin, keep))
+    }
+
+    /// Cancels a download nobody has read for [`ABANDONED_GRACE`] (every client that wanted it
+    /// went away: a `GET` dropped, an installer that backtracked), unless it is nearly done
+    /// (nine tenths written): it would otherwise fill the cache with a file nobody asked to
+    /// keep, and pay the upstream for it. The map of downloads holds one receiver of the
+    /// progress; every reader holds another.
+    fn check_readers(
+        &self,
+        unread_since: &mut Option<std::time::Instant>,
+        written: u64,
+        total: Option<u64>,
+    ) -> Result<(), FileCacheError> {
+        if self.progress.receiver_count() > 1 {
+            *unread_since = None;
+            return Ok(());
+        }
+        let nearly_done = total.is_some_and(|total| written.saturating_mul(10) >= total * 9);
+        let since = *unread_since.get_or_insert_with(std::time::Instant::now);
+        if !nearly_done && since.elapsed() >= ABANDONED_GRACE {
+            info!(url = %redact(&self.spec.url), written, "nobody reads this download any more: cancelled");
+            return Err(FileCacheError::Abandoned {
+                url: redact(&self.spec.url),
+            });
+        }
+        Ok(())
     }
 
     /// Checks the upstream's bytes against the page's size and sha256, and a spliced file's
