@@ -58,6 +58,24 @@ pub fn stored_only(upstream: &ProjectPage, page_url: &str, files: &FileCache) ->
     });
     if !left_out.is_empty() {
         debug!(page = %crate::upstream::redact(page_url), left_out = left_out.len(), reason = NOT_MIRRORED, "offline page reduced to stored files");
+        // The page's own `versions` (PEP 700) lose the versions whose every file is left out;
+        // versions that never had a file stay, as the upstream listed them.
+        let versions_of = |files: &[wheelgate_resolver::index::IndexFile]| {
+            files
+                .iter()
+                .filter_map(|f| {
+                    f.filename
+                        .parse::<wheelgate_resolver::filename::DistFilename>()
+                        .ok()
+                })
+                .map(|parsed| parsed.version().clone().without_local())
+                .collect::<std::collections::BTreeSet<_>>()
+        };
+        let (listed, stored) = (versions_of(&upstream.files), versions_of(&page.files));
+        page.versions.retain(|text| {
+            text.parse::<pep440_rs::Version>()
+                .map_or(true, |v| !listed.contains(&v) || stored.contains(&v))
+        });
     }
     StoredPage { page, left_out }
 }
