@@ -80,7 +80,11 @@ fn describe_owner(text: &str) -> String {
             .filter(|v| !v.is_empty())
     };
     match (field("pid"), field("address")) {
-        (Some(pid), Some(address)) => format!("pid {pid}, listening on {address}"),
+        // A server writes its address; `mirror sync` writes what it is.
+        (Some(pid), Some(address)) if address.parse::<std::net::SocketAddr>().is_ok() => {
+            format!("pid {pid}, listening on {address}")
+        }
+        (Some(pid), Some(what)) => format!("pid {pid}, {what}"),
         (Some(pid), None) => format!("pid {pid}"),
         _ => "a process that did not say which".to_string(),
     }

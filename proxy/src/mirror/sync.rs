@@ -168,6 +168,23 @@ pub enum SyncError {
     Plan(#[from] PlanError),
     #[error(transparent)]
     Lock(#[from] LockError),
+    /// Another sync (or a server) holds the store: two writers would race on its files and
+    /// both report success.
+    #[error(transparent)]
+    StoreInUse(crate::cache::lock::LockError),
+}
+
+/// Creates the store and takes it, one writer per store until the sync ends: a second sync (or
+/// a server) is told who holds it.
+async fn take_store(store: &Path) -> Result<crate::cache::lock::CacheDirLock, SyncError> {
+    tokio::fs::create_dir_all(store)
+        .await
+        .map_err(|source| SyncError::Store {
+            path: store.to_path_buf(),
+            source,
+        })?;
+    crate::cache::lock::CacheDirLock::acquire(store, "running `wheelgate mirror sync`")
+        .map_err(SyncError::StoreInUse)
 }
 
 /// Syncs the store: see the module documentation.
@@ -183,9 +200,7 @@ pub async fn sync(
         path: store.clone(),
         source,
     };
-    tokio::fs::create_dir_all(&store)
-        .await
-        .map_err(store_error)?;
+    let _held = take_store(&store).await?;
     // First: whatever happens next, the store is not complete until this sync says so.
     let marker = store.join(MARKER);
     match tokio::fs::remove_file(&marker).await {

@@ -625,3 +625,28 @@ async fn an_update_during_an_outage_is_not_marked_complete_with_old_pages() {
     let report = complete_sync(&index.config(), store.path()).await;
     assert_eq!(report.downloaded, 0, "every file was already there");
 }
+
+/// One writer per store (hardening, issue 20): a sync into a store another sync (or a server)
+/// holds stops at once, naming the holder, and touches nothing; two syncs never both report a
+/// complete store.
+#[tokio::test]
+async fn a_store_in_use_is_refused() {
+    let store = tempfile::tempdir().unwrap();
+    let held = wheelgate::cache::lock::CacheDirLock::acquire(
+        store.path(),
+        "running `wheelgate mirror sync`",
+    )
+    .unwrap();
+    let config = Index::config_at("http://127.0.0.1:9/simple");
+    let err = mirror::sync(&config, &options(store.path()), &NoProgress)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("is in use by another wheelgate")
+            && err.contains("running `wheelgate mirror sync`"),
+        "{err}"
+    );
+    assert!(!store.path().join(mirror::MARKER).exists());
+    drop(held);
+}
