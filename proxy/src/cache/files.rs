@@ -506,6 +506,16 @@ impl CachedFile {
         self.progress.is_none()
     }
 
+    /// The download's failure, when it has already failed (a small file whose bytes did not
+    /// verify can fail before its response has begun: it is then answered with a status, not
+    /// a body that breaks before its first byte).
+    pub fn failure(&self) -> Option<FileCacheError> {
+        match &*self.progress.as_ref()?.borrow() {
+            Progress::Failed(err) => Some(FileCacheError::Shared(Arc::clone(err))),
+            _ => None,
+        }
+    }
+
     /// How many bytes from the start can be read now without waiting for the download.
     pub fn readable_now(&self) -> u64 {
         match &self.progress {

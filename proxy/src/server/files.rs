@@ -374,6 +374,9 @@ pub async fn respond(
         return Ok(response);
     }
     let mut file = files.fetch(client, spec, offline).await?;
+    if let Some(failed) = file.failure() {
+        return Err(failed);
+    }
     // Bytes of a download in flight are not verified yet: answers made of them carry a weak
     // ETag, so a client can never resume (`If-Range`, which compares strongly) from them.
     let etag = if file.is_committed() {
