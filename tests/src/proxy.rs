@@ -93,3 +93,18 @@ impl Drop for Proxy {
         self.task.abort();
     }
 }
+
+/// A `[[sources]]` entry without access settings: `name`, its `url` (an index root or a
+/// template), the `projects` it owns.
+pub fn source(name: &str, url: &str, projects: &[&str]) -> wheelgate::config::SourceConfig {
+    wheelgate::config::SourceConfig {
+        name: name.to_string(),
+        url: url.to_string(),
+        projects: projects.iter().map(ToString::to_string).collect(),
+        token: None,
+        basic: None,
+        headers: std::collections::BTreeMap::new(),
+        ca_bundle: None,
+        extra_origins: Vec::new(),
+    }
+}

@@ -155,14 +155,20 @@ pub fn file_link(project: &str, filename: &str) -> String {
     link.push_str("/files/");
     link.push_str(project);
     link.push('/');
-    for byte in filename.bytes() {
+    push_encoded(&mut link, filename);
+    link
+}
+
+/// Appends `segment` to `link` as one path segment: RFC 3986 unreserved bytes as they are,
+/// every other byte percent-encoded.
+pub fn push_encoded(link: &mut String, segment: &str) {
+    for byte in segment.bytes() {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
             link.push(byte as char);
         } else {
             let _ = write!(link, "%{byte:02X}");
         }
     }
-    link
 }
 
 #[cfg(test)]

@@ -10,9 +10,8 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use wheelgate::config::SourceConfig;
 use wheelgate_e2e::find_links::FindLinks;
-use wheelgate_e2e::proxy::Proxy;
+use wheelgate_e2e::proxy::{Proxy, source};
 use wheelgate_e2e::simple_index::SimpleIndex;
 use wheelgate_e2e::upstream::Upstreams;
 use wheelgate_e2e::wheels::{BuiltWheel, WheelSpec, sha256_hex};
@@ -83,19 +82,6 @@ fn big_wheel(name: &str, version: &str, tags: &str, mb: usize) -> BuiltWheel {
     }
 }
 
-fn source(name: &str, url: String, project: &str) -> SourceConfig {
-    SourceConfig {
-        name: name.to_string(),
-        url,
-        projects: vec![project.to_string()],
-        token: None,
-        basic: None,
-        headers: std::collections::BTreeMap::new(),
-        ca_bundle: None,
-        extra_origins: Vec::new(),
-    }
-}
-
 /// The link the proxy's page gives for `project`'s only file.
 async fn link(client: &reqwest::Client, base: &str, project: &str) -> anyhow::Result<String> {
     let page = client
@@ -146,8 +132,8 @@ async fn main() -> anyhow::Result<()> {
     for run in 0..args.runs {
         let (pytorch_url, pypi_url) = (pytorch.url(), pypi.url());
         let sources = vec![
-            source("internal", internal.url(), "bigplain"),
-            source("pyg", pyg.template(), "bigbound"),
+            source("internal", &internal.url(), &["bigplain"]),
+            source("pyg", &pyg.template(), &["bigbound"]),
         ];
         let proxy = Proxy::start_with(&upstreams, move |config| {
             config.machine = Some(serde_json::from_str(r#"{"platform":"linux-x86_64"}"#).unwrap());

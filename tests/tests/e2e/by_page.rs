@@ -61,16 +61,7 @@ async fn pyg_host() -> FindLinks {
 }
 
 fn pyg_source(pyg: &FindLinks) -> SourceConfig {
-    SourceConfig {
-        name: "pyg".to_string(),
-        url: pyg.template(),
-        projects: vec!["torch-scatter".to_string()],
-        token: None,
-        basic: None,
-        headers: std::collections::BTreeMap::new(),
-        ca_bundle: None,
-        extra_origins: Vec::new(),
-    }
+    wheelgate_e2e::proxy::source("pyg", &pyg.template(), &["torch-scatter"])
 }
 
 async fn proxy_for(

@@ -47,18 +47,11 @@ async fn amd_index() -> SimpleIndex {
 }
 
 fn amd_source(index: &SimpleIndex) -> SourceConfig {
-    SourceConfig {
-        name: "amd".to_string(),
-        url: index.url(),
-        projects: ["torch", "amd-torch-device-*", "filelock"]
-            .map(str::to_string)
-            .to_vec(),
-        token: None,
-        basic: None,
-        headers: std::collections::BTreeMap::new(),
-        ca_bundle: None,
-        extra_origins: Vec::new(),
-    }
+    wheelgate_e2e::proxy::source(
+        "amd",
+        &index.url(),
+        &["torch", "amd-torch-device-*", "filelock"],
+    )
 }
 
 async fn device_package_follows_the_gpu(installer: Installer) {

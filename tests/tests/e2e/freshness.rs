@@ -5,7 +5,6 @@
 
 use std::time::{Duration, Instant};
 
-use wheelgate::config::SourceConfig;
 use wheelgate_e2e::installers::{self, Installer};
 use wheelgate_e2e::proxy::Proxy;
 use wheelgate_e2e::simple_index::SimpleIndex;
@@ -25,16 +24,7 @@ async fn a_new_release_is_installable_within_30_s(installer: Installer) {
     .await;
     let url = internal.url();
     let proxy = Proxy::start_with(&upstreams, move |config| {
-        config.sources = vec![SourceConfig {
-            name: "internal".to_string(),
-            url,
-            projects: vec!["acme-*".to_string()],
-            token: None,
-            basic: None,
-            headers: std::collections::BTreeMap::new(),
-            ca_bundle: None,
-            extra_origins: Vec::new(),
-        }];
+        config.sources = vec![wheelgate_e2e::proxy::source("internal", &url, &["acme-*"])];
     })
     .await;
     // The page is cached (and fresh) with 1.0 only.

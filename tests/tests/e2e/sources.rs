@@ -28,16 +28,7 @@ use crate::support::{install_into, version};
 const LINUX: &str = "py3-none-manylinux_2_28_x86_64";
 
 fn internal_source(url: &str) -> SourceConfig {
-    SourceConfig {
-        name: "internal".to_string(),
-        url: url.to_string(),
-        projects: vec!["acme-*".to_string()],
-        token: None,
-        basic: None,
-        headers: std::collections::BTreeMap::new(),
-        ca_bundle: None,
-        extra_origins: Vec::new(),
-    }
+    wheelgate_e2e::proxy::source("internal", url, &["acme-*"])
 }
 
 /// `acme-utils` 1.0 on the internal index; PyPI squats it at 99.0 (and has `filelock`).

@@ -319,13 +319,7 @@ fn bound_link(
         filename,
     ] {
         link.push('/');
-        for byte in segment.bytes() {
-            if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-                link.push(byte as char);
-            } else {
-                let _ = write!(link, "%{byte:02X}");
-            }
-        }
+        crate::server::rewrite::push_encoded(&mut link, segment);
     }
     link
 }
