@@ -2,6 +2,7 @@
 //! upstreams that serve pages in download.pytorch.org's exact format.
 //!
 //! The reusable parts live here, the tests in `tests/e2e/`:
+//! - [`binary`]: the `wheelgate` binary, for command-line tests;
 //! - [`wheels`]: small real wheels built in memory (correct `RECORD` hashes);
 //! - [`catalog`]: what the fake upstreams publish (torch 2.9.0 and 2.6.0 per backend,
 //!   torchvision, pytorch-triton, filelock; a planted PyPI `pytorch-triton`);
@@ -18,6 +19,7 @@
 //! - [`installers`]: pip and uv from the venv `scripts/e2e-setup` creates, isolated from the
 //!   host's configuration.
 
+pub mod binary;
 pub mod catalog;
 pub mod find_links;
 pub mod installers;

@@ -3,6 +3,7 @@
 //! catalog alone (no network), or with `--index URL|FILE` from a real project page, through the
 //! selection the proxy rewrites pages with.
 
+mod bound;
 mod machine;
 mod page;
 
@@ -224,10 +225,16 @@ pub fn answers_with_access(
 ) -> Result<Vec<Answer>, SelectCommandError> {
     let catalog = Catalog::embedded();
     let index = index.map(page::IndexSource::parse);
+    let remote = match &index {
+        Some(page::IndexSource::Url(_)) => Some(page::Remote::new(access)?),
+        _ => None,
+    };
     requirements
         .iter()
         .map(|text| match &index {
-            Some(source) => answer_from_page(catalog, machine, policy, source, access, text),
+            Some(source) => {
+                answer_from_page(catalog, machine, policy, source, remote.as_ref(), text)
+            }
             None => answer(catalog, machine, policy, text),
         })
         .collect()
@@ -258,12 +265,35 @@ fn answer_from_page(
     machine: &Machine,
     policy: &Policy,
     source: &page::IndexSource,
-    access: &[OriginAccess],
+    remote: Option<&page::Remote>,
     text: &str,
 ) -> Result<Answer, SelectCommandError> {
     let (requirement, project) = parse_requirement(catalog, text)?;
-    let loaded = page::load(source, &project, access)?;
-    let selection = select_files(catalog, machine, policy, &project, &loaded.page);
+    let loaded = page::load(source, &project, remote)?;
+    let mut selection = select_files(catalog, machine, policy, &project, &loaded.page);
+    // Bound to torch's builds by their metadata, as the proxy binds the page
+    // (`crate::server::binding`).
+    let mut binding_note = None;
+    let has_builds = selection.versions.iter().any(|v| v.decision.is_some());
+    if has_builds && !catalog.is_release_train_project(&project) {
+        match (source, remote) {
+            (page::IndexSource::Url(root), Some(remote)) => {
+                let context = bound::BindContext {
+                    catalog,
+                    machine,
+                    policy,
+                    root,
+                    remote,
+                };
+                bound::bind(&context, &project, &loaded, &mut selection)?;
+            }
+            _ => {
+                binding_note = Some(format!(
+                    "{project} is built against torch, but a saved page carries neither torch's page nor its files' metadata: its builds were not matched with torch's; give --index the index's URL to match them"
+                ));
+            }
+        }
+    }
     let specifiers = match &requirement.version_or_url {
         Some(VersionOrUrl::VersionSpecifier(specifiers)) => Some(specifiers),
         _ => None,
@@ -276,11 +306,18 @@ fn answer_from_page(
             )
         })
     });
-    let chosen = selection
+    let allowed: Vec<_> = selection
         .versions
         .iter()
         .filter(|v| pinned || !v.version.any_prerelease())
-        .find(|v| specifiers.is_none_or(|s| s.contains(&v.version)))
+        .filter(|v| specifiers.is_none_or(|s| s.contains(&v.version)))
+        .collect();
+    // The proxy's page leaves out a version with no file kept, so installers take the newest
+    // with one; only when none has one is the newest shown, with why nothing is kept.
+    let chosen = allowed
+        .iter()
+        .find(|v| !v.kept.is_empty())
+        .or_else(|| allowed.first())
         .ok_or_else(|| SelectCommandError::NotOnPage {
             requirement: text.to_string(),
             origin: loaded.origin.clone(),
@@ -309,6 +346,7 @@ fn answer_from_page(
             files: Vec::new(),
         },
     };
+    answer.notes.extend(binding_note);
     answer.page = Some(loaded.origin);
     answer.files = files;
     Ok(answer)

@@ -415,7 +415,7 @@ async fn explain_selection(
     // Bound to torch's builds by their metadata, as the page is (`binding/`).
     if super::binding::applies(state, project) {
         let torch_pages = super::binding::torch_pages(state, policy).await?;
-        let torch = super::binding::TorchChoices::of(state, machine, policy, torch_pages.as_ref());
+        let torch = super::binding::torch_choices(state, machine, policy, torch_pages.as_ref());
         let bound = super::binding::Bindable {
             project,
             page,

@@ -441,7 +441,7 @@ async fn project_response(
         hit
     } else {
         let torch =
-            torch.map(|pages| binding::TorchChoices::of(state, machine, policy, pages.as_ref()));
+            torch.map(|pages| binding::torch_choices(state, machine, policy, pages.as_ref()));
         let Some((page, complete)) = rewritten(
             state,
             machine,

@@ -1,6 +1,7 @@
 //! Selection: for each package version, the one build that runs best on a machine, with a
 //! reason for every rejected build. The rules are DESIGN.md's "Selection rules".
 
+pub mod bind;
 mod check;
 mod decide;
 mod page;
@@ -8,8 +9,10 @@ mod reason;
 mod release;
 mod signals;
 mod text_hash;
+pub mod torch_pin;
 
 pub use decide::{Considered, Decision, Offer, Policy, catalog_offers, class_order, decide};
 pub use page::{Disagreement, Dropped, FileRef, PageSelection, VersionSelection, select_page};
 pub use reason::{OutrankedBecause, Rejection};
 pub use release::{ReleaseSelection, select_release};
+pub use torch_pin::TorchPin;

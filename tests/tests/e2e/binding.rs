@@ -141,3 +141,43 @@ async fn explain_says_which_torch_each_build_is_bound_to() {
         .unwrap();
     assert_eq!(reads(), before);
 }
+
+/// `wheelgate select --index` answers what the proxy serves: torch's page read from the same
+/// index, each build's pin from its metadata.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn select_with_an_index_binds_as_the_proxy_does() {
+    let pytorch = pytorch_index().await;
+    let dir = tempfile::tempdir().unwrap();
+    let select = |machine: &str, requirement: &str| {
+        let file = dir.path().join("machine.json");
+        std::fs::write(&file, machine).unwrap();
+        let output = std::process::Command::new(wheelgate_e2e::binary::path())
+            .args(["select", "--json", "--index", &pytorch.url(), "--machine"])
+            .arg(&file)
+            .arg(requirement)
+            .env_remove("WHEELGATE_BACKEND")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let answers: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        answers[0].clone()
+    };
+    let answer = tokio::task::block_in_place(|| select(H100_DRIVER_570, "xformers"));
+    assert_eq!(answer["version"], "0.0.32", "{answer}");
+    assert_eq!(answer["backend"], "cu129", "{answer}");
+    assert_eq!(
+        answer["files"][0],
+        "xformers-0.0.32+cu129-py3-none-manylinux_2_28_x86_64.whl"
+    );
+    // The newest version pinned: none of its builds is torch 2.9.0's here (cu129), so nothing.
+    let answer = tokio::task::block_in_place(|| select(H100_DRIVER_570, "xformers==0.0.33"));
+    assert_eq!(answer["backend"], serde_json::Value::Null, "{answer}");
+    let notes = answer["notes"].to_string();
+    assert!(
+        notes.contains("built against torch 2.9.0 (torch==2.9.0), which gets cu129"),
+        "{notes}"
+    );
+    let answer = tokio::task::block_in_place(|| select(H100_DRIVER_580, "xformers"));
+    assert_eq!(answer["version"], "0.0.33", "{answer}");
+    assert_eq!(answer["backend"], "cu130", "{answer}");
+}

@@ -288,7 +288,7 @@ async fn a_dry_run_lists_and_sizes_everything_and_writes_nothing() {
 
     // `mirror lock` writes one PEP 751 lock per environment, URLs under --server-url.
     let out = dir.path().join("locks");
-    let output = Command::new(binary())
+    let output = Command::new(wheelgate_e2e::binary::path())
         .args(["mirror", "lock", "--config"])
         .arg(&config_path)
         .arg("--out")
@@ -379,7 +379,7 @@ async fn a_full_disk_fails_clearly_leaves_no_marker_and_a_rerun_completes() {
 /// Runs the `wheelgate` binary with `args`, then `<config> --store <store>`; with a file-size
 /// limit in KiB when `limit` has one.
 fn wheelgate(args: &[&str], config: &Path, store: &Path, limit: &[&str]) -> Output {
-    let binary = binary();
+    let binary = wheelgate_e2e::binary::path();
     let mut command = if let [limit] = limit {
         // Ignored signals stay ignored across exec, so the limit makes writes fail instead of
         // killing the process.
@@ -402,22 +402,6 @@ fn wheelgate(args: &[&str], config: &Path, store: &Path, limit: &[&str]) -> Outp
         .env("WHEELGATE_LOG_FORMAT", "text")
         .env("RUST_LOG", "warn");
     command.output().unwrap()
-}
-
-/// `target/debug/wheelgate` beside this test binary (built by `cargo test --workspace` and
-/// `cargo nextest run --workspace`; built here when absent).
-fn binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap();
-    let binary = dir.join(format!("wheelgate{}", std::env::consts::EXE_SUFFIX));
-    if !binary.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "-p", "wheelgate", "--bin", "wheelgate"])
-            .status()
-            .unwrap();
-        assert!(status.success(), "cannot build the wheelgate binary");
-    }
-    binary
 }
 
 fn describe(output: &Output) -> String {

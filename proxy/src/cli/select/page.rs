@@ -68,6 +68,8 @@ pub enum IndexArgError {
     },
     #[error("could not start the async runtime to fetch the page")]
     Runtime(#[source] std::io::Error),
+    #[error("an index URL was given but no client was made to fetch it")]
+    NoClient,
 }
 
 /// A project page and where it came from (a redacted URL or the file's path).
@@ -75,14 +77,18 @@ pub enum IndexArgError {
 pub struct LoadedPage {
     pub page: ProjectPage,
     pub origin: String,
+    /// The URL it was fetched from (its files' links are relative to it); `None` for a saved
+    /// page.
+    pub url: Option<String>,
 }
 
-/// The page of `project` from `source`; a URL fetched with `access` (none: public).
+/// The page of `project` from `source`; a URL fetched by `remote` (which a URL source needs).
 pub fn load(
     source: &IndexSource,
     project: &str,
-    access: &[OriginAccess],
+    remote: Option<&Remote>,
 ) -> Result<LoadedPage, IndexArgError> {
+    let mut fetched_from = None;
     let (body, json, origin) = match source {
         IndexSource::File(path) => {
             let origin = path.display().to_string();
@@ -96,8 +102,11 @@ pub fn load(
         }
         IndexSource::Url(root) => {
             let url = project_url(root, project);
-            let (body, content_type) = fetch(&url, project, access)?;
-            (body, content_type.contains("json"), redact(&url))
+            let remote = remote.ok_or(IndexArgError::NoClient)?;
+            let (body, content_type) = remote.page(&url, project)?;
+            let origin = redact(&url);
+            fetched_from = Some(url);
+            (body, content_type.contains("json"), origin)
         }
     };
     let parsed = if json {
@@ -120,6 +129,7 @@ pub fn load(
     Ok(LoadedPage {
         page: parsed,
         origin,
+        url: fetched_from,
     })
 }
 
@@ -135,38 +145,54 @@ pub fn project_url(root: &str, project: &str) -> String {
     }
 }
 
-/// Fetches a page with the upstream client the proxy uses (and its access to private upstreams),
-/// on a runtime of its own (the rest of `wheelgate select` is synchronous).
-fn fetch(
-    url: &str,
-    project: &str,
-    access: &[OriginAccess],
-) -> Result<(String, String), IndexArgError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(IndexArgError::Runtime)?;
-    let fetch_error = |source| IndexArgError::Fetch {
-        url: redact(url),
-        source,
-    };
-    let settings = ClientSettings {
-        access: access.to_vec(),
-        ..ClientSettings::default()
-    };
-    let client = UpstreamClient::new(&settings).map_err(fetch_error)?;
-    let response = runtime
-        .block_on(client.get_page(url, UPSTREAM_ACCEPT, None))
-        .map_err(fetch_error)?;
-    match response {
-        PageResponse::Fresh {
-            body, content_type, ..
-        } => Ok((body, content_type)),
-        PageResponse::NotFound => Err(IndexArgError::NotFound {
-            url: redact(url),
-            project: project.to_string(),
-        }),
-        PageResponse::NotModified => Err(IndexArgError::Unexpected { url: redact(url) }),
+/// The upstream client the proxy uses (with its access to private upstreams) on a runtime of its
+/// own: the rest of `wheelgate select` is synchronous.
+pub struct Remote {
+    runtime: tokio::runtime::Runtime,
+    pub client: UpstreamClient,
+}
+
+impl Remote {
+    /// A client with `access` (none: public upstreams only).
+    pub fn new(access: &[OriginAccess]) -> Result<Remote, IndexArgError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(IndexArgError::Runtime)?;
+        let settings = ClientSettings {
+            access: access.to_vec(),
+            ..ClientSettings::default()
+        };
+        let client = UpstreamClient::new(&settings).map_err(|source| IndexArgError::Fetch {
+            url: "(no request yet)".to_string(),
+            source,
+        })?;
+        Ok(Remote { runtime, client })
+    }
+
+    /// Runs `future` to its end.
+    pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
+    }
+
+    /// The body and content type of the page at `url` (of `project`, for messages).
+    fn page(&self, url: &str, project: &str) -> Result<(String, String), IndexArgError> {
+        let response = self
+            .block_on(self.client.get_page(url, UPSTREAM_ACCEPT, None))
+            .map_err(|source| IndexArgError::Fetch {
+                url: redact(url),
+                source,
+            })?;
+        match response {
+            PageResponse::Fresh {
+                body, content_type, ..
+            } => Ok((body, content_type)),
+            PageResponse::NotFound => Err(IndexArgError::NotFound {
+                url: redact(url),
+                project: project.to_string(),
+            }),
+            PageResponse::NotModified => Err(IndexArgError::Unexpected { url: redact(url) }),
+        }
     }
 }
 

@@ -23,7 +23,7 @@ use wheelgate_resolver::filename::{DistFilename, normalize_name};
 use wheelgate_resolver::index::{CoreMetadata, Hashes, IndexFile, ProjectPage};
 use wheelgate_resolver::{Backend, Machine, Policy};
 
-use super::{TorchChoices, torch_pages};
+use super::{TorchChoices, torch_choices, torch_pages};
 use crate::cache::files::FileSpec;
 use crate::cache::index::{CachedPage, IndexError};
 use crate::derive::Change;
@@ -96,7 +96,7 @@ pub async fn page(
     let Some(torch_pages) = torch_pages(state, policy).await? else {
         return Ok(None);
     };
-    let torch = TorchChoices::of(state, machine, policy, Some(&torch_pages));
+    let torch = torch_choices(state, machine, policy, Some(&torch_pages));
     let (torch_key, torch_generation) = torch_pages.key();
     let (wanted, order) = wanted_pages(state, &torch, owners);
     let answers = join_all(

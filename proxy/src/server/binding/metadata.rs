@@ -8,11 +8,11 @@ use std::sync::Mutex;
 use futures_util::TryStreamExt;
 use wheelgate_resolver::index::{CoreMetadata, IndexFile, ProjectPage};
 
-use super::pin::TorchPin;
 use crate::cache::files::FileSpec;
 use crate::mirror::metadata::parse_metadata;
 use crate::mirror::wheel_metadata::read_wheel_metadata;
 use crate::server::state::AppState;
+use wheelgate_resolver::select::TorchPin;
 
 /// Pins remembered at most; cleared whole past it (a pin costs one small read to learn again).
 const REMEMBERED: usize = 65_536;
