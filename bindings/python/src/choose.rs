@@ -11,6 +11,7 @@ use wheelgate_resolver::Catalog;
 use wheelgate_resolver::index::{IndexFile, ProjectPage};
 use wheelgate_resolver::select::{PageSelection, VersionSelection};
 
+use crate::bind;
 use crate::errors::{PageError, guard};
 use crate::machine::{PyMachine, detect_machine};
 use crate::select::policy_from_env;
@@ -89,19 +90,37 @@ impl PyBuild {
 /// Keeps, of `files` (filenames, or dicts shaped like PEP 691 `files` entries with at least
 /// `filename` and `url`), the ones the proxy would serve `machine` (this machine, probed, when
 /// `None`) for `project`.
+///
+/// A project built against torch outside its release train (xformers, fbgemm-gpu, ...) is
+/// bound as the proxy binds it when `torch` (torch's candidate files, in the same forms) is
+/// given: each build is kept only where the torch release its metadata pins gets that build on
+/// the machine. Its metadata comes from `metadata`: a mapping, or a callable, from a filename
+/// to its core metadata (`str` or `bytes`: the PEP 658 file, or the wheel's `METADATA`); only
+/// one file per build is asked for.
 #[pyfunction]
-#[pyo3(signature = (project, files, machine = None))]
+#[pyo3(signature = (project, files, machine = None, *, torch = None, metadata = None))]
 #[allow(clippy::needless_pass_by_value)] // pyo3 hands sequences over as owned vectors
 pub fn choose(
     py: Python<'_>,
     project: &str,
     files: Vec<Bound<'_, PyAny>>,
     machine: Option<PyRef<'_, PyMachine>>,
+    torch: Option<Vec<Bound<'_, PyAny>>>,
+    metadata: Option<Bound<'_, PyAny>>,
 ) -> PyResult<PyChosen> {
     let page = guard(|| read_entries(project, &files))?;
+    let torch_page = match &torch {
+        Some(torch) => Some(guard(|| read_entries("torch", torch))?),
+        None => None,
+    };
+    if torch_page.is_some() && metadata.is_none() {
+        return Err(PyTypeError::new_err(
+            "`torch` was given without `metadata`: binding reads each build's torch pin from its core metadata; give `metadata` (a mapping or callable from a filename to its METADATA)",
+        ));
+    }
     let project = project.to_string();
     let machine = machine.map(|m| m.machine.clone());
-    let (selection, project) = py.detach(|| {
+    let (mut selection, machine, policy, project) = py.detach(|| {
         guard(|| {
             let machine = match machine {
                 Some(machine) => machine,
@@ -109,15 +128,24 @@ pub fn choose(
             };
             let policy = policy_from_env()?;
             let selection = select_files(Catalog::embedded(), &machine, &policy, &project, &page);
-            Ok((selection, project))
+            Ok((selection, machine, policy, project))
         })
     })?;
+    if let (Some(torch_page), Some(metadata)) = (&torch_page, &metadata) {
+        let context = bind::Context {
+            machine: &machine,
+            policy: &policy,
+            project: &project,
+            page: &page,
+        };
+        bind::bind(&context, torch_page, metadata, &mut selection)?;
+    }
     Ok(chosen(project, &page, &selection, &files))
 }
 
 /// The entries as a project page: a filename's link is the filename itself (no directory, so
 /// only its label names its backend); a dict's link is its `url`.
-fn read_entries(project: &str, files: &[Bound<'_, PyAny>]) -> PyResult<ProjectPage> {
+pub fn read_entries(project: &str, files: &[Bound<'_, PyAny>]) -> PyResult<ProjectPage> {
     let mut page = ProjectPage {
         name: project.to_string(),
         files: Vec::with_capacity(files.len()),

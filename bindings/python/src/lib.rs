@@ -6,6 +6,7 @@
 //!
 //! Built by maturin (`pyproject.toml` beside this crate) as an abi3 module for `CPython` >= 3.9.
 
+pub mod bind;
 pub mod choose;
 pub mod cli;
 pub mod errors;

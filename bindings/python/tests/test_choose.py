@@ -98,3 +98,53 @@ def test_an_unparseable_name_is_dropped_with_its_reason():
     assert chosen.files == files[:1]
     (dropped,) = chosen.dropped
     assert dropped[0] == "not a wheel.whl" and dropped[1]
+
+
+H100_DRIVER_570 = '{"platform":"linux-x86_64","nvidia":{"driver_version":"570.86.10","gpus":[{"compute_capability":"9.0"}]}}'
+LINUX = "py3-none-manylinux_2_28_x86_64.whl"
+TORCH_FILES = [f"torch-{v}-{LINUX}" for v in ("2.9.0+cpu", "2.9.0+cu128", "2.9.0+cu129", "2.9.0+cu130", "2.8.0+cu128", "2.8.0+cu129")]
+XFORMERS_FILES = [f"xformers-{v}-{LINUX}" for v in ("0.0.33+cu128", "0.0.33+cu130", "0.0.32+cu128", "0.0.32+cu129")]
+
+
+def xformers_metadata(filename):
+    """What the installer read: 0.0.33 is built against torch 2.9.0, 0.0.32 against 2.8.0."""
+    version = filename.split("-")[1]
+    torch = "2.9.0" if version.startswith("0.0.33") else "2.8.0"
+    return f"Metadata-Version: 2.1\nName: xformers\nVersion: {version}\nRequires-Dist: torch=={torch}\n\n"
+
+
+def test_a_project_built_against_torch_follows_torchs_build():
+    machine = wheelgate.Machine.from_json(H100_DRIVER_570)
+    asked = []
+
+    def metadata(filename):
+        asked.append(filename)
+        return xformers_metadata(filename)
+
+    chosen = wheelgate.choose("xformers", XFORMERS_FILES, machine=machine, torch=TORCH_FILES, metadata=metadata)
+
+    # torch 2.9.0 gets cu129 under driver 570: 0.0.33 has no cu129 build, so it is left out and
+    # 0.0.32 +cu129 (built against torch 2.8.0, which gets cu129) is what stays.
+    assert chosen.files == ["xformers-0.0.32+cu129-" + LINUX]
+    newest = chosen.versions[0]
+    assert newest.version == "0.0.33" and newest.backend is None and not newest.kept
+    assert any("which gets cu129 on this machine" in note for note in newest.notes), newest.notes
+    # One read per build, not per file.
+    assert sorted(asked) == sorted(XFORMERS_FILES)
+    # Without torch's candidates nothing is bound: the machine's own choice (cu128) stands.
+    unbound = wheelgate.choose("xformers", XFORMERS_FILES, machine=machine)
+    assert unbound.versions[0].backend == "cu128"
+
+
+def test_binding_takes_metadata_as_a_mapping_and_says_what_is_missing():
+    machine = wheelgate.Machine.from_json(H100_DRIVER_570)
+    given = {name: xformers_metadata(name).encode() for name in XFORMERS_FILES if "0.0.33" not in name}
+
+    chosen = wheelgate.choose("xformers", XFORMERS_FILES, machine=machine, torch=TORCH_FILES, metadata=given)
+
+    assert chosen.files == ["xformers-0.0.32+cu129-" + LINUX]
+    assert any("has none for it" in note for note in chosen.versions[0].notes)
+    with pytest.raises(TypeError, match="without `metadata`"):
+        wheelgate.choose("xformers", XFORMERS_FILES, machine=machine, torch=TORCH_FILES)
+    with pytest.raises(TypeError, match="mapping or a callable"):
+        wheelgate.choose("xformers", XFORMERS_FILES, machine=machine, torch=TORCH_FILES, metadata=3)

@@ -1,6 +1,6 @@
 """Type stubs of the extension module ``wheelgate._wheelgate`` (re-exported by ``wheelgate``)."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from typing import Any, Literal, Optional, Union, final
 
@@ -133,8 +133,17 @@ def choose(
     project: str,
     files: Sequence[Union[str, dict[str, Any]]],
     machine: Optional[Machine] = None,
+    *,
+    torch: Optional[Sequence[Union[str, dict[str, Any]]]] = None,
+    metadata: Union[
+        Mapping[str, Union[str, bytes]],
+        Callable[[str], Union[str, bytes, None]],
+        None,
+    ] = None,
 ) -> Chosen:
-    """The candidate files the proxy would serve this machine, with the reasons."""
+    """The candidate files the proxy would serve this machine, with the reasons; a project
+    built against torch is bound to torch's builds when ``torch`` (torch's candidates) and
+    ``metadata`` (each file's core metadata, by filename) are given."""
 
 def run_cli(argv: list[str]) -> int: ...
 def _test_panic(message: str) -> None: ...
