@@ -10,6 +10,7 @@ use wheelgate_resolver::Catalog;
 use wheelgate_resolver::filename::DistFilename;
 use wheelgate_resolver::index::{IndexFile, ProjectPage};
 
+use super::bind::Binding;
 use super::config::{MirrorConfig, PackageEntry};
 use super::environment::{Build, Environment};
 use super::select::select_files_with_variants;
@@ -24,6 +25,7 @@ pub(super) fn candidates(
     project: &str,
     page: &ProjectPage,
     variants: Option<&VariantsFiles>,
+    binding: Option<&Binding>,
 ) -> (BTreeMap<Version, Candidate>, BTreeMap<Version, Vec<usize>>) {
     let catalog = Catalog::embedded();
     let kind = config.sources().kind(project);
@@ -50,7 +52,7 @@ pub(super) fn candidates(
     }
     let mut versions = BTreeMap::new();
     let mut files: BTreeMap<Version, Vec<usize>> = BTreeMap::new();
-    let selection = select_files_with_variants(catalog, &entry, page, variants);
+    let selection = select_files_with_variants(catalog, &entry, page, variants, binding);
     for &index in &selection.files {
         // A version's `*-variants.json` goes with its wheels, so the store holds it.
         let file = &page.files[index];
@@ -68,7 +70,7 @@ pub(super) fn candidates(
             continue;
         }
         entry.versions = Some(specifiers.clone());
-        for index in select_files_with_variants(catalog, &entry, page, variants).files {
+        for index in select_files_with_variants(catalog, &entry, page, variants, binding).files {
             if let Some(version) = public_version(&page.files[index])
                 && version.any_prerelease()
             {
@@ -87,7 +89,7 @@ pub(super) fn candidates(
         .collect();
     for version in yanked {
         entry.versions = format!("=={version}").parse().ok();
-        let selection = select_files_with_variants(catalog, &entry, page, variants);
+        let selection = select_files_with_variants(catalog, &entry, page, variants, binding);
         if !selection.files.is_empty() {
             versions.insert(version.clone(), Candidate { yanked: true });
             files.insert(version, selection.files);
@@ -146,7 +148,7 @@ mod tests {
             platform.parse().unwrap(),
             Build::Backend(backend.parse().unwrap()),
         );
-        let (versions, files) = candidates(&config, &environment, "torch", page, None);
+        let (versions, files) = candidates(&config, &environment, "torch", page, None, None);
         let names = files
             .get(&version.parse::<Version>().unwrap())
             .map(|indices| {

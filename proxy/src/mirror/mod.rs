@@ -21,6 +21,7 @@
 //! - [`lock`](mod@lock): PEP 751 locks;
 //! - [`sync`](mod@sync): downloads, progress hooks, the completeness check and the marker; the dry run.
 
+pub mod bind;
 pub mod candidates;
 pub mod config;
 pub mod environment;

@@ -12,6 +12,7 @@ use wheelgate_resolver::index::CoreMetadata;
 use wheelgate_resolver::select::FileRef;
 use wheelgate_resolver::variants::lists_variants;
 
+use super::bind::Binding;
 use super::config::{MirrorConfig, PackageEntry};
 use super::environment::Build;
 use super::resolve::{Fetcher, Resolution, ResolveError, page_url, resolve_all};
@@ -128,6 +129,8 @@ pub async fn make_plan(
     };
     let mut unmatched = Vec::new();
     let sources = config.sources();
+    // Pages and metadata read once for every entry and environment.
+    let fetcher = Fetcher::new(config, client, index, files);
     for entry in config.packages.iter().filter(|e| !e.dependencies) {
         let page_error = |source| PlanError::Page {
             name: entry.name.clone(),
@@ -153,7 +156,23 @@ pub async fn make_plan(
         } else {
             None
         };
-        let selection = select_files_with_variants(catalog, entry, &cached.page, variants.as_ref());
+        // Each machine's builds of a project built against torch follow torch's there.
+        let binding = Binding::read(
+            &fetcher,
+            entry.kind,
+            &entry.project,
+            &cached,
+            &entry.machines,
+            &entry.policy,
+        )
+        .await?;
+        let selection = select_files_with_variants(
+            catalog,
+            entry,
+            &cached.page,
+            variants.as_ref(),
+            binding.as_ref(),
+        );
         if selection.files.is_empty() {
             unmatched.push(Unmatched {
                 name: entry.name.clone(),
@@ -177,7 +196,6 @@ pub async fn make_plan(
         return Err(PlanError::NothingMatched(unmatched));
     }
     if config.resolves() {
-        let fetcher = Fetcher::new(config, client, index, files);
         let resolutions = resolve_all(&fetcher).await?;
         for resolution in &resolutions {
             for package in &resolution.packages {

@@ -22,6 +22,7 @@ use wheelgate_resolver::index::IndexFile;
 use wheelgate_resolver::select::FileRef;
 use wheelgate_resolver::variants::lists_variants;
 
+use super::bind::Binding;
 use super::candidates::{candidates, is_wheel};
 use super::config::MirrorConfig;
 use super::environment::{Build, Environment, environments};
@@ -253,12 +254,23 @@ async fn load_projects(
         } else {
             None
         };
+        // A machine's builds of a project built against torch follow torch's there.
+        let binding = match &environment.build {
+            Build::Machine { machine, .. } => {
+                let kind = fetcher.config().sources().kind(&project);
+                let machines = std::slice::from_ref(machine.as_ref());
+                let policy = &fetcher.config().policy;
+                Binding::read(fetcher, kind, &project, &page, machines, policy).await?
+            }
+            Build::Backend(_) | Build::None => None,
+        };
         let (versions, files) = candidates(
             fetcher.config(),
             environment,
             &project,
             &page.page,
             variants.as_deref(),
+            binding.as_ref(),
         );
         state
             .universe

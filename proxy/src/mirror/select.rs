@@ -18,6 +18,7 @@ use wheelgate_resolver::platform_tags::platform_matches;
 use wheelgate_resolver::select::{FileRef, PageSelection};
 use wheelgate_resolver::{Backend, Catalog, Machine, Policy, select_page};
 
+use super::bind::Binding;
 use super::config::{PackageEntry, PythonVersion};
 use super::variants::{VariantsFiles, take_variants, variants_files_of};
 use crate::sources::ProjectKind;
@@ -37,17 +38,19 @@ pub struct Selection {
 /// The files `entry` takes from `page`, the project's aggregated page on its upstream; wheel
 /// variants (PEP 825) are left out.
 pub fn select_files(catalog: &Catalog, entry: &PackageEntry, page: &ProjectPage) -> Selection {
-    select_files_with_variants(catalog, entry, page, None)
+    select_files_with_variants(catalog, entry, page, None, None)
 }
 
 /// [`select_files`], with the variant wheels the entry takes when `variants` (the page's
 /// variants files, parsed) is given, and their versions' variants files
-/// ([`super::variants`]).
+/// ([`super::variants`]); each machine's builds bound to torch's there by `binding`
+/// ([`super::bind`]) when given.
 pub fn select_files_with_variants(
     catalog: &Catalog,
     entry: &PackageEntry,
     page: &ProjectPage,
     variants: Option<&VariantsFiles>,
+    binding: Option<&Binding>,
 ) -> Selection {
     let refs: Vec<FileRef<'_>> = page.files.iter().map(FileRef::from).collect();
     // Candidates by public version: (file index, wheel platform check passed).
@@ -74,7 +77,17 @@ pub fn select_files_with_variants(
                 }
             }
             for machine in &entry.machines {
-                let selection = select_page(catalog, machine, &entry.policy, &entry.project, &refs);
+                let mut selection =
+                    select_page(catalog, machine, &entry.policy, &entry.project, &refs);
+                if let Some(binding) = binding {
+                    binding.apply(
+                        machine,
+                        &entry.policy,
+                        &entry.project,
+                        &refs,
+                        &mut selection,
+                    );
+                }
                 take(
                     entry,
                     machine,

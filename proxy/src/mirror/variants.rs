@@ -189,7 +189,7 @@ mod tests {
     fn taken(entry: &PackageEntry) -> Vec<String> {
         let (page, parsed) = page();
         let selection =
-            select_files_with_variants(Catalog::embedded(), entry, &page, Some(&parsed));
+            select_files_with_variants(Catalog::embedded(), entry, &page, Some(&parsed), None);
         selection
             .files
             .iter()

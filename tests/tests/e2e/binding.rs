@@ -181,3 +181,71 @@ async fn select_with_an_index_binds_as_the_proxy_does() {
     assert_eq!(answer["version"], "0.0.33", "{answer}");
     assert_eq!(answer["backend"], "cu130", "{answer}");
 }
+
+/// A mirror config for one machine: `torch` and `xformers`, resolved or (`dependencies =
+/// false`) xformers alone.
+fn mirror_config(
+    pytorch: &SimpleIndex,
+    pypi: &SimpleIndex,
+    resolve: bool,
+) -> wheelgate::mirror::MirrorConfig {
+    let machine = H100_DRIVER_570
+        .replace("{\"platform\":", "{ platform = ")
+        .replace("\"glibc\":", "glibc = ")
+        .replace(
+            "\"nvidia\":{\"driver_version\":",
+            "nvidia = { driver_version = ",
+        )
+        .replace("\"gpus\":[{\"name\":", "gpus = [{ name = ")
+        .replace("\"compute_capability\":", "compute_capability = ");
+    let packages = if resolve {
+        "[[package]]\nname = \"torch\"\n\n[[package]]\nname = \"xformers\"\n"
+    } else {
+        "[[package]]\nname = \"xformers\"\ndependencies = false\n"
+    };
+    let text = format!(
+        "pytorch_url = \"{}\"\npypi_url = \"{}\"\npython = [\"3.12\"]\nplatforms = [\"linux-x86_64\"]\nmachines = [{machine}]\n\n{packages}",
+        pytorch.url(),
+        pypi.url()
+    );
+    wheelgate::mirror::MirrorConfig::parse(&text, std::path::Path::new("mirror.toml"))
+        .unwrap_or_else(|err| panic!("{err}\n{text}"))
+}
+
+/// The mirror takes what the server serves the machine: xformers in the build of the torch it
+/// was built against, in its lock and in its store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirror_takes_the_xformers_build_of_torchs_build() {
+    let pytorch = pytorch_index().await;
+    let pypi = SimpleIndex::start(Vec::new()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = mirror_config(&pytorch, &pypi, true);
+    let (plan, _) = wheelgate::mirror::lock(&config, dir.path()).await.unwrap();
+    let [resolution] = plan.resolutions.as_slice() else {
+        panic!("one environment: {:?}", plan.resolutions.len());
+    };
+    let versions: std::collections::BTreeMap<&str, &str> = resolution
+        .packages
+        .iter()
+        .map(|p| (p.project.as_str(), p.full_version.as_str()))
+        .collect();
+    assert_eq!(versions["xformers"], "0.0.32+cu129", "{versions:?}");
+    assert_eq!(versions["torch"], "2.8.0+cu129", "{versions:?}");
+
+    let config = mirror_config(&pytorch, &pypi, false);
+    let store = dir.path().join("store");
+    let dry = wheelgate::mirror::dry_run(&config, &store, 2)
+        .await
+        .unwrap();
+    let names: Vec<&str> = dry
+        .plan
+        .files
+        .iter()
+        .filter(|f| f.kind == wheelgate::mirror::plan::FileKind::Distribution)
+        .map(|f| f.filename.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["xformers-0.0.32+cu129-py3-none-manylinux_2_28_x86_64.whl"]
+    );
+}
