@@ -252,6 +252,17 @@ impl FileCache {
         CacheKey::for_spec(spec).is_ok_and(|key| self.inner.lock().contains(&key))
     }
 
+    /// The path of `spec`'s committed file, to read parts of it in place (a derived wheel is
+    /// planned from it); `None` when it is not committed. It may be evicted after: open it once
+    /// and read through that handle.
+    pub fn committed_path(&self, spec: &FileSpec) -> Option<PathBuf> {
+        let key = CacheKey::for_spec(spec).ok()?;
+        self.inner
+            .lock()
+            .contains(&key)
+            .then(|| self.inner.dir.join(key.as_str()))
+    }
+
     /// The sha256 of `spec`'s derived file, once one was written here (`None` before, or for
     /// a file that is not derived).
     pub fn derived_sha256(&self, spec: &FileSpec) -> Option<String> {
@@ -263,6 +274,28 @@ impl FileCache {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(key.as_str())
             .cloned()
+    }
+
+    /// The sha256 of `spec`'s derived file once it is committed here: remembered, else (a file
+    /// a previous run wrote) read back from disk and remembered. `None` for a file that is not
+    /// derived or not committed.
+    pub async fn derived_sha256_committed(&self, spec: &FileSpec) -> Option<String> {
+        if let Some(known) = self.derived_sha256(spec) {
+            return Some(known);
+        }
+        let path = self.committed_path(spec)?;
+        let key = CacheKey::for_spec(spec).ok()?;
+        let hashed = tokio::task::spawn_blocking(move || {
+            let mut file = std::fs::File::open(path)?;
+            let mut hasher = Sha256::new();
+            io::copy(&mut file, &mut hasher)?;
+            Ok::<_, io::Error>(hex::encode(hasher.finalize()))
+        })
+        .await
+        .ok()?
+        .ok()?;
+        self.inner.record_derived(&key, hashed.clone());
+        Some(hashed)
     }
 
     /// The quoted strong `ETag` of `spec`'s file, known without fetching it: the page's sha256,
@@ -309,17 +342,26 @@ impl FileCache {
                     return CachedFile::follow(file, progress, etag, redact(&spec.url)).await;
                 }
                 Lookup::Miss => {
+                    // A derived file is spliced from this cache's copy of its upstream file
+                    // when there is one: no upstream request, offline too.
+                    let local = spec.splice.is_some()
+                        && self.contains(&FileSpec {
+                            splice: None,
+                            ..spec.clone()
+                        });
                     // The bucket is not an upstream: it is asked offline too.
                     let in_bucket = match &self.inner.bucket {
                         Some(bucket) if spec.splice.is_none() => bucket.find(&key).await.is_some(),
                         _ => false,
                     };
-                    if offline && !in_bucket {
+                    if offline && !in_bucket && !local {
                         return Err(FileCacheError::NotCached {
                             url: redact(&spec.url),
                         });
                     }
-                    let origin = if in_bucket {
+                    let origin = if local {
+                        Origin::Local
+                    } else if in_bucket {
                         Origin::Bucket {
                             upstream_fallback: !offline,
                         }
@@ -371,7 +413,7 @@ impl FileCache {
             remove_quietly(part).await;
             return Ok(None);
         }
-        info!(url = %redact(&spec.url), key = key.as_str(), from_bucket = matches!(origin, Origin::Bucket { .. }), "downloading file");
+        info!(url = %redact(&spec.url), key = key.as_str(), from_bucket = matches!(origin, Origin::Bucket { .. }), local = origin == Origin::Local, "downloading file");
         let task = download::Download {
             cache: Arc::clone(&self.inner),
             client: client.clone(),

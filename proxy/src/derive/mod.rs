@@ -17,14 +17,15 @@ pub mod wheel;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read as _;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use crate::cache::files::FileSpec;
 use crate::cache::files::splice::Splice;
+use crate::cache::files::{FileCache, FileSpec};
 use crate::mirror::wheel_metadata::{Ranged, get_range};
 use crate::upstream::UpstreamClient;
 
@@ -48,6 +49,12 @@ pub enum DeriveError {
     },
     #[error("`{file}` cannot be derived: {problem}")]
     Zip { file: String, problem: String },
+    #[error("cannot read the cached copy of `{file}`")]
+    Local {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// What a derived wheel changes in its core metadata.
@@ -105,10 +112,11 @@ pub struct Derivations(Mutex<HashMap<String, Arc<Derivation>>>);
 
 impl Derivations {
     /// The derivation of `upstream` (the wheel `filename`) with `change`, planned once and
-    /// remembered.
+    /// remembered: from `files`' copy of the upstream wheel when it holds one (offline too),
+    /// else by ranged requests upstream.
     pub async fn get(
         &self,
-        client: &UpstreamClient,
+        (client, files): (&UpstreamClient, &FileCache),
         upstream: &FileSpec,
         filename: &str,
         change: &Change,
@@ -117,7 +125,11 @@ impl Derivations {
         if let Some(known) = self.lock().get(&key) {
             return Ok(Arc::clone(known));
         }
-        let derivation = Arc::new(derive(client, upstream, filename, change).await?);
+        let source = match files.committed_path(upstream) {
+            Some(path) => Source::Local(path),
+            None => Source::Upstream(client),
+        };
+        let derivation = Arc::new(derive(source, upstream, filename, change).await?);
         let mut memo = self.lock();
         if memo.len() >= REMEMBERED {
             memo.clear();
@@ -146,9 +158,17 @@ fn memo_key(upstream: &FileSpec, change: &Change) -> String {
     )
 }
 
+/// Where a wheel's parts are read from.
+pub enum Source<'a> {
+    /// Ranged requests to its URL.
+    Upstream(&'a UpstreamClient),
+    /// A complete copy on local disk (the file cache's).
+    Local(PathBuf),
+}
+
 /// Plans the derived wheel of `upstream` with `change` made to its metadata.
 pub async fn derive(
-    client: &UpstreamClient,
+    source: Source<'_>,
     upstream: &FileSpec,
     filename: &str,
     change: &Change,
@@ -158,12 +178,12 @@ pub async fn derive(
         problem,
     };
     let mut reader = RangeReader {
-        client,
+        source,
         url: &upstream.url,
         file: filename,
         whole: None,
     };
-    let (tail, tail_start) = reader.read(&format!("bytes=-{TAIL}")).await?;
+    let (tail, tail_start) = reader.read(Span::Suffix(TAIL)).await?;
     let end = wheel::end_record(&tail).map_err(zip_error)?;
     let directory = reader
         .slice_or_read(&tail, tail_start, end.directory_offset, end.directory_size)
@@ -221,22 +241,46 @@ fn with_record_line(record: &[u8], name: &str, content: &[u8]) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// Which bytes of a file to read.
+#[derive(Debug, Clone, Copy)]
+enum Span {
+    /// The last so many.
+    Suffix(u64),
+    /// `len` bytes from `offset` (`len` > 0).
+    At { offset: u64, len: u64 },
+}
+
 /// Ranged reads of one upstream file, or slices of it once a server answered a range with
 /// the whole file.
 struct RangeReader<'a> {
-    client: &'a UpstreamClient,
+    source: Source<'a>,
     url: &'a str,
     file: &'a str,
     whole: Option<Vec<u8>>,
 }
 
 impl RangeReader<'_> {
-    /// The bytes of `range` (an HTTP range spec) and where they start.
-    async fn read(&mut self, range: &str) -> Result<(Vec<u8>, u64), DeriveError> {
+    /// The bytes of `span` and where they start.
+    async fn read(&mut self, span: Span) -> Result<(Vec<u8>, u64), DeriveError> {
         if let Some(whole) = &self.whole {
             return Ok((whole.clone(), 0));
         }
-        match get_range(self.client, self.url, range)
+        let client = match &self.source {
+            Source::Upstream(client) => *client,
+            Source::Local(path) => {
+                return read_local(path.clone(), span)
+                    .await
+                    .map_err(|source| DeriveError::Local {
+                        file: self.file.to_string(),
+                        source,
+                    });
+            }
+        };
+        let range = match span {
+            Span::Suffix(len) => format!("bytes=-{len}"),
+            Span::At { offset, len } => format!("bytes={offset}-{}", offset + len - 1),
+        };
+        match get_range(client, self.url, &range)
             .await
             .map_err(|source| DeriveError::Read {
                 file: self.file.to_string(),
@@ -264,9 +308,7 @@ impl RangeReader<'_> {
         if len == 0 {
             return Ok(Vec::new());
         }
-        let (bytes, start) = self
-            .read(&format!("bytes={offset}-{}", offset + len - 1))
-            .await?;
+        let (bytes, start) = self.read(Span::At { offset, len }).await?;
         slice(&bytes, start, offset, len)
             .map(<[u8]>::to_vec)
             .ok_or_else(|| DeriveError::Zip {
@@ -320,6 +362,30 @@ impl RangeReader<'_> {
             ))),
         }
     }
+}
+
+/// `span` of the file at `path` and where it starts, read in place.
+async fn read_local(path: PathBuf, span: Span) -> std::io::Result<(Vec<u8>, u64)> {
+    tokio::task::spawn_blocking(move || {
+        use std::os::unix::fs::FileExt as _;
+        let file = std::fs::File::open(&path)?;
+        let size = file.metadata()?.len();
+        let (offset, len) = match span {
+            Span::Suffix(len) => (size.saturating_sub(len), len.min(size)),
+            Span::At { offset, len } => (offset, len),
+        };
+        if offset.checked_add(len).is_none_or(|end| end > size) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("{len} bytes at {offset} of a {size}-byte file"),
+            ));
+        }
+        let mut bytes = vec![0; usize::try_from(len).map_err(std::io::Error::other)?];
+        file.read_exact_at(&mut bytes, offset)?;
+        Ok((bytes, offset))
+    })
+    .await
+    .map_err(std::io::Error::other)?
 }
 
 fn slice(held: &[u8], held_start: u64, offset: u64, len: u64) -> Option<&[u8]> {

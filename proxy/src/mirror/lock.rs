@@ -12,6 +12,7 @@ use serde::Serialize;
 use wheelgate_resolver::variants::choose::{VARIANTS_JSON_SUFFIX, variant_label};
 use wheelgate_resolver::variants::plain_filename;
 
+use super::derived::DerivedWheels;
 use super::environment::Environment;
 use super::resolve::Resolution;
 use crate::server::rewrite::file_link;
@@ -84,8 +85,13 @@ struct Hashes<'a> {
 }
 
 /// The PEP 751 text of one environment's resolution, its URLs under `server_url` (the offline
-/// server's address as its clients reach it, e.g. `http://mirror:3141`).
-pub fn render_lock(resolution: &Resolution, server_url: &str) -> Result<String, LockError> {
+/// server's address as its clients reach it, e.g. `http://mirror:3141`); a wheel served derived
+/// (`derived`) listed with the derived wheel's sha256 and size.
+pub fn render_lock(
+    resolution: &Resolution,
+    server_url: &str,
+    derived: &DerivedWheels,
+) -> Result<String, LockError> {
     let server = server_url.trim_end_matches('/');
     let environment = &resolution.environment;
     let mut packages = Vec::with_capacity(resolution.packages.len());
@@ -96,10 +102,15 @@ pub fn render_lock(resolution: &Resolution, server_url: &str) -> Result<String, 
             if file.filename.ends_with(VARIANTS_JSON_SUFFIX) {
                 continue;
             }
-            let sha256 = file.sha256().ok_or_else(|| LockError::NoHash {
+            let upstream_sha256 = file.sha256().ok_or_else(|| LockError::NoHash {
                 file: file.filename.clone(),
                 environment: environment.name.clone(),
             })?;
+            let derived_wheel = derived.get(&package.page.page.file_url(file, &package.page.url));
+            let (sha256, size) = match derived_wheel {
+                Some(wheel) => (wheel.sha256.as_str(), Some(wheel.size)),
+                None => (upstream_sha256, file.size),
+            };
             // A variant wheel under its plain name, at the server's variant route: the name
             // and link the server's pages give it.
             let (name, link) = match (
@@ -118,7 +129,7 @@ pub fn render_lock(resolution: &Resolution, server_url: &str) -> Result<String, 
             wheels.push(LockWheel {
                 name,
                 url: format!("{server}{link}"),
-                size: file.size,
+                size,
                 hashes: Hashes { sha256 },
             });
         }
@@ -164,6 +175,7 @@ pub fn write_locks(
     dir: &Path,
     resolutions: &[Resolution],
     server_url: &str,
+    derived: &DerivedWheels,
 ) -> Result<Vec<PathBuf>, LockError> {
     std::fs::create_dir_all(dir).map_err(|source| LockError::Write {
         path: dir.to_path_buf(),
@@ -171,7 +183,7 @@ pub fn write_locks(
     })?;
     let mut written = Vec::with_capacity(resolutions.len());
     for resolution in resolutions {
-        let text = render_lock(resolution, server_url)?;
+        let text = render_lock(resolution, server_url, derived)?;
         let path = dir.join(lock_file_name(&resolution.environment));
         let temp = dir.join(format!(
             ".{}.{}.tmp",

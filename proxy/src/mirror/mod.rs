@@ -24,6 +24,7 @@
 pub mod bind;
 pub mod candidates;
 pub mod config;
+pub mod derived;
 pub mod environment;
 pub mod fetch;
 pub mod lock;

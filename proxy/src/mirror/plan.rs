@@ -197,33 +197,7 @@ pub async fn make_plan(
     }
     if config.resolves() {
         let resolutions = resolve_all(&fetcher).await?;
-        for resolution in &resolutions {
-            for package in &resolution.packages {
-                for url in fetcher.page_urls(&package.project) {
-                    plan.add_page(&package.project, &url);
-                }
-                // Its build's page (`/b/<backend>/simple/<project>/` offline): the file's local
-                // label, else (pytorch-triton, unlabelled wheels) the environment's backend.
-                let backend = package.backend().map(str::to_string).or_else(|| {
-                    match &resolution.environment.build {
-                        Build::Backend(backend) => Some(backend.to_string()),
-                        Build::Machine { .. } | Build::None => None,
-                    }
-                });
-                if package.kind == ProjectKind::Pytorch
-                    && let Some(backend) = backend
-                {
-                    let entry = PackageEntry::resolved(config, &package.project);
-                    plan.add_backend_page(&entry, &backend)
-                        .await
-                        .map_err(|source| PlanError::Page {
-                            name: package.project.clone(),
-                            source,
-                        })?;
-                }
-                plan.add_files(&package.project, &package.page, &package.files);
-            }
-        }
+        plan.add_resolutions(&fetcher, &resolutions).await?;
         plan.plan.resolutions = resolutions;
     }
     Ok(plan.plan)
@@ -266,6 +240,43 @@ struct Planner<'a> {
 }
 
 impl Planner<'_> {
+    /// Every environment's resolved packages: their pages, their builds' pages and files.
+    async fn add_resolutions(
+        &mut self,
+        fetcher: &Fetcher<'_>,
+        resolutions: &[Resolution],
+    ) -> Result<(), PlanError> {
+        let config = self.config;
+        for resolution in resolutions {
+            for package in &resolution.packages {
+                for url in fetcher.page_urls(&package.project) {
+                    self.add_page(&package.project, &url);
+                }
+                // Its build's page (`/b/<backend>/simple/<project>/` offline): the file's local
+                // label, else (pytorch-triton, unlabelled wheels) the environment's backend.
+                let backend = package.backend().map(str::to_string).or_else(|| {
+                    match &resolution.environment.build {
+                        Build::Backend(backend) => Some(backend.to_string()),
+                        Build::Machine { .. } | Build::None => None,
+                    }
+                });
+                if package.kind == ProjectKind::Pytorch
+                    && let Some(backend) = backend
+                {
+                    let entry = PackageEntry::resolved(config, &package.project);
+                    self.add_backend_page(&entry, &backend)
+                        .await
+                        .map_err(|source| PlanError::Page {
+                            name: package.project.clone(),
+                            source,
+                        })?;
+                }
+                self.add_files(&package.project, &package.page, &package.files);
+            }
+        }
+        Ok(())
+    }
+
     fn add_page(&mut self, project: &str, url: &str) {
         if self.seen_pages.insert(url.to_string()) {
             self.plan.pages.push(PlannedPage {

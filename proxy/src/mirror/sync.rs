@@ -16,6 +16,7 @@ use serde::Serialize;
 use tracing::{debug, info};
 
 use super::config::MirrorConfig;
+use super::derived::derive_variant_wheels;
 use super::lock::{LOCKS_DIR, LockError, write_locks};
 use super::plan::{FileKind, Plan, PlanError, PlannedFile, PlannedPage, make_plan};
 use crate::cache::files::{FileCache, FileCacheError};
@@ -172,6 +173,10 @@ pub enum SyncError {
     /// both report success.
     #[error(transparent)]
     StoreInUse(crate::cache::lock::LockError),
+    #[error(
+        "the derived wheel of `{file}` (the one the server answers a lock's URL with) {message}"
+    )]
+    Derive { file: String, message: String },
 }
 
 /// Creates the store and takes it, one writer per store until the sync ends: a second sync (or
@@ -274,11 +279,16 @@ pub async fn sync(
     report
         .failures
         .extend(check_pages(&store, &plan.pages, &client).await);
+    // From the upstream wheels just stored: the bytes the server answers the locks' URLs with.
+    let (derived, failed) = derive_variant_wheels(&plan, &files, &client).await;
+    report.failures.extend(failed);
+    report.store_bytes = files.total_bytes();
     if report.failures.is_empty()
         && let Err(err) = write_locks(
             &store.join(LOCKS_DIR),
             &plan.resolutions,
             &config.server_url,
+            &derived,
         )
     {
         report.failures.push(Failure {
@@ -306,7 +316,7 @@ pub async fn dry_run(
     store: &Path,
     jobs: usize,
 ) -> Result<DryRun, SyncError> {
-    let (client, _scratch, plan) = scratch_plan(config).await?;
+    let (client, _scratch, _files, plan) = scratch_plan(config).await?;
     let present = plan
         .files
         .iter()
@@ -346,17 +356,28 @@ fn in_store(store: &Path, spec: &crate::cache::files::FileSpec) -> bool {
 }
 
 /// Resolves every environment and writes its PEP 751 lock into `out`, downloading nothing but
-/// metadata (into a temporary directory). Returns the plan and the locks written.
+/// metadata (into a temporary directory), and the upstream wheels of the wheels served derived
+/// (a variant wheel with `variant_label` markers), whose locked hash is that of the derived
+/// bytes. Returns the plan and the locks written.
 pub async fn lock(config: &MirrorConfig, out: &Path) -> Result<(Plan, Vec<PathBuf>), SyncError> {
-    let (_client, _scratch, plan) = scratch_plan(config).await?;
-    let written = write_locks(out, &plan.resolutions, &config.server_url)?;
+    let (client, _scratch, files, plan) = scratch_plan(config).await?;
+    // A derived wheel's hash is known only once it is built: its upstream wheel is downloaded
+    // (into the scratch directory) for that.
+    let (derived, failed) = derive_variant_wheels(&plan, &files, &client).await;
+    if let Some(failure) = failed.into_iter().next() {
+        return Err(SyncError::Derive {
+            file: failure.what,
+            message: failure.message,
+        });
+    }
+    let written = write_locks(out, &plan.resolutions, &config.server_url, &derived)?;
     Ok((plan, written))
 }
 
 /// A plan made with pages and metadata in a temporary directory, dropped with it.
 async fn scratch_plan(
     config: &MirrorConfig,
-) -> Result<(UpstreamClient, tempfile::TempDir, Plan), SyncError> {
+) -> Result<(UpstreamClient, tempfile::TempDir, FileCache, Plan), SyncError> {
     let scratch = tempfile::tempdir().map_err(|source| SyncError::Store {
         path: std::env::temp_dir(),
         source,
@@ -371,7 +392,7 @@ async fn scratch_plan(
     let files =
         FileCache::open(scratch.path().to_path_buf(), u64::MAX).map_err(SyncError::FileCache)?;
     let plan = make_plan(config, &client, &index, &files).await?;
-    Ok((client, scratch, plan))
+    Ok((client, scratch, files, plan))
 }
 
 /// The client of a sync, with the configuration's `[upstreams.*]` access read now (secrets from

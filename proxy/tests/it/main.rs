@@ -2,6 +2,7 @@
 
 mod cli;
 mod deploy;
+mod derived_local;
 mod explain;
 mod fake_upstream;
 mod faults_files;

@@ -61,12 +61,16 @@ pub(super) enum Origin {
     Bucket {
         upstream_fallback: bool,
     },
+    /// A derived file whose upstream file this cache holds: spliced from that copy, with no
+    /// upstream request (and so offline too).
+    Local,
 }
 
 /// A body chunk's failure, by where the body comes from.
 enum BodyError {
     Upstream(reqwest::Error),
     Bucket(BucketError),
+    Local(io::Error),
 }
 
 type Body = BoxStream<'static, Result<Bytes, BodyError>>;
@@ -229,6 +233,9 @@ impl Download {
                 }
             }
         }
+        if self.origin == Origin::Local {
+            return self.open_local().await;
+        }
         let mut headers = HeaderMap::new();
         // The bytes on disk must be the file's own bytes, the ones its sha256 is of.
         headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
@@ -243,6 +250,26 @@ impl Download {
             .map(|chunk| chunk.map_err(BodyError::Upstream))
             .boxed();
         Ok((announced, body, Origin::Upstream))
+    }
+
+    /// Opens this cache's copy of the upstream file a derived file is spliced from. An eviction
+    /// meanwhile removes only its name: the open handle reads on.
+    async fn open_local(&self) -> Result<(Option<u64>, Body, Origin), FileCacheError> {
+        let upstream = FileSpec {
+            splice: None,
+            ..self.spec.clone()
+        };
+        let path = self.cache.dir.join(CacheKey::for_spec(&upstream)?.as_str());
+        let io_error = |source| FileCacheError::Io {
+            path: path.clone(),
+            source,
+        };
+        let file = tokio::fs::File::open(&path).await.map_err(io_error)?;
+        let len = file.metadata().await.map_err(io_error)?.len();
+        let body = tokio_util::io::ReaderStream::with_capacity(file, WRITE_CHUNK)
+            .map(|chunk| chunk.map_err(BodyError::Local))
+            .boxed();
+        Ok((Some(len), body, Origin::Local))
     }
 
     /// Whether the file, `total` bytes long when known, can be kept: it must be verifiable (a
@@ -343,6 +370,12 @@ impl Download {
                     return Err(FileCacheError::Bucket {
                         url: url(),
                         source: Box::new(source),
+                    });
+                }
+                Some(Err(BodyError::Local(source))) => {
+                    return Err(FileCacheError::Io {
+                        path: self.cache.dir.clone(),
+                        source,
                     });
                 }
                 None => break,

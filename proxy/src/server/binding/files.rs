@@ -132,7 +132,7 @@ async fn derived_response(
 ) -> Result<Response, FilesError> {
     let derivation = state
         .derivations
-        .get(&state.client, upstream, wheel, change)
+        .get((&state.client, &state.files), upstream, wheel, change)
         .await
         .map_err(|err| {
             tracing::warn!(file = wheel, error = %crate::error_chain::source_chain(&err), "cannot derive a wheel");

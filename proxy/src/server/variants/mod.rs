@@ -127,19 +127,16 @@ async fn derived(
         splice: None,
     };
     let change = Change::DecideVariantLabel(label.to_string());
-    let derivation = if state.config.offline {
-        None
-    } else {
-        match state
-            .derivations
-            .get(&state.client, &spec, upstream, &change)
-            .await
-        {
-            Ok(derivation) => Some(derivation).filter(|d| d.changed),
-            Err(err) => {
-                warn!(file = upstream, error = %crate::error_chain::source_chain(&err), "cannot derive a variant wheel; serving the upstream's (pip 26.2 and later refuse it)");
-                None
-            }
+    // Offline, from the store's copy of the upstream wheel.
+    let derivation = match state
+        .derivations
+        .get((&state.client, &state.files), &spec, upstream, &change)
+        .await
+    {
+        Ok(derivation) => Some(derivation).filter(|d| d.changed),
+        Err(err) => {
+            warn!(file = upstream, error = %crate::error_chain::source_chain(&err), "cannot derive a variant wheel; serving the upstream's (pip 26.2 and later refuse it)");
+            None
         }
     };
     let Some(derivation) = derivation else {
@@ -149,7 +146,7 @@ async fn derived(
         &state.files,
         &state.client,
         &derivation.spec,
-        false,
+        state.config.offline,
         method,
         headers,
     )
