@@ -299,6 +299,7 @@ async fn explain_pages(
         .await?;
         explanation.versions = versions;
         explanation.dropped = dropped;
+        explain_device_extras(state, &machine, &page, merged.base_url(), &mut explanation).await;
         super::variants::explain(
             state,
             &machine,
@@ -316,6 +317,48 @@ async fn explain_pages(
             reason: super::offline::NOT_MIRRORED.to_string(),
         }));
     Ok(explanation)
+}
+
+/// What device extras (`binding/extras.rs`) do to the kept builds on this machine: each version's
+/// note, and a version left out loses its kept files.
+async fn explain_device_extras(
+    state: &AppState,
+    machine: &Machine,
+    upstream: &wheelgate_resolver::index::ProjectPage,
+    base_url: &str,
+    explanation: &mut Explanation,
+) {
+    if super::binding::extras::machine_extras(machine).is_empty() {
+        return;
+    }
+    let kept: std::collections::HashSet<&str> = explanation
+        .versions
+        .iter()
+        .flat_map(|v| v.kept.iter().map(String::as_str))
+        .collect();
+    let mut served = upstream.clone();
+    served.files.retain(|f| kept.contains(f.filename.as_str()));
+    let notes = super::binding::extras::apply(
+        state,
+        machine,
+        &explanation.project,
+        upstream,
+        base_url,
+        &mut served,
+    )
+    .await;
+    for note in notes {
+        if let Some(version) = explanation
+            .versions
+            .iter_mut()
+            .find(|v| v.version == note.version)
+        {
+            if !note.kept {
+                version.kept.clear();
+            }
+            version.notes.push(note.note);
+        }
+    }
 }
 
 /// The explanation of a project served from per-build pages (`binding/by_page.rs`): each page

@@ -103,3 +103,55 @@ async fn pip_installs_the_device_package_of_the_machines_gpu() {
 async fn uv_installs_the_device_package_of_the_machines_gpu() {
     device_package_follows_the_gpu(Installer::Uv).await;
 }
+
+/// `/explain/torch/` says what device extras do on each machine: required on an MI300X, the
+/// build left out on a GPU whose target has none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_says_which_device_extras_are_required() {
+    let upstreams = Upstreams::start().await;
+    let pytorch = pytorch_index().await;
+    let amd = amd_index().await;
+    let pypi = SimpleIndex::start(Vec::new()).await;
+    for (machine, note, kept) in [
+        (
+            MI300X,
+            "served with the extras `device-gfx942` required",
+            true,
+        ),
+        (
+            RX_7900_XTX,
+            "none for this machine's `device-gfx1100`: left out",
+            false,
+        ),
+    ] {
+        let (pytorch_url, pypi_url) = (pytorch.url(), pypi.url());
+        let source = amd_source(&amd);
+        let machine_json = serde_json::from_str(machine).unwrap();
+        let proxy = Proxy::start_with(&upstreams, move |config| {
+            config.machine = Some(machine_json);
+            config.pytorch_url = pytorch_url;
+            config.pypi_url = pypi_url;
+            config.sources = vec![source];
+        })
+        .await;
+        let text = reqwest::get(format!("{}/explain/torch/?format=json", proxy.base()))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let explain: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let version = explain["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["version"] == "2.10.0")
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(version["notes"].to_string().contains(note), "{version}");
+        assert_eq!(
+            !version["kept"].as_array().unwrap().is_empty(),
+            kept,
+            "{version}"
+        );
+    }
+}

@@ -59,10 +59,20 @@ pub fn parse_extras(text: &str) -> Option<Vec<String>> {
     (extras.len() <= MAX_EXTRAS && extras.iter().all(valid)).then_some(extras)
 }
 
+/// What device extras did to one version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceNote {
+    /// The public version (no local label).
+    pub version: String,
+    /// Whether its build is still served (with the extras required) or was left out.
+    pub kept: bool,
+    pub note: String,
+}
+
 /// `page` (rewritten for `machine`) with its builds that declare device extras served with the
 /// machine's extras required, or left out where the machine's targets have none; `upstream` is
 /// the page it was rewritten from (fetched from `base_url`). What was done, per version, for
-/// the log.
+/// the log and `/explain/`.
 pub async fn apply(
     state: &AppState,
     machine: &Machine,
@@ -70,7 +80,7 @@ pub async fn apply(
     upstream: &ProjectPage,
     base_url: &str,
     page: &mut ProjectPage,
-) -> Vec<String> {
+) -> Vec<DeviceNote> {
     let needed = machine_extras(machine);
     if needed.is_empty() {
         return Vec::new();
@@ -80,7 +90,7 @@ pub async fn apply(
     for (index, file) in page.files.iter().enumerate() {
         if let Ok(parsed @ DistFilename::Wheel(_)) = file.filename.parse::<DistFilename>() {
             by_version
-                .entry(parsed.version().to_string())
+                .entry(parsed.version().clone().without_local().to_string())
                 .or_default()
                 .push(index);
         }
@@ -111,15 +121,21 @@ pub async fn apply(
         }
         let indices = &by_version[version];
         if let Some(missing) = needed.iter().find(|extra| !extras.contains(extra)) {
-            notes.push(format!("{project} {version}: its build declares device extras ({}), none for this machine's `{missing}`: left out", extras.join(", ")));
+            notes.push(DeviceNote {
+                version: version.clone(),
+                kept: false,
+                note: format!("its build declares device extras ({}), none for this machine's `{missing}`: left out, so installers move to a version whose build runs here", extras.join(", ")),
+            });
             for &index in indices {
                 dropped[index] = true;
             }
             continue;
         }
-        notes.push(format!(
-            "{project} {version}: served with `{joined}` required (its device packages)"
-        ));
+        notes.push(DeviceNote {
+            version: version.clone(),
+            kept: true,
+            note: format!("served with the extras `{joined}` required (its device packages), in its `.metadata` and a derived wheel, so a plain `pip install {project}` brings them"),
+        });
         for &index in indices {
             let file = &mut page.files[index];
             let spec = upstream
@@ -166,7 +182,7 @@ pub async fn apply(
         page.versions = versions.iter().map(ToString::to_string).collect();
     }
     for note in &notes {
-        tracing::debug!(project, "{note}");
+        tracing::debug!(project, version = %note.version, "{}", note.note);
     }
     notes
 }
