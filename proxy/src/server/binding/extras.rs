@@ -166,25 +166,30 @@ pub async fn apply(
         }
     }
     if dropped.iter().any(|d| *d) {
-        let mut index = 0;
-        page.files.retain(|_| {
-            index += 1;
-            !dropped[index - 1]
-        });
-        let mut versions: Vec<pep440_rs::Version> = page
-            .files
-            .iter()
-            .filter_map(|f| f.filename.parse::<DistFilename>().ok())
-            .map(|parsed| parsed.version().clone().without_local())
-            .collect();
-        versions.sort();
-        versions.dedup();
-        page.versions = versions.iter().map(ToString::to_string).collect();
+        leave_out(page, &dropped);
     }
     for note in &notes {
         tracing::debug!(project, version = %note.version, "{}", note.note);
     }
     notes
+}
+
+/// `page` without the files `dropped` marks, its versions listed again.
+fn leave_out(page: &mut ProjectPage, dropped: &[bool]) {
+    let mut index = 0;
+    page.files.retain(|_| {
+        index += 1;
+        !dropped[index - 1]
+    });
+    let mut versions: Vec<pep440_rs::Version> = page
+        .files
+        .iter()
+        .filter_map(|f| f.filename.parse::<DistFilename>().ok())
+        .map(|parsed| parsed.version().clone().without_local())
+        .collect();
+    versions.sort();
+    versions.dedup();
+    page.versions = versions.iter().map(ToString::to_string).collect();
 }
 
 /// The device extras of `upstream`'s file at `index`, for `version`.
