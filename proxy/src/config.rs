@@ -13,6 +13,9 @@ pub use object_store::{ObjectStoreConfig, StaticCredentials};
 pub mod auth;
 pub use auth::AuthConfig;
 
+pub mod catalog;
+pub use catalog::{CatalogConfig, LoadedCatalog};
+
 pub mod limits;
 pub use limits::LimitsConfig;
 
@@ -82,6 +85,9 @@ pub struct ServeConfig {
     /// `[[sources]]`: more indexes, each owning the names it lists (`config/sources.rs`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<SourceConfig>,
+    /// `[catalog]`: the built-in build facts, or with an operator's overlay.
+    #[serde(skip_serializing_if = "CatalogConfig::is_empty")]
+    pub catalog: CatalogConfig,
     /// Peers (load balancers) whose `X-Forwarded-For` / `Forwarded` headers name the client;
     /// from anyone else those headers are ignored.
     pub trusted_proxies: Vec<String>,
@@ -108,6 +114,7 @@ impl Default for ServeConfig {
             limits: LimitsConfig::default(),
             upstreams: UpstreamsConfig::default(),
             sources: Vec::new(),
+            catalog: CatalogConfig::default(),
             trusted_proxies: Vec::new(),
             networks: Vec::new(),
         }
@@ -134,10 +141,15 @@ impl ServeConfig {
             path: path.to_path_buf(),
             source,
         })?;
-        toml::from_str(&text).map_err(|err| ConfigError::Parse {
+        let mut config: ServeConfig = toml::from_str(&text).map_err(|err| ConfigError::Parse {
             path: path.to_path_buf(),
             message: parse_message(&text, &err),
-        })
+        })?;
+        // A relative overlay sits beside the file that names it.
+        if let Some(dir) = path.parent() {
+            config.catalog.resolved_against(dir);
+        }
+        Ok(config)
     }
 
     /// The PyTorch upstream without a trailing slash.

@@ -42,6 +42,8 @@ pub enum StartError {
     Sources(#[from] crate::sources::SourcesError),
     #[error(transparent)]
     Networks(#[from] crate::config::networks::NetworksError),
+    #[error(transparent)]
+    Catalog(#[from] crate::config::catalog::CatalogFileError),
     #[error(
         "the configured `machine` cannot exist; fix it in the configuration file, or remove it to resolve for this host"
     )]
@@ -62,12 +64,15 @@ pub enum StartError {
 
 /// The machine and policy the server resolves `/simple/` for: the configured machine, else this
 /// host's (probed, with its `WHEELGATE_*` overrides); a `WHEELGATE_BACKEND` pin joins the policy.
-pub fn default_machine(config: &ServeConfig) -> Result<(Machine, Policy), StartError> {
+pub fn default_machine(
+    config: &ServeConfig,
+    catalog: &Catalog,
+) -> Result<(Machine, Policy), StartError> {
     let mut policy = config.policy.clone();
     if let Some(machine) = &config.machine {
         // A configured machine that cannot exist would give every `/simple/` client CPU builds.
         let doubts = machine
-            .check_plausible(Catalog::embedded())
+            .check_plausible(catalog)
             .map_err(StartError::Machine)?;
         for doubt in doubts {
             warn!(source = "the configured `machine`", "{doubt}");
@@ -80,7 +85,7 @@ pub fn default_machine(config: &ServeConfig) -> Result<(Machine, Policy), StartE
     // A probed host exists, so nothing is refused; but `WHEELGATE_*` overrides can describe a
     // machine that cannot (an NVIDIA GPU on a Mac), which is said rather than served silently.
     let source = "this host's probes and WHEELGATE_* overrides";
-    match detection.machine.check_plausible(Catalog::embedded()) {
+    match detection.machine.check_plausible(catalog) {
         Err(impossible) => warn!(source, "{impossible}"),
         Ok(doubts) => {
             for doubt in doubts {
@@ -127,11 +132,16 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         })?;
     // Before anything in the directory is touched: leftovers are cleaned only under the lock.
     let lock = CacheDirLock::acquire(&config.cache_dir, &config.listen.to_string())?;
-    let (machine, policy) = default_machine(&config)?;
+    let catalog = config.catalog.load()?;
+    if let Some(overlay) = &catalog.overlay {
+        info!(overlay = %overlay.display(), facts = catalog.facts.len(), "catalog overlay layered over the built-in catalog");
+    }
+    let catalog = catalog.catalog;
+    let (machine, policy) = default_machine(&config, catalog)?;
     let networks = crate::config::ClientNetworks::resolve(
         &config.networks,
         &config.trusted_proxies,
-        Catalog::embedded(),
+        catalog,
         Some(machine.platform),
     )?;
     if networks.rules.is_empty() && !networks.trusted_proxies.is_empty() {
@@ -174,7 +184,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     Ok(AppState::from(Shared {
         config: Arc::new(config),
         client,
-        catalog: Catalog::embedded(),
+        catalog,
         pins: Arc::default(),
         derivations: Arc::default(),
         source_counters: Arc::new(crate::sources::counters::SourceCounters::new(&sources)),

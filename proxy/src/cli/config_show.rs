@@ -60,6 +60,8 @@ pub enum ConfigShowError {
         "the configured `machine` cannot exist; fix it in the configuration file, or remove it to resolve for this host"
     )]
     Machine(#[source] wheelgate_resolver::machine::ImplausibleMachine),
+    #[error(transparent)]
+    Catalog(#[from] crate::config::catalog::CatalogFileError),
 }
 
 /// Runs `wheelgate config ...`.
@@ -166,15 +168,16 @@ fn render(args: &ServeArgs, matches: Option<&ArgMatches>) -> Result<String, Conf
         .and_then(|text| text.parse::<Table>().ok());
     // Checked as `serve` checks them, so `config show` finds a bad machine or rule before a
     // start does.
+    let catalog = config.catalog.load()?;
     if let Some(machine) = &config.machine {
         machine
-            .check_plausible(wheelgate_resolver::Catalog::embedded())
+            .check_plausible(catalog.catalog)
             .map_err(ConfigShowError::Machine)?;
     }
     let networks = ClientNetworks::resolve(
         &config.networks,
         &config.trusted_proxies,
-        wheelgate_resolver::Catalog::embedded(),
+        catalog.catalog,
         config.machine.as_ref().map(|m| m.platform),
     )?;
     let mut table = Table::try_from(&config).map_err(ConfigShowError::Serialize)?;
@@ -206,12 +209,33 @@ fn render(args: &ServeArgs, matches: Option<&ArgMatches>) -> Result<String, Conf
         );
     }
     describe_networks(&mut out, &networks);
+    describe_catalog(&mut out, &catalog);
     out.push('\n');
     emit(&mut out, &[], &table, &sources);
     out.push('\n');
     out.push_str(&upstream_access(&config));
     out.push_str(&proxy_environment(|name| std::env::var(name).ok()));
     Ok(out)
+}
+
+/// The catalog's origin: built in, or which facts the overlay added or corrected.
+fn describe_catalog(out: &mut String, catalog: &crate::config::LoadedCatalog) {
+    let newest = catalog.catalog.newest_release().torch;
+    let Some(overlay) = &catalog.overlay else {
+        let _ = writeln!(
+            out,
+            "# catalog: built in (releases through torch {newest}); `[catalog] extend` layers a file over it"
+        );
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "# catalog: built in, with `{}` layered over it (releases through torch {newest}); from that file:",
+        display_path(overlay)
+    );
+    for fact in &catalog.facts {
+        let _ = writeln!(out, "#   line {}: {}", fact.line, fact.fact);
+    }
 }
 
 /// One comment line per source: what it serves, then each access setting, never a secret's

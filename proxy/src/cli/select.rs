@@ -43,10 +43,11 @@ pub struct SelectArgs {
     /// file with `wheelgate detect --json` output. This machine is then not probed.
     #[arg(long, value_name = "TOKEN|FILE")]
     pub machine: Option<String>,
-    /// The server's configuration file (deploy/wheelgate.toml): its [upstreams.pytorch] and
-    /// [upstreams.pypi] credentials, headers and CA bundles apply to an --index URL on their
-    /// upstream's origin, as `wheelgate serve` sends them.
-    #[arg(long, value_name = "FILE", requires = "index")]
+    /// The server's configuration file (deploy/wheelgate.toml): its `[catalog] extend`
+    /// overlay applies, and its [upstreams.pytorch] and [upstreams.pypi] credentials, headers
+    /// and CA bundles apply to an --index URL on their upstream's origin, as `wheelgate serve`
+    /// sends them.
+    #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
 }
 
@@ -75,6 +76,8 @@ pub enum SelectCommandError {
     Config(#[from] crate::config::ConfigError),
     #[error(transparent)]
     Access(#[from] AccessError),
+    #[error(transparent)]
+    Catalog(#[from] crate::config::catalog::CatalogFileError),
     #[error("could not write the output")]
     Output(#[from] io::Error),
     #[error("could not encode the answer as JSON")]
@@ -122,19 +125,25 @@ pub fn run(args: &SelectArgs) -> Result<(), SelectCommandError> {
         pinned,
         prefer: Vec::new(),
     };
-    let access = match (
-        &args.config,
-        args.index.as_deref().map(page::IndexSource::parse),
-    ) {
+    let config = match &args.config {
+        Some(path) => Some(crate::config::ServeConfig::from_file(path)?),
+        None => None,
+    };
+    let access = match (&config, args.index.as_deref().map(page::IndexSource::parse)) {
         // Secrets are read only when a page is fetched: a saved page needs none.
-        (Some(path), Some(page::IndexSource::Url(url))) => {
-            let access = resolve_access(&crate::config::ServeConfig::from_file(path)?)?;
+        (Some(config), Some(page::IndexSource::Url(url))) => {
+            let access = resolve_access(config)?;
             warn_if_unscoped(&url, &access);
             access
         }
         _ => Vec::new(),
     };
-    let answers = answers_with_access(
+    let catalog = match &config {
+        Some(config) => config.catalog.load()?.catalog,
+        None => Catalog::embedded(),
+    };
+    let answers = answers_with(
+        catalog,
         &machine,
         &policy,
         &args.requirements,
@@ -211,19 +220,27 @@ pub fn answers(
     requirements: &[String],
     index: Option<&str>,
 ) -> Result<Vec<Answer>, SelectCommandError> {
-    answers_with_access(machine, policy, requirements, index, &[])
+    answers_with(
+        Catalog::embedded(),
+        machine,
+        policy,
+        requirements,
+        index,
+        &[],
+    )
 }
 
-/// [`answers`], an index URL fetched with `access` (a private upstream's credentials, headers
-/// and CA bundle, each for its origins: `--config`'s `[upstreams.*]`).
-pub fn answers_with_access(
+/// [`answers`] from `catalog` (with `--config`'s overlay), an index URL fetched with `access`
+/// (a private upstream's credentials, headers and CA bundle, each for its origins: `--config`'s
+/// `[upstreams.*]`).
+pub fn answers_with(
+    catalog: &Catalog,
     machine: &Machine,
     policy: &Policy,
     requirements: &[String],
     index: Option<&str>,
     access: &[OriginAccess],
 ) -> Result<Vec<Answer>, SelectCommandError> {
-    let catalog = Catalog::embedded();
     let index = index.map(page::IndexSource::parse);
     let remote = match &index {
         Some(page::IndexSource::Url(_)) => Some(page::Remote::new(access)?),

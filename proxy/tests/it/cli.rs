@@ -466,3 +466,98 @@ async fn select_from_an_index_url_served_by_a_fake_upstream() {
     assert_eq!(answers[0]["backend"], "cu130");
     assert_eq!(upstream.hits("/whl/torch/"), 2);
 }
+
+/// An operator's catalog (`[catalog] extend`) that adds torch 2.16 with `cu134`.
+const OVERLAY_216: &str = r#"# torch 2.16, before wheelgate knows it
+[sm_sets]
+cu134_216 = ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"]
+
+[[release]]
+torch = "2.16"
+companions = { torchvision = "0.31", torchaudio = "2.16" }
+plain = { linux-x86_64 = "cu134", linux-aarch64 = "cu134", windows-x86_64 = "cpu", macos-arm64 = "cpu" }
+backends.cpu = {}
+backends.cu134 = { sm = "cu134_216" }
+"#;
+
+#[test]
+fn a_catalog_overlay_adds_a_release_select_and_config_show_use() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("catalog-extra.toml"), OVERLAY_216).unwrap();
+    let config = dir.path().join("wheelgate.toml");
+    // Relative to the configuration file.
+    std::fs::write(&config, "[catalog]\nextend = \"catalog-extra.toml\"\n").unwrap();
+    let config = config.to_str().unwrap();
+
+    let answers = json_answers(&wheelgate(
+        &["select", "--json", "--config", config, "torch==2.16.0"],
+        H100_DRIVER_580,
+    ));
+    assert_eq!(answers[0]["backend"], "cu134", "{}", answers[0]);
+    let notes = answers[0]["notes"].to_string();
+    assert!(!notes.contains("not in the catalog"), "{notes}");
+    // Without it, 2.16 is inferred from 2.14's rules (and offers no cu134).
+    let answers = json_answers(&wheelgate(
+        &["select", "--json", "torch==2.16.0"],
+        H100_DRIVER_580,
+    ));
+    assert_ne!(answers[0]["backend"], "cu134");
+    assert!(
+        answers[0]["notes"]
+            .to_string()
+            .contains("not in the catalog"),
+        "{}",
+        answers[0]
+    );
+
+    let output = wheelgate(&["config", "show", "--config", config], &[]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        text.contains("catalog-extra.toml` layered over it (releases through torch 2.16)"),
+        "{text}"
+    );
+    assert!(text.contains("#   line 6: release 2.16 (added)"), "{text}");
+    assert!(
+        text.contains("#   line 3: sm_sets `cu134_216` (added)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_bad_catalog_overlay_names_the_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let overlay = dir.path().join("catalog-extra.toml");
+    std::fs::write(
+        &overlay,
+        OVERLAY_216.replace("sm = \"cu134_216\"", "sm = \"cu134\""),
+    )
+    .unwrap();
+    let config = dir.path().join("wheelgate.toml");
+    std::fs::write(
+        &config,
+        format!("[catalog]\nextend = \"{}\"\n", overlay.display()),
+    )
+    .unwrap();
+    let output = wheelgate(
+        &[
+            "select",
+            "--config",
+            config.to_str().unwrap(),
+            "torch==2.16.0",
+        ],
+        H100_DRIVER_580,
+    );
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("the catalog overlay `{}`", overlay.display()))
+            && stderr.contains("line 6, `release 2.16 backends.cu134`")
+            && stderr.contains("unknown sm set `cu134`"),
+        "{stderr}"
+    );
+}

@@ -155,3 +155,38 @@ async fn serve_names_a_configured_machine_and_a_wildcard_listener() {
         "{lines:?}"
     );
 }
+
+/// `[catalog] extend`: the server runs with the layered catalog; an overlay that breaks the
+/// catalog's rules stops the start, naming the file.
+#[tokio::test]
+async fn serve_starts_with_a_catalog_overlay_or_refuses_a_bad_one() {
+    use wheelgate::config::{CatalogConfig, ServeConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let overlay = dir.path().join("catalog-extra.toml");
+    std::fs::write(
+        &overlay,
+        "[[release]]\ntorch = \"2.16\"\ncompanions = { torchvision = \"0.31\" }\nbackends.cpu = {}\nbackends.cu134 = { sm = \"cu13x\" }\n",
+    )
+    .unwrap();
+    let config = |cache: &str| ServeConfig {
+        cache_dir: dir.path().join(cache),
+        machine: Some(serde_json::from_str(r#"{"platform":"linux-x86_64"}"#).unwrap()),
+        catalog: CatalogConfig {
+            extend: Some(overlay.clone()),
+        },
+        ..ServeConfig::default()
+    };
+    let state = wheelgate::serve::build_state(config("a")).await.unwrap();
+    assert_eq!(state.catalog.newest_release().torch.to_string(), "2.16");
+    drop(state);
+
+    std::fs::write(&overlay, "[[release]]\ntorch = \"2.16\"\n").unwrap();
+    let Err(err) = wheelgate::serve::build_state(config("b")).await else {
+        panic!("a release without backends started");
+    };
+    let message = format!("{err}: {}", wheelgate::error_chain::source_chain(&err));
+    assert!(
+        message.contains(&overlay.display().to_string()) && message.contains("line 2"),
+        "{message}"
+    );
+}

@@ -4,9 +4,11 @@
 
 mod data;
 mod infer;
+mod overlay;
 mod rules;
 
 pub use data::CatalogError;
+pub use overlay::{Overlaid, OverlayError, OverlayFact};
 pub use rules::{BackendRules, Inferred, Requirement, TrainRelease};
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -55,7 +55,8 @@ fn wheels(versions: usize) -> Vec<wheelgate_e2e::wheels::BuiltWheel> {
     for torch in TORCH {
         for backend in BACKENDS {
             for platform in PLATFORMS {
-                wheels.push(WheelSpec::new("torch", &format!("{torch}+{backend}"), platform).build());
+                wheels
+                    .push(WheelSpec::new("torch", &format!("{torch}+{backend}"), platform).build());
             }
         }
     }
@@ -156,7 +157,10 @@ async fn main() -> anyhow::Result<()> {
     ] {
         let min = values.iter().copied().fold(f64::INFINITY, f64::min);
         let max = values.iter().copied().fold(0.0, f64::max);
-        println!("| {name} | {:.1} | {min:.1} | {max:.1} |", median(values.clone()));
+        println!(
+            "| {name} | {:.1} | {min:.1} | {max:.1} |",
+            median(values.clone())
+        );
     }
     println!(
         "\ncold over direct: {:.1} ms (target <= 50 ms); {files} files kept for the machine",
