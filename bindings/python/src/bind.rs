@@ -51,15 +51,21 @@ pub fn bind(
         selection,
     );
     let mut pins = Pins::new();
-    for (build, index) in builds.reads() {
-        let filename = &context.page.files[index].filename;
-        let pin = match metadata_of(metadata, filename)? {
-            Some(text) => parse_metadata(&text, filename)
-                .map(|parsed| TorchPin::of(&parsed.requires_dist))
-                .map_err(|err| err.to_string()),
-            None => Err("`metadata` has none for it".to_string()),
-        };
-        pins.insert(build, pin);
+    loop {
+        let pending = builds.pending(selection, &pins, &torch);
+        if pending.is_empty() {
+            break;
+        }
+        for (build, index) in pending {
+            let filename = &context.page.files[index].filename;
+            let pin = match metadata_of(metadata, filename)? {
+                Some(text) => parse_metadata(&text, filename)
+                    .map(|parsed| TorchPin::of(&parsed.requires_dist))
+                    .map_err(|err| err.to_string()),
+                None => Err("`metadata` has none for it".to_string()),
+            };
+            pins.insert(build, pin);
+        }
     }
     apply_pins(selection, &builds, &pins, &torch);
     Ok(())

@@ -131,11 +131,12 @@ fn to_python(error: &SelectCommandError) -> PyErr {
         SelectCommandError::Override(_)
         | SelectCommandError::Detect(_)
         | SelectCommandError::Machine(_) => MachineError::new_err(text),
-        // The Python API passes no configuration file, but the errors of reading one and of
-        // its upstream access are about fetching the index too.
+        // The Python API passes no configuration file, but the errors of reading one, of its
+        // catalog overlay and of its upstream access are about reading the index too.
         SelectCommandError::Index(_)
         | SelectCommandError::Config(_)
         | SelectCommandError::Access(_)
+        | SelectCommandError::Catalog(_)
         | SelectCommandError::Output(_)
         | SelectCommandError::Json(_) => PageError::new_err(text),
         SelectCommandError::Requirement { .. }

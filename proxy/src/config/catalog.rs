@@ -41,7 +41,7 @@ impl CatalogConfig {
             Catalog::from_toml_with_overlay(EMBEDDED_CATALOG, &text).map_err(|source| {
                 CatalogFileError::Overlay {
                     path: path.clone(),
-                    source,
+                    source: Box::new(source),
                 }
             })?;
         Ok(LoadedCatalog {
@@ -88,6 +88,6 @@ pub enum CatalogFileError {
     Overlay {
         path: PathBuf,
         #[source]
-        source: OverlayError,
+        source: Box<OverlayError>,
     },
 }

@@ -47,38 +47,41 @@ impl Binding {
         }
         let torch = fetcher.page("torch").await?;
         let refs: Vec<FileRef<'_>> = page.page.files.iter().map(FileRef::from).collect();
-        let mut reads = Vec::new();
+        // Pins are the builds' own, whatever the machine: read once for all of them.
+        let mut pins = Pins::new();
         for machine in machines {
+            let choices = torch_choices(torch.as_deref(), machine, policy);
             let selection = select_page(catalog, machine, policy, project, &refs);
             let builds = bound_builds(catalog, machine, policy, project, &refs, &selection);
-            for (build, index) in builds.reads() {
-                if !reads.iter().any(|(known, _)| known == &build) {
-                    reads.push((build, index));
+            loop {
+                let pending = builds.pending(&selection, &pins, &choices);
+                if pending.is_empty() {
+                    break;
+                }
+                let results = join_all(
+                    pending
+                        .iter()
+                        .map(|(_, index)| fetcher.metadata(page, &page.page.files[*index])),
+                )
+                .await;
+                for ((build, index), result) in pending.into_iter().zip(results) {
+                    let pin = match result {
+                        Ok(metadata) => Ok(TorchPin::of(&metadata.requires_dist)),
+                        Err(err) if err.is_invalid_metadata() => Err(source_chain(&*err)),
+                        Err(source) => {
+                            let file = &page.page.files[index];
+                            return Err(ResolveError::Metadata {
+                                project: project.to_string(),
+                                version: build.0.to_string(),
+                                file: file.filename.clone(),
+                                host: upstream_label(&page.page.file_url(file, &page.url)),
+                                source,
+                            });
+                        }
+                    };
+                    pins.insert(build, pin);
                 }
             }
-        }
-        let results = join_all(reads.iter().map(|(_, index)| {
-            let file = &page.page.files[*index];
-            fetcher.metadata(page, file)
-        }))
-        .await;
-        let mut pins = Pins::new();
-        for ((build, index), result) in reads.into_iter().zip(results) {
-            let pin = match result {
-                Ok(metadata) => Ok(TorchPin::of(&metadata.requires_dist)),
-                Err(err) if err.is_invalid_metadata() => Err(source_chain(&*err)),
-                Err(source) => {
-                    let file = &page.page.files[index];
-                    return Err(ResolveError::Metadata {
-                        project: project.to_string(),
-                        version: build.0.to_string(),
-                        file: file.filename.clone(),
-                        host: upstream_label(&page.page.file_url(file, &page.url)),
-                        source,
-                    });
-                }
-            };
-            pins.insert(build, pin);
         }
         Ok(Some(Binding { torch, pins }))
     }
@@ -93,21 +96,22 @@ impl Binding {
         selection: &mut PageSelection,
     ) {
         let catalog = Catalog::embedded();
-        let torch = self
-            .torch
-            .as_ref()
-            .map_or_else(TorchChoices::default, |torch| {
-                let torch_refs: Vec<FileRef<'_>> =
-                    torch.page.files.iter().map(FileRef::from).collect();
-                TorchChoices::from_selection(&select_page(
-                    catalog,
-                    machine,
-                    policy,
-                    "torch",
-                    &torch_refs,
-                ))
-            });
+        let torch = torch_choices(self.torch.as_deref(), machine, policy);
         let builds = bound_builds(catalog, machine, policy, project, refs, selection);
         apply_pins(selection, &builds, &self.pins, &torch);
     }
+}
+
+/// What torch (its page; none: no torch anywhere) gets on `machine`, per version.
+fn torch_choices(torch: Option<&CachedPage>, machine: &Machine, policy: &Policy) -> TorchChoices {
+    torch.map_or_else(TorchChoices::default, |torch| {
+        let refs: Vec<FileRef<'_>> = torch.page.files.iter().map(FileRef::from).collect();
+        TorchChoices::from_selection(&select_page(
+            Catalog::embedded(),
+            machine,
+            policy,
+            "torch",
+            &refs,
+        ))
+    })
 }

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use pep440_rs::Version;
 
 use super::torch_pin::TorchPin;
-use super::{Decision, FileRef, PageSelection, Policy, Rejection, select_page};
+use super::{Considered, Decision, FileRef, PageSelection, Policy, Rejection, select_page};
 use crate::{Backend, Catalog, Machine};
 
 /// The build torch gets on a machine, per public version, as its page's selection says.
@@ -68,9 +68,56 @@ impl BoundBuilds {
         reads
     }
 
+    /// The reads [`apply_pins`] still needs, given the `pins` read so far: per version, the
+    /// first build in the decision's order whose pin is unknown, unless an earlier build
+    /// already decides the version. Reading these, then asking again until none is left, reads
+    /// one build per version where the machine's own choice matches torch (the common case),
+    /// not every build of every version.
+    pub fn pending(
+        &self,
+        selection: &PageSelection,
+        pins: &Pins,
+        torch: &TorchChoices,
+    ) -> Vec<(Build, usize)> {
+        let mut reads = Vec::new();
+        for version in &selection.versions {
+            let Some(decision) = &version.decision else {
+                continue;
+            };
+            for considered in &decision.considered {
+                let key = (version.version.clone(), considered.backend.clone());
+                let Some(files) = self.files(&key) else {
+                    continue;
+                };
+                match pins.get(&key) {
+                    None => {
+                        reads.push((key, files[0]));
+                        break;
+                    }
+                    Some(Ok(pin)) if decides(pin, considered, torch) => break,
+                    Some(_) => {}
+                }
+            }
+        }
+        reads.sort_by_key(|&(_, index)| index);
+        reads
+    }
+
     /// The files of `build`, if it is offered.
     pub fn files(&self, build: &Build) -> Option<&Vec<usize>> {
         self.0.get(build)
+    }
+}
+
+/// Whether a build with `pin` settles its version in [`choose_build`]: kept (built against a
+/// torch that gets this build here, or against no single release and running here).
+fn decides(pin: &TorchPin, considered: &Considered, torch: &TorchChoices) -> bool {
+    match pin.bound_to(&torch.versions) {
+        Some(release) => torch.chosen.get(release) == Some(&considered.backend),
+        None => considered
+            .rejection
+            .as_ref()
+            .is_none_or(Rejection::is_usable),
     }
 }
 

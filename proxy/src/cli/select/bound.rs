@@ -56,15 +56,23 @@ pub fn bind(
         selection,
     );
     let client = &context.remote.client;
-    let pins: Pins = context.remote.block_on(
-        stream::iter(builds.reads())
-            .map(|(build, index)| async move {
-                let file = &loaded.page.files[index];
-                (build, read_pin(client, &loaded.page, page_url, file).await)
-            })
-            .buffer_unordered(CONCURRENT_READS)
-            .collect(),
-    );
+    let mut pins = Pins::new();
+    loop {
+        let pending = builds.pending(selection, &pins, &torch);
+        if pending.is_empty() {
+            break;
+        }
+        let read: Vec<_> = context.remote.block_on(
+            stream::iter(pending)
+                .map(|(build, index)| async move {
+                    let file = &loaded.page.files[index];
+                    (build, read_pin(client, &loaded.page, page_url, file).await)
+                })
+                .buffer_unordered(CONCURRENT_READS)
+                .collect(),
+        );
+        pins.extend(read);
+    }
     apply_pins(selection, &builds, &pins, &torch);
     Ok(())
 }

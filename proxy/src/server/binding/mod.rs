@@ -107,11 +107,19 @@ pub async fn bind(
     } = bound;
     let refs: Vec<FileRef<'_>> = page.files.iter().map(FileRef::from).collect();
     let builds = bound_builds(state.catalog, machine, policy, project, &refs, selection);
-    let pins: Pins = stream::iter(builds.reads())
-        .map(|(key, index)| read_pin(state, page, base_url, key, index))
-        .buffer_unordered(CONCURRENT_READS)
-        .collect()
-        .await;
+    let mut pins = Pins::new();
+    loop {
+        let pending = builds.pending(selection, &pins, torch);
+        if pending.is_empty() {
+            break;
+        }
+        let read: Vec<(Build, Result<TorchPin, String>)> = stream::iter(pending)
+            .map(|(key, index)| read_pin(state, page, base_url, key, index))
+            .buffer_unordered(CONCURRENT_READS)
+            .collect()
+            .await;
+        pins.extend(read);
+    }
     let complete = pins.values().all(Result::is_ok);
     apply_pins(selection, &builds, &pins, torch);
     complete
