@@ -63,6 +63,25 @@ impl CatalogConfig {
     }
 }
 
+/// A loaded catalog, compared by identity (each load is its own): what a checked
+/// configuration holds.
+#[derive(Debug, Clone, Copy)]
+pub struct CatalogRef(pub &'static Catalog);
+
+impl PartialEq for CatalogRef {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl std::ops::Deref for CatalogRef {
+    type Target = Catalog;
+
+    fn deref(&self) -> &Catalog {
+        self.0
+    }
+}
+
 /// The catalog a process runs with, and where its facts came from.
 #[derive(Debug, Clone)]
 pub struct LoadedCatalog {

@@ -20,6 +20,7 @@ use crate::sources::ProjectKind;
 
 /// torch's page and the pins of one project's builds, read for the machines it is taken for.
 pub struct Binding {
+    catalog: &'static Catalog,
     torch: Option<Arc<CachedPage>>,
     pins: Pins,
 }
@@ -38,7 +39,7 @@ impl Binding {
         machines: &[Machine],
         policy: &Policy,
     ) -> Result<Option<Binding>, ResolveError> {
-        let catalog = Catalog::embedded();
+        let catalog = fetcher.config().catalog.0;
         if kind != ProjectKind::Pytorch
             || catalog.is_release_train_project(project)
             || machines.is_empty()
@@ -50,7 +51,7 @@ impl Binding {
         // Pins are the builds' own, whatever the machine: read once for all of them.
         let mut pins = Pins::new();
         for machine in machines {
-            let choices = torch_choices(torch.as_deref(), machine, policy);
+            let choices = torch_choices(catalog, torch.as_deref(), machine, policy);
             let selection = select_page(catalog, machine, policy, project, &refs);
             let builds = bound_builds(catalog, machine, policy, project, &refs, &selection);
             loop {
@@ -83,7 +84,11 @@ impl Binding {
                 }
             }
         }
-        Ok(Some(Binding { torch, pins }))
+        Ok(Some(Binding {
+            catalog,
+            torch,
+            pins,
+        }))
     }
 
     /// Binds `selection` (of `project`'s files `refs`, for `machine`) to torch's builds there.
@@ -95,23 +100,21 @@ impl Binding {
         refs: &[FileRef<'_>],
         selection: &mut PageSelection,
     ) {
-        let catalog = Catalog::embedded();
-        let torch = torch_choices(self.torch.as_deref(), machine, policy);
-        let builds = bound_builds(catalog, machine, policy, project, refs, selection);
+        let torch = torch_choices(self.catalog, self.torch.as_deref(), machine, policy);
+        let builds = bound_builds(self.catalog, machine, policy, project, refs, selection);
         apply_pins(selection, &builds, &self.pins, &torch);
     }
 }
 
 /// What torch (its page; none: no torch anywhere) gets on `machine`, per version.
-fn torch_choices(torch: Option<&CachedPage>, machine: &Machine, policy: &Policy) -> TorchChoices {
+fn torch_choices(
+    catalog: &Catalog,
+    torch: Option<&CachedPage>,
+    machine: &Machine,
+    policy: &Policy,
+) -> TorchChoices {
     torch.map_or_else(TorchChoices::default, |torch| {
         let refs: Vec<FileRef<'_>> = torch.page.files.iter().map(FileRef::from).collect();
-        TorchChoices::from_selection(&select_page(
-            Catalog::embedded(),
-            machine,
-            policy,
-            "torch",
-            &refs,
-        ))
+        TorchChoices::from_selection(&select_page(catalog, machine, policy, "torch", &refs))
     })
 }

@@ -6,7 +6,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use pep440_rs::{Version, VersionSpecifier, VersionSpecifiers};
-use wheelgate_resolver::Catalog;
 use wheelgate_resolver::filename::DistFilename;
 use wheelgate_resolver::index::{IndexFile, ProjectPage};
 
@@ -27,7 +26,7 @@ pub(super) fn candidates(
     variants: Option<&VariantsFiles>,
     binding: Option<&Binding>,
 ) -> (BTreeMap<Version, Candidate>, BTreeMap<Version, Vec<usize>>) {
-    let catalog = Catalog::embedded();
+    let catalog = &*config.catalog;
     let kind = config.sources().kind(project);
     let mut entry = PackageEntry {
         name: project.to_string(),

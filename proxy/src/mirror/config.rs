@@ -14,6 +14,7 @@ use wheelgate_resolver::machine::ImplausibleMachine;
 use wheelgate_resolver::{Backend, Catalog, Machine, Platform, Policy};
 
 use crate::config::SourceConfig;
+use crate::config::catalog::{CatalogConfig, CatalogRef};
 use crate::config::{DEFAULT_PYPI_URL, DEFAULT_PYTORCH_URL, UpstreamsConfig};
 use crate::sources::{ProjectKind, Sources, SourcesError};
 
@@ -47,6 +48,8 @@ pub struct MirrorConfig {
     /// `[[sources]]`: the server's section as it is (checked when the file is read), so a
     /// project is mirrored from the sources the server serves it from.
     pub sources: Vec<SourceConfig>,
+    /// The build facts: built in, or with the server's `[catalog] extend` overlay layered.
+    pub catalog: CatalogRef,
 }
 
 /// One `[[constraint]]` entry: every version of `project` a resolution takes must satisfy
@@ -183,6 +186,8 @@ impl fmt::Display for PythonVersion {
 /// A mirror configuration that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum MirrorConfigError {
+    #[error(transparent)]
+    Catalog(#[from] Box<crate::config::catalog::CatalogFileError>),
     #[error("cannot read the mirror configuration `{path}`")]
     Read {
         path: PathBuf,
@@ -313,6 +318,8 @@ struct RawConfig {
     upstreams: UpstreamsConfig,
     #[serde(default)]
     sources: Vec<SourceConfig>,
+    #[serde(default)]
+    catalog: CatalogConfig,
 }
 
 #[derive(Debug, Deserialize)]
@@ -356,10 +363,14 @@ impl MirrorConfig {
 
     /// Parses and checks the text of a mirror configuration read from `path` (named in errors).
     pub fn parse(text: &str, path: &Path) -> Result<MirrorConfig, MirrorConfigError> {
-        let raw: RawConfig = toml::from_str(text).map_err(|err| MirrorConfigError::Parse {
+        let mut raw: RawConfig = toml::from_str(text).map_err(|err| MirrorConfigError::Parse {
             path: path.to_path_buf(),
             message: parse_message(text, &err),
         })?;
+        // A relative overlay sits beside the file that names it.
+        if let Some(dir) = path.parent() {
+            raw.catalog.resolved_against(dir);
+        }
         MirrorConfig::check(raw).map_err(|source| MirrorConfigError::Invalid {
             path: path.to_path_buf(),
             source: Box::new(source),
@@ -373,7 +384,7 @@ impl MirrorConfig {
         if raw.package.is_empty() {
             return Err(MirrorConfigError::NoPackages);
         }
-        let catalog = Catalog::embedded();
+        let catalog = raw.catalog.load().map_err(Box::new)?.catalog;
         let default_python = parse_pythons(raw.python.as_deref().unwrap_or_default())?;
         let default_platforms = match raw.platforms {
             Some(platforms) if platforms.is_empty() => return Err(MirrorConfigError::NoPlatforms),
@@ -493,6 +504,7 @@ impl MirrorConfig {
             server_url: raw.server_url.unwrap_or(DEFAULT_SERVER_URL.into()),
             upstreams: raw.upstreams,
             sources: raw.sources,
+            catalog: CatalogRef(catalog),
         })
     }
 
@@ -505,7 +517,7 @@ impl MirrorConfig {
     /// and `[[sources]]` has them.
     pub fn sources(&self) -> Sources {
         Sources::new(
-            Catalog::embedded(),
+            self.catalog.0,
             &self.pytorch_url,
             &self.pypi_url,
             &self.upstreams,
@@ -828,5 +840,30 @@ mod tests {
         assert!(err.contains("`a b` is not a valid extra"), "{err}");
         let err = parse("backends = [\"cuda\"]\n[[package]]\nname = \"torch\"\n").unwrap_err();
         assert!(err.contains("cuda"), "{err}");
+    }
+
+    #[test]
+    fn a_catalog_overlay_beside_the_file_gives_the_mirror_its_facts() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("extra.toml"),
+            "[[release]]\ntorch = \"2.16\"\nbackends.cpu = {}\nbackends.cu134 = { sm = \"cu13x\" }\n",
+        )
+        .unwrap();
+        let text = "backends = [\"cu134\"]\ndependencies = false\n[catalog]\nextend = \"extra.toml\"\n[[package]]\nname = \"torch\"\n";
+        let config = MirrorConfig::parse(text, &dir.path().join("mirror.toml")).unwrap();
+        assert_eq!(config.catalog.newest_release().torch.to_string(), "2.16");
+
+        std::fs::write(
+            dir.path().join("extra.toml"),
+            "[[release]]\ntorch = \"2.16\"\n",
+        )
+        .unwrap();
+        let error = MirrorConfig::parse(text, &dir.path().join("mirror.toml")).unwrap_err();
+        let message = format!("{error}: {}", crate::error_chain::source_chain(&error));
+        assert!(
+            message.contains("extra.toml") && message.contains("line 2"),
+            "{message}"
+        );
     }
 }

@@ -7,7 +7,6 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use wheelgate_resolver::Catalog;
 use wheelgate_resolver::index::CoreMetadata;
 use wheelgate_resolver::select::FileRef;
 use wheelgate_resolver::variants::lists_variants;
@@ -118,7 +117,7 @@ pub async fn make_plan(
     index: &IndexCache,
     files: &FileCache,
 ) -> Result<Plan, PlanError> {
-    let catalog = Catalog::embedded();
+    let catalog = &*config.catalog;
     let mut plan = Planner {
         config,
         client,
