@@ -8,6 +8,7 @@
 //! (`bindings/python`) runs exactly this code behind its `wheelgate` command: [`main`] is the
 //! whole program given its arguments.
 
+pub mod catalog;
 pub mod config_show;
 pub mod detect;
 pub mod logging;
@@ -66,6 +67,8 @@ pub enum Command {
     Mirror(mirror::MirrorArgs),
     /// Show the effective configuration of `wheelgate serve`: values, sources, secrets redacted.
     Config(config_show::ConfigArgs),
+    /// The build facts: `show` the effective catalog, `check` it against a real listing.
+    Catalog(catalog::CatalogArgs),
 }
 
 /// Why a subcommand failed.
@@ -83,6 +86,8 @@ pub enum CliError {
     Mirror(#[from] mirror::MirrorCommandError),
     #[error(transparent)]
     Config(#[from] config_show::ConfigShowError),
+    #[error(transparent)]
+    Catalog(#[from] catalog::CatalogCommandError),
 }
 
 /// The whole program: parses `args` (the program name first), sets up logging, runs one
@@ -126,6 +131,7 @@ pub fn run(command: Command) -> Result<(), CliError> {
         Command::PipConfig(args) => pip_config::run(&args)?,
         Command::Mirror(args) => mirror::run(&args)?,
         Command::Config(args) => config_show::run(&args)?,
+        Command::Catalog(args) => catalog::run(&args)?,
     }
     Ok(())
 }

@@ -5,7 +5,7 @@
 
 mod bound;
 mod machine;
-mod page;
+pub mod page;
 
 use std::io::{self, Write};
 use std::str::FromStr;

@@ -2,11 +2,13 @@
 //! from a machine. Loaded from data (`resolver/data/catalog.toml`, embedded), with inference for
 //! releases and backends the data does not know yet.
 
+mod check;
 mod data;
 mod infer;
 mod overlay;
 mod rules;
 
+pub use check::{CheckReport, Finding, FindingKind};
 pub use data::CatalogError;
 pub use overlay::{Overlaid, OverlayError, OverlayFact};
 pub use rules::{BackendRules, Inferred, Requirement, TrainRelease};
