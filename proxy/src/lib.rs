@@ -11,8 +11,10 @@
 //! - [`serve`]: building the state and running the server;
 //! - [`mirror`]: `wheelgate mirror sync`, a store an offline server serves completely;
 //! - [`cli`]: the `wheelgate` command line (shared by the binary and the Python package);
-//! - [`error_chain`] and [`units`]: small text helpers shared by the above.
+//! - [`error_chain`] and [`units`]: small text helpers shared by the above; [`build_info`]: the
+//!   version, commit and build date of this binary.
 
+pub mod build_info;
 pub mod cache;
 pub mod cli;
 pub mod config;

@@ -369,6 +369,19 @@ impl Metrics {
         let mut out = String::with_capacity(4096);
         header(
             &mut out,
+            "wheelgate_build_info",
+            "gauge",
+            "The build this server runs: always 1, its version, git commit and build date as labels.",
+        );
+        let _ = writeln!(
+            out,
+            "wheelgate_build_info{{version=\"{}\",commit=\"{}\",build_date=\"{}\"}} 1",
+            crate::build_info::VERSION,
+            crate::build_info::COMMIT,
+            crate::build_info::BUILD_DATE
+        );
+        header(
+            &mut out,
             "wheelgate_http_requests_total",
             "counter",
             "HTTP requests answered, by route and status code.",

@@ -128,7 +128,7 @@ pub fn render(state: &AppState, base: &str, index_pages: usize, client: &Client)
          through one index URL: it serves <code>download.pytorch.org</code> and PyPI merged \
          safely, keeps one accelerator build of each torch version (the one this machine can \
          run), and caches every file.</p>\n",
-        escape(env!("CARGO_PKG_VERSION"))
+        escape(crate::build_info::LONG_VERSION)
     );
     render_clients(&mut out, state, base);
     render_networks(&mut out, state, client);

@@ -214,6 +214,14 @@ async fn metrics_count_requests_cache_results_and_upstream_latency() {
         ),
         0.0
     );
+    // Which build runs, as `wheelgate --version` says it.
+    let build = format!(
+        "wheelgate_build_info{{version=\"{}\",commit=\"{}\",build_date=\"{}\"}}",
+        wheelgate::build_info::VERSION,
+        wheelgate::build_info::COMMIT,
+        wheelgate::build_info::BUILD_DATE
+    );
+    assert_eq!(value(&before, &build), 1.0, "{before:?}");
 
     let page = reqwest::get(proxy.url("/simple/demo/")).await.unwrap();
     assert_eq!(page.status(), StatusCode::OK);
