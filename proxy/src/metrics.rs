@@ -367,19 +367,7 @@ impl Metrics {
     /// `breakers` the upstreams' circuit breakers.
     pub fn render(&self, cache: CacheGauges, breakers: &[BreakerView]) -> String {
         let mut out = String::with_capacity(4096);
-        header(
-            &mut out,
-            "wheelgate_build_info",
-            "gauge",
-            "The build this server runs: always 1, its version, git commit and build date as labels.",
-        );
-        let _ = writeln!(
-            out,
-            "wheelgate_build_info{{version=\"{}\",commit=\"{}\",build_date=\"{}\"}} 1",
-            crate::build_info::VERSION,
-            crate::build_info::COMMIT,
-            crate::build_info::BUILD_DATE
-        );
+        render_build_info(&mut out);
         header(
             &mut out,
             "wheelgate_http_requests_total",
@@ -607,6 +595,23 @@ pub struct CacheGauges {
     pub files: u64,
     pub bytes: u64,
     pub limit: u64,
+}
+
+/// `wheelgate_build_info`: which build this server runs.
+fn render_build_info(out: &mut String) {
+    header(
+        out,
+        "wheelgate_build_info",
+        "gauge",
+        "The build this server runs: always 1, its version, git commit and build date as labels.",
+    );
+    let _ = writeln!(
+        out,
+        "wheelgate_build_info{{version=\"{}\",commit=\"{}\",build_date=\"{}\"}} 1",
+        crate::build_info::VERSION,
+        crate::build_info::COMMIT,
+        crate::build_info::BUILD_DATE
+    );
 }
 
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {
