@@ -400,12 +400,16 @@ fn answer(
             }
         }
         _ => {
-            let release = catalog
+            // The newest confirmed release that has this project (torchaudio stops at 2.11).
+            let line = catalog
                 .releases()
                 .iter()
-                .find(|r| !r.inferred)
-                .unwrap_or_else(|| catalog.newest_release());
-            let line = line_of(&project, release.torch, release)
+                .filter(|r| !r.inferred)
+                .find_map(|r| line_of(&project, r.torch, r))
+                .or_else(|| {
+                    let newest = catalog.newest_release();
+                    line_of(&project, newest.torch, newest)
+                })
                 .ok_or_else(|| SelectCommandError::NoRelease(text.to_string()))?;
             let shown = line.to_string();
             (line, shown)

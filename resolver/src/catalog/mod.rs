@@ -225,7 +225,7 @@ mod tests {
             .iter()
             .map(|r| r.torch.to_string())
             .collect();
-        assert_eq!(lines.first().map(String::as_str), Some("2.14"));
+        assert_eq!(lines.first().map(String::as_str), Some("2.15"));
         assert_eq!(lines.last().map(String::as_str), Some("2.4"));
         let mut sorted = catalog.releases().to_vec();
         sorted.sort_by_key(|r| std::cmp::Reverse(r.torch));

@@ -347,14 +347,14 @@ mod tests {
                 .to_string(),
             "2.11"
         );
-        let future = catalog.train_release("torchvision", &version("0.30.0"));
-        assert_eq!(future.release.torch.to_string(), "2.14");
+        let future = catalog.train_release("torchvision", &version("0.31.0"));
+        assert_eq!(future.release.torch.to_string(), "2.15");
         assert!(
             future
                 .inferred
                 .unwrap()
                 .0
-                .contains("torch 2.15 is not in the catalog")
+                .contains("torch 2.16 is not in the catalog")
         );
         let other = catalog.train_release("torchao", &version("0.13.0"));
         assert!(other.inferred.is_some());
