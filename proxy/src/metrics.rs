@@ -226,6 +226,10 @@ pub struct Metrics {
     connections_open: AtomicI64,
     connections_at_limit: AtomicU64,
     connections_timed_out: AtomicU64,
+    /// Pages served whose answer rests on an inferred catalog fact, and when the last was
+    /// (Unix seconds; 0: never).
+    inferred_answers: AtomicU64,
+    last_inferred_answer: AtomicU64,
     upstreams: Mutex<BTreeMap<String, UpstreamSeries>>,
 }
 
@@ -317,6 +321,20 @@ impl Metrics {
         self.files_uncached.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts a page served whose answer rests on an inferred catalog fact.
+    pub fn inferred_answer(&self) {
+        self.inferred_answers.fetch_add(1, Ordering::Relaxed);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.last_inferred_answer.store(now, Ordering::Relaxed);
+    }
+
+    /// When a page resting on an inferred fact was last served (Unix seconds), if ever.
+    pub fn last_inferred_answer(&self) -> Option<u64> {
+        Some(self.last_inferred_answer.load(Ordering::Relaxed)).filter(|&at| at > 0)
+    }
+
     /// Records one upstream request attempt to `url` that took `elapsed` to answer.
     pub fn upstream_attempt(&self, url: &str, elapsed: Duration, outcome: UpstreamOutcome) {
         let mut upstreams = lock(&self.upstreams);
@@ -368,6 +386,7 @@ impl Metrics {
     pub fn render(&self, cache: CacheGauges, breakers: &[BreakerView]) -> String {
         let mut out = String::with_capacity(4096);
         render_build_info(&mut out);
+        self.render_inference(&mut out);
         header(
             &mut out,
             "wheelgate_http_requests_total",
@@ -595,6 +614,46 @@ pub struct CacheGauges {
     pub files: u64,
     pub bytes: u64,
     pub limit: u64,
+}
+
+impl Metrics {
+    /// How often answers rested on inferred catalog facts, and when last.
+    fn render_inference(&self, out: &mut String) {
+        header(
+            out,
+            "wheelgate_inferred_answers_total",
+            "counter",
+            "Pages served whose answer for some version rests on a catalog fact that is inferred (a release or build the catalog lacks or marks inferred).",
+        );
+        let _ = writeln!(
+            out,
+            "wheelgate_inferred_answers_total {}",
+            self.inferred_answers.load(Ordering::Relaxed)
+        );
+        header(
+            out,
+            "wheelgate_inferred_answer_last_timestamp_seconds",
+            "gauge",
+            "When such a page was last served (Unix seconds; 0: never).",
+        );
+        let _ = writeln!(
+            out,
+            "wheelgate_inferred_answer_last_timestamp_seconds {}",
+            self.last_inferred_answer.load(Ordering::Relaxed)
+        );
+    }
+}
+
+/// `wheelgate_catalog_updated_timestamp_seconds`: the day the catalog's facts were checked.
+pub fn render_catalog(out: &mut String, catalog: &wheelgate_resolver::Catalog) {
+    header(
+        out,
+        "wheelgate_catalog_updated_timestamp_seconds",
+        "gauge",
+        "When the catalog's build facts were last checked (Unix seconds of its `updated` day; 0: not dated).",
+    );
+    let seconds = catalog.updated().map_or(0, |(_, day)| day * 86_400);
+    let _ = writeln!(out, "wheelgate_catalog_updated_timestamp_seconds {seconds}");
 }
 
 /// `wheelgate_build_info`: which build this server runs.

@@ -100,6 +100,8 @@ struct Rendered {
     etag: HeaderValue,
     /// Its gzip form, made once in the background and shared by every copy of this entry.
     compressed: Arc<Precompressed>,
+    /// Whether a version's answer rests on an inferred fact (`/metrics`, the status page).
+    inferred: bool,
 }
 
 impl RenderedPages {
@@ -442,7 +444,7 @@ async fn project_response(
     } else {
         let torch =
             torch.map(|pages| binding::torch_choices(state, machine, policy, pages.as_ref()));
-        let Some((page, complete)) = rewritten(
+        let Some((page, complete, inferred)) = rewritten(
             state,
             machine,
             policy,
@@ -474,6 +476,7 @@ async fn project_response(
             etag: etag_of(body.as_bytes()),
             body: Bytes::from(body),
             compressed: Arc::default(),
+            inferred,
         };
         // A page made without some of its metadata is not kept: the next request reads again.
         if complete {
@@ -481,7 +484,7 @@ async fn project_response(
         }
         rendered
     };
-    let mut response = rendered_response(headers, format, rendered);
+    let mut response = counted_response(state, headers, format, rendered);
     if !select {
         vary_without_agent(&mut response);
     }
@@ -541,6 +544,8 @@ async fn per_build_response(
             etag: etag_of(body.as_bytes()),
             body: Bytes::from(body),
             compressed: Arc::default(),
+            // Bound to torch's builds, not judged against the catalog here.
+            inferred: false,
         };
         // Rendered again while a page failed or a derived wheel's hash is still unknown.
         if bound.complete {
@@ -587,12 +592,13 @@ async fn rewritten(
     pages: &ProjectPages,
     select: bool,
     torch: Option<&binding::TorchChoices>,
-) -> Option<(wheelgate_resolver::index::ProjectPage, bool)> {
+) -> Option<(wheelgate_resolver::index::ProjectPage, bool, bool)> {
     let merged = pages.merged();
     let refs = merged.refs();
     // The common case, selected from the pages where they lie: no copy of a merged page.
     if select && torch.is_none() && !state.config.offline && !lists_variants(&refs) {
         let selection = select_page(state.catalog, machine, policy, project, &refs);
+        let inferred = rests_on_inference(&selection);
         let mut page = rewrite_selected_files(
             project,
             &merged.files,
@@ -612,7 +618,8 @@ async fn rewritten(
             )
             .await;
         }
-        return (!page.files.is_empty() || pages.failed.is_empty()).then_some((page, true));
+        return (!page.files.is_empty() || pages.failed.is_empty())
+            .then_some((page, true, inferred));
     }
     drop(refs);
     let whole = merged.page();
@@ -625,8 +632,10 @@ async fn rewritten(
     // Offline the page is reduced to the stored files: each file's source follows it.
     let origins = merged.origins.reindexed(&whole, &offered);
     let mut complete = true;
+    let mut inferred = false;
     let mut page = if select {
         let mut selection = select_files(state.catalog, machine, policy, project, &offered);
+        inferred = rests_on_inference(&selection);
         if let Some(torch) = torch {
             let bound = binding::Bindable {
                 project,
@@ -671,7 +680,28 @@ async fn rewritten(
         )
         .await;
     }
-    (!page.files.is_empty() || pages.failed.is_empty()).then_some((page, complete))
+    (!page.files.is_empty() || pages.failed.is_empty()).then_some((page, complete, inferred))
+}
+
+/// The response of a rendering, counted on `/metrics` when its answer rests on inference.
+fn counted_response(
+    state: &AppState,
+    headers: &HeaderMap,
+    format: Format,
+    rendered: Rendered,
+) -> Response {
+    if rendered.inferred {
+        state.metrics.inferred_answer();
+    }
+    rendered_response(headers, format, rendered)
+}
+
+/// Whether a version's answer rests on an inferred fact of the catalog.
+fn rests_on_inference(selection: &wheelgate_resolver::select::PageSelection) -> bool {
+    selection
+        .versions
+        .iter()
+        .any(|v| v.decision.as_ref().is_some_and(|d| d.rests_on_inference))
 }
 
 fn etag_of(body: &[u8]) -> HeaderValue {
@@ -785,6 +815,7 @@ mod tests {
             body: Bytes::from_static(b"{}"),
             etag: HeaderValue::from_static("\"x\""),
             compressed: Arc::default(),
+            inferred: false,
         }
     }
 

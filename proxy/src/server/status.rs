@@ -135,6 +135,7 @@ pub fn render(state: &AppState, base: &str, index_pages: usize, client: &Client)
     let (machine, policy) = network_machine(state, client.rule.as_deref());
     render_machine(&mut out, machine, &policy, client);
     render_choices(&mut out, state, machine, &policy);
+    render_facts(&mut out, state);
     render_upstreams(&mut out, state);
     render_cache(&mut out, state, index_pages);
     out.push_str("</main></body></html>\n");
@@ -495,6 +496,43 @@ fn render_upstreams(out: &mut String, state: &AppState) {
             escape(&redact(url))
         );
     }
+    out.push_str("</table>\n");
+}
+
+/// How old the build facts are, where they come from, and whether answers rest on inference.
+fn render_facts(out: &mut String, state: &AppState) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let age = match state.catalog.updated() {
+        Some((date, day)) => {
+            let days = (now / 86_400).saturating_sub(day);
+            format!(
+                "{date} ({days} days ago), releases through torch {}",
+                state.catalog.newest_release().torch
+            )
+        }
+        None => "not dated".to_string(),
+    };
+    let origin = match &state.config.catalog.extend {
+        Some(path) => format!("built in, with {} layered over it", path.display()),
+        None => "built in (`[catalog] extend` layers a file over it)".to_string(),
+    };
+    let inferred = match state.metrics.last_inferred_answer() {
+        Some(at) if now.saturating_sub(at) < 3600 => format!(
+            "yes: a page answered {} s ago rests on an inferred fact (see its /explain/ notes; `wheelgate catalog check`)",
+            now.saturating_sub(at)
+        ),
+        Some(at) => format!("no (last {} min ago)", now.saturating_sub(at) / 60),
+        None => "no, not since the start".to_string(),
+    };
+    let rows = [
+        ("Facts as of", age),
+        ("Catalog", origin),
+        ("Inferred facts used in the last hour", inferred),
+    ];
+    out.push_str("<h2 id=\"facts\">Build facts</h2><table>");
+    render_rows(out, &rows);
     out.push_str("</table>\n");
 }
 

@@ -5,6 +5,7 @@ mod cli;
 mod deploy;
 mod derived_local;
 mod explain;
+mod facts_status;
 mod fake_upstream;
 mod faults_files;
 mod faults_index;

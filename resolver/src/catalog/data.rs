@@ -54,6 +54,9 @@ pub enum CatalogError {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCatalog {
+    /// The day the facts were last checked (`2026-11-25`).
+    #[serde(default)]
+    updated: Option<String>,
     cuda_families: BTreeMap<String, RawFloor>,
     sm_sets: BTreeMap<String, Vec<ComputeCapability>>,
     rocm_gfx: BTreeMap<String, Vec<GfxTarget>>,
@@ -159,6 +162,15 @@ impl Catalog {
                 });
             }
         }
+        if let Some(updated) = &raw.updated
+            && super::date::days_since_epoch(updated).is_none()
+        {
+            return Err(CatalogError::InvalidValue {
+                place: "updated".to_string(),
+                value: updated.clone(),
+                reason: "expected a date `YYYY-MM-DD`".to_string(),
+            });
+        }
         let routing = raw.routing;
         if let Some(stray) = routing.published_on_pypi.iter().find(|name| {
             !routing.pytorch_built.contains(name) && !routing.triton_family.contains(name)
@@ -166,6 +178,7 @@ impl Catalog {
             return Err(CatalogError::PublishedNotRouted(stray.clone()));
         }
         Ok(Catalog {
+            updated: raw.updated,
             cuda_families,
             sm_sets: raw.sm_sets,
             rocm_gfx,

@@ -4,6 +4,7 @@
 
 mod check;
 mod data;
+mod date;
 mod infer;
 mod overlay;
 mod rules;
@@ -100,6 +101,8 @@ pub struct Release {
 /// The whole catalog. Build it with [`Catalog::embedded`] or [`Catalog::from_toml`].
 #[derive(Debug, Clone)]
 pub struct Catalog {
+    /// The day its facts were last checked (`2026-11-25`), when it says.
+    pub(crate) updated: Option<String>,
     pub(crate) cuda_families: BTreeMap<u16, DriverFloor>,
     pub(crate) sm_sets: BTreeMap<String, Vec<ComputeCapability>>,
     /// Newest first.
@@ -114,6 +117,13 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// The day the catalog's facts were last checked (`2026-11-25`), when it says, and that day
+    /// as days since 1970-01-01.
+    pub fn updated(&self) -> Option<(&str, u64)> {
+        let text = self.updated.as_deref()?;
+        Some((text, date::days_since_epoch(text)?))
+    }
+
     /// The catalog compiled into this library.
     pub fn embedded() -> &'static Catalog {
         static CATALOG: std::sync::OnceLock<Catalog> = std::sync::OnceLock::new();

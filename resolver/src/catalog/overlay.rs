@@ -79,6 +79,7 @@ pub enum OverlayError {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawOverlay {
+    updated: Option<toml::Value>,
     #[serde(default)]
     cuda_families: BTreeMap<String, toml::Value>,
     #[serde(default)]
@@ -124,6 +125,13 @@ impl Catalog {
         let mut whole: toml::Table = toml::from_str(base).map_err(|err| shape_error(base, &err))?;
         let mut facts = Vec::new();
         let mut fact = |line: usize, text: String| facts.push(OverlayFact { line, fact: text });
+        if let Some(updated) = raw.updated {
+            fact(
+                line_of_key(overlay, "updated"),
+                "`updated` (replaced)".to_string(),
+            );
+            whole.insert("updated".into(), updated);
+        }
         for (section, entries) in [
             ("cuda_families", raw.cuda_families),
             ("sm_sets", raw.sm_sets),

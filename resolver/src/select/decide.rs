@@ -79,6 +79,9 @@ pub struct Decision {
     /// that uses one of the machine's GPUs was offered (or it is pinned). Holds what the machine
     /// lacks ([`Rejection::NoNvidiaGpu`], [`Rejection::NoAmdGpu`], ...); a note says it in words.
     pub cpu_last_resort: Option<Rejection>,
+    /// Whether an answer rests on an assumption: the release or a judged build is not
+    /// described by the catalog, or marked inferred there (the notes say what was assumed).
+    pub rests_on_inference: bool,
 }
 
 impl Decision {
@@ -111,6 +114,7 @@ pub fn decide(
         last_resort,
         rejected,
         mut notes,
+        assumed,
     } = judge_offers(catalog, machine, policy, release, offers, &classes);
     let no_gpu_of = |backend: &Backend| {
         last_resort
@@ -182,6 +186,7 @@ pub fn decide(
         considered,
         notes,
         cpu_last_resort,
+        rests_on_inference: assumed || release.inferred,
     }
 }
 
@@ -197,6 +202,8 @@ struct Judged {
     rejected: Vec<Considered>,
     /// What was assumed or is worth showing about the builds.
     notes: Vec<String>,
+    /// Whether a build's rules were inferred.
+    assumed: bool,
 }
 
 fn judge_offers(
@@ -213,6 +220,7 @@ fn judge_offers(
         last_resort: Vec::new(),
         rejected: Vec::new(),
         notes: Vec::new(),
+        assumed: false,
     };
     for offer in offers {
         if !offer.has_platform_file {
@@ -223,6 +231,7 @@ fn judge_offers(
             continue;
         }
         let rules = catalog.backend_rules(release, &offer.backend, platform);
+        judged.assumed |= !rules.inferred.is_empty();
         // What was assumed is said whether the build was kept or rejected: a rejection on an
         // inferred list is only as good as the assumption.
         judged.notes.extend(

@@ -186,6 +186,7 @@ pub fn select_page(
         let mut decision = decide(catalog, machine, policy, train.release, &offers);
         if let Some(inferred) = &train.inferred {
             decision.notes.insert(0, inferred.to_string());
+            decision.rests_on_inference = true;
         }
         decision.notes.extend(signal_notes);
         let mut kept = files.neutral;

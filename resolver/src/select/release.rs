@@ -48,6 +48,7 @@ pub fn select_release(
     let mut decision = decide(catalog, machine, policy, release, &offers);
     if let Some(inferred) = inferred {
         decision.notes.insert(0, inferred.to_string());
+        decision.rests_on_inference = true;
     }
     ReleaseSelection {
         project,

@@ -143,3 +143,25 @@ fn every_scenario_resolves_as_expected() {
         failures.join("\n\n")
     );
 }
+
+/// A decision says whether it rests on an assumption: a release the catalog lacks or marks
+/// inferred (2.15, 2.16), or a build whose rules were inferred (2.11's cu129); a confirmed one
+/// (2.9 on an H100) does not.
+#[test]
+fn decisions_say_when_they_rest_on_inference() {
+    let catalog = Catalog::embedded();
+    let h100: wheelgate_resolver::Machine = serde_json::from_str(
+        r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"9.0"}]}}"#,
+    )
+    .unwrap();
+    let rests = |version: &str| {
+        let version: pep440_rs::Version = version.parse().unwrap();
+        select_release(catalog, &h100, &Policy::default(), "torch", Some(&version))
+            .decision
+            .rests_on_inference
+    };
+    assert!(!rests("2.9.0"));
+    assert!(!rests("2.14.0"));
+    assert!(rests("2.15.0"));
+    assert!(rests("2.16.0"));
+}
