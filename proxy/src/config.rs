@@ -165,8 +165,17 @@ impl ServeConfig {
     /// Every source this configuration names: the PyTorch index, `[[sources]]`, the general
     /// index; checked.
     pub fn sources(&self) -> Result<crate::sources::Sources, crate::sources::SourcesError> {
+        self.sources_with(wheelgate_resolver::Catalog::embedded())
+    }
+
+    /// [`ServeConfig::sources`], the PyTorch names from `catalog` (with `[catalog] extend`'s
+    /// routing names).
+    pub fn sources_with(
+        &self,
+        catalog: &'static wheelgate_resolver::Catalog,
+    ) -> Result<crate::sources::Sources, crate::sources::SourcesError> {
         crate::sources::Sources::new(
-            wheelgate_resolver::Catalog::embedded(),
+            catalog,
             &self.pytorch_url,
             &self.pypi_url,
             &self.upstreams,

@@ -12,7 +12,9 @@ use wheelgate_resolver::{Catalog, Machine, Policy};
 use crate::cache::files::{Bucket, BucketError, FileCache, FileCacheError};
 use crate::cache::index::IndexCache;
 use crate::cache::lock::{CacheDirLock, LockError};
+use crate::config::LoadedCatalog;
 use crate::config::ServeConfig;
+use crate::config::catalog::CatalogFileError;
 use crate::server::state::Shared;
 use crate::server::{AppState, app};
 use crate::upstream::{
@@ -103,7 +105,12 @@ pub fn default_machine(
 pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     // First, so a missing token or CA bundle stops the start before anything else is done.
     // Offline, no upstream is asked: its secrets need not be there.
-    let sources = config.sources()?;
+    let loaded = config.catalog.load()?;
+    if let Some(overlay) = &loaded.overlay {
+        info!(overlay = %overlay.display(), facts = loaded.facts.len(), "catalog overlay layered over the built-in catalog");
+    }
+    let catalog = loaded.catalog;
+    let sources = config.sources_with(catalog)?;
     let access = if config.offline {
         Vec::new()
     } else {
@@ -132,11 +139,6 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         })?;
     // Before anything in the directory is touched: leftovers are cleaned only under the lock.
     let lock = CacheDirLock::acquire(&config.cache_dir, &config.listen.to_string())?;
-    let catalog = config.catalog.load()?;
-    if let Some(overlay) = &catalog.overlay {
-        info!(overlay = %overlay.display(), facts = catalog.facts.len(), "catalog overlay layered over the built-in catalog");
-    }
-    let catalog = catalog.catalog;
     let (machine, policy) = default_machine(&config, catalog)?;
     let networks = crate::config::ClientNetworks::resolve(
         &config.networks,
@@ -184,7 +186,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     Ok(AppState::from(Shared {
         config: Arc::new(config),
         client,
-        catalog,
+        catalog_cell: Arc::new(crate::config::catalog::CatalogCell::new(catalog)),
         pins: Arc::default(),
         derivations: Arc::default(),
         source_counters: Arc::new(crate::sources::counters::SourceCounters::new(&sources)),
@@ -293,6 +295,47 @@ pub async fn serve_until(
         );
     }
     Ok(())
+}
+
+/// Reads the catalog overlay (`[catalog] extend`) again and puts it in force: later requests
+/// select with it, renderings made with the previous facts are forgotten, connections and
+/// requests in flight are untouched. An overlay that does not load leaves the catalog in force
+/// as it was. (The sources' routing names stay those of the start.)
+pub fn reload_catalog(state: &AppState) -> Result<LoadedCatalog, CatalogFileError> {
+    let loaded = state.config.catalog.load()?;
+    state.catalog_cell.set(loaded.catalog);
+    state.rendered.clear();
+    Ok(loaded)
+}
+
+/// Reloads the catalog on every `SIGHUP`, for as long as the process runs (nothing elsewhere).
+pub async fn reload_on_hangup(state: AppState) {
+    #[cfg(unix)]
+    {
+        let Ok(mut hangups) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        else {
+            warn!("cannot listen for SIGHUP: the catalog overlay is read at start only");
+            return;
+        };
+        while hangups.recv().await.is_some() {
+            match reload_catalog(&state) {
+                Ok(loaded) => info!(
+                    overlay = %loaded.overlay.as_ref().map_or_else(|| "none".to_string(), |p| p.display().to_string()),
+                    facts = loaded.facts.len(),
+                    newest = %loaded.catalog.newest_release().torch,
+                    "SIGHUP: catalog reloaded"
+                ),
+                Err(err) => warn!(
+                    error = %err,
+                    cause = %crate::error_chain::source_chain(&err),
+                    "SIGHUP: the catalog overlay does not load; the catalog in force is kept"
+                ),
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    drop(state);
 }
 
 /// Completes on Ctrl-C or SIGTERM.

@@ -124,6 +124,7 @@ pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
         .map_err(ServeCommandError::Runtime)?;
     let addr = config.listen;
     let state = runtime.block_on(crate::serve::build_state(config))?;
+    runtime.spawn(crate::serve::reload_on_hangup(state.clone()));
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind(addr))
         .map_err(|source| StartError::Listen { addr, source })?;
@@ -176,7 +177,7 @@ pub fn start_lines(state: &AppState, local: SocketAddr) -> Vec<String> {
         .as_ref()
         .map(|b| format!("; backend pinned to {b}"))
         .unwrap_or_default();
-    let newest = select_release(state.catalog, machine, &config.policy, "torch", None);
+    let newest = select_release(state.catalog(), machine, &config.policy, "torch", None);
     let build = match &newest.decision.chosen {
         Some(backend) => {
             format!("{backend} (torch, torchvision and torchaudio of that line alike)")

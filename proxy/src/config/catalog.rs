@@ -110,3 +110,31 @@ pub enum CatalogFileError {
         source: Box<OverlayError>,
     },
 }
+
+/// The catalog a server runs with, swapped whole when it reloads its overlay (`SIGHUP`). Each
+/// catalog lives as long as the process: a request may still hold the previous one.
+#[derive(Debug)]
+pub struct CatalogCell(std::sync::RwLock<&'static Catalog>);
+
+impl CatalogCell {
+    /// A cell holding `catalog`.
+    pub fn new(catalog: &'static Catalog) -> CatalogCell {
+        CatalogCell(std::sync::RwLock::new(catalog))
+    }
+
+    /// The catalog now.
+    pub fn get(&self) -> &'static Catalog {
+        *self
+            .0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Puts `catalog` in force from the next read on.
+    pub fn set(&self, catalog: &'static Catalog) {
+        *self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = catalog;
+    }
+}

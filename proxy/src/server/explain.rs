@@ -454,7 +454,7 @@ async fn explain_selection(
 ) -> Result<(Vec<VersionExplanation>, Vec<DroppedFile>), ApiError> {
     let files = &page.files;
     let refs: Vec<FileRef<'_>> = files.iter().map(FileRef::from).collect();
-    let mut selection = select_page(state.catalog, machine, policy, project, &refs);
+    let mut selection = select_page(state.catalog(), machine, policy, project, &refs);
     // Bound to torch's builds by their metadata, as the page is (`binding/`).
     if super::binding::applies(state, project) {
         let torch_pages = super::binding::torch_pages(state, policy).await?;

@@ -39,7 +39,7 @@ async fn metrics(State(state): State<AppState>) -> Response {
                 .metrics
                 .render(gauges, &state.client.breakers().views());
             state.source_counters.render(&state.sources, &mut text);
-            crate::metrics::render_catalog(&mut text, state.catalog);
+            crate::metrics::render_catalog(&mut text, state.catalog());
             text
         },
     )

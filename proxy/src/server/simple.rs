@@ -105,6 +105,14 @@ struct Rendered {
 }
 
 impl RenderedPages {
+    /// Forgets every rendering: the facts they were made with changed (a catalog reload).
+    pub fn clear(&self) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.map.clear();
+            entries.bytes = 0;
+        }
+    }
+
     fn get(&self, key: &RenderKey, generation: u64) -> Option<Rendered> {
         self.entries
             .lock()
@@ -311,7 +319,7 @@ fn format_of(headers: &HeaderMap, query: &FormatQuery) -> Result<Format, ApiErro
 /// request from the sources that own it (`crate::sources`).
 fn root(state: &AppState, headers: &HeaderMap, query: &FormatQuery) -> Result<Response, ApiError> {
     let format = format_of(headers, query)?;
-    let mut names: Vec<&String> = state.catalog.pytorch_projects().collect();
+    let mut names: Vec<&String> = state.catalog().pytorch_projects().collect();
     names.sort();
     let list = ProjectList {
         projects: names
@@ -597,7 +605,7 @@ async fn rewritten(
     let refs = merged.refs();
     // The common case, selected from the pages where they lie: no copy of a merged page.
     if select && torch.is_none() && !state.config.offline && !lists_variants(&refs) {
-        let selection = select_page(state.catalog, machine, policy, project, &refs);
+        let selection = select_page(state.catalog(), machine, policy, project, &refs);
         let inferred = rests_on_inference(&selection);
         let mut page = rewrite_selected_files(
             project,
@@ -634,7 +642,7 @@ async fn rewritten(
     let mut complete = true;
     let mut inferred = false;
     let mut page = if select {
-        let mut selection = select_files(state.catalog, machine, policy, project, &offered);
+        let mut selection = select_files(state.catalog(), machine, policy, project, &offered);
         inferred = rests_on_inference(&selection);
         if let Some(torch) = torch {
             let bound = binding::Bindable {
@@ -647,7 +655,7 @@ async fn rewritten(
         rewrite_selected(project, &offered, &origins, &selection)
     } else {
         rewrite_page(
-            state.catalog,
+            state.catalog(),
             machine,
             policy,
             project,

@@ -39,11 +39,20 @@ impl std::ops::Deref for AppState {
     }
 }
 
+impl Shared {
+    /// The catalog in force now (a reload swaps it; a request that read it keeps its copy).
+    pub fn catalog(&self) -> &'static Catalog {
+        self.catalog_cell.get()
+    }
+}
+
 /// The state's contents.
 pub struct Shared {
     pub config: Arc<ServeConfig>,
     pub client: UpstreamClient,
-    pub catalog: &'static Catalog,
+    /// The build facts, swapped whole by a reload (`SIGHUP`): read through
+    /// [`Shared::catalog`].
+    pub catalog_cell: Arc<crate::config::catalog::CatalogCell>,
     /// The upstream indexes and the names each owns.
     pub sources: Arc<crate::sources::Sources>,
     /// Torch pins read from files' metadata, by sha256 (`server/binding/`).

@@ -361,7 +361,7 @@ fn render_machine(out: &mut String, machine: &Machine, policy: &Policy, client: 
 fn render_choices(out: &mut String, state: &AppState, machine: &Machine, policy: &Policy) {
     let selections: Vec<_> = PROJECTS
         .iter()
-        .map(|project| select_release(state.catalog, machine, policy, project, None))
+        .map(|project| select_release(state.catalog(), machine, policy, project, None))
         .collect();
     let line = selections
         .first()
@@ -504,12 +504,12 @@ fn render_facts(out: &mut String, state: &AppState) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let age = match state.catalog.updated() {
+    let age = match state.catalog().updated() {
         Some((date, day)) => {
             let days = (now / 86_400).saturating_sub(day);
             format!(
                 "{date} ({days} days ago), releases through torch {}",
-                state.catalog.newest_release().torch
+                state.catalog().newest_release().torch
             )
         }
         None => "not dated".to_string(),

@@ -2,6 +2,7 @@
 //! from the running binary, then checked against the server itself. The machine is described
 //! through a fake system root and the documented overrides (never the host).
 
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -177,7 +178,7 @@ async fn serve_starts_with_a_catalog_overlay_or_refuses_a_bad_one() {
         ..ServeConfig::default()
     };
     let state = wheelgate::serve::build_state(config("a")).await.unwrap();
-    assert_eq!(state.catalog.newest_release().torch.to_string(), "2.16");
+    assert_eq!(state.catalog().newest_release().torch.to_string(), "2.16");
     drop(state);
 
     std::fs::write(&overlay, "[[release]]\ntorch = \"2.16\"\n").unwrap();
@@ -189,4 +190,154 @@ async fn serve_starts_with_a_catalog_overlay_or_refuses_a_bad_one() {
         message.contains(&overlay.display().to_string()) && message.contains("line 2"),
         "{message}"
     );
+}
+
+/// A torch page with a release the built-in catalog lacks (2.16 with `cu134`), for the reload.
+async fn torch_216_upstream() -> std::net::SocketAddr {
+    use axum::http::header;
+    use axum::response::IntoResponse;
+    async fn page() -> axum::response::Response {
+        let mut html = String::from("<!DOCTYPE html><html><body>\n");
+        for version in ["2.16.0+cu134", "2.16.0+cpu", "2.9.0+cpu"] {
+            let file = format!("torch-{version}-cp312-cp312-manylinux_2_28_x86_64.whl");
+            let _ = writeln!(html, "<a href=\"/whl/{file}#sha256=00\">{file}</a><br/>");
+        }
+        ([(header::CONTENT_TYPE, "text/html")], html).into_response()
+    }
+    let router = axum::Router::new().route("/whl/torch/", axum::routing::get(page));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    addr
+}
+
+/// `SIGHUP` reloads `[catalog] extend` under load: no request fails, and answers made after it
+/// use the new facts (torch 2.16 no longer inferred).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reloads_the_catalog_overlay_without_failing_a_request() {
+    let upstream = torch_216_upstream().await;
+    let root = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let overlay = dir.path().join("catalog-extra.toml");
+    std::fs::write(&overlay, "updated = \"2026-11-25\"\n").unwrap();
+    let config = dir.path().join("wheelgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "pytorch_url = \"http://{upstream}/whl\"\npypi_url = \"http://{upstream}/simple\"\ncache_dir = \"{}\"\n[catalog]\nextend = \"catalog-extra.toml\"\n",
+            dir.path().join("cache").display()
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap().to_string();
+    let (server, lines) = tokio::task::block_in_place(|| {
+        start(
+            &["--listen", "127.0.0.1:0", "--config", &config],
+            &[
+                ("WHEELGATE_CUDA_DRIVER", "580.65.06"),
+                ("WHEELGATE_CUDA_ARCH", "9.0"),
+            ],
+            root.path(),
+        )
+    });
+    let address = lines[0]
+        .split("listening on http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap()
+        .to_string();
+    let base = format!("http://{address}");
+    let client = reqwest::Client::new();
+    let inferred_total = |client: reqwest::Client, base: String| async move {
+        get_text(&client, &format!("{base}/metrics"))
+            .await
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("wheelgate_inferred_answers_total ")?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .unwrap()
+    };
+    let explain = |client: reqwest::Client, base: String| async move {
+        get_text(&client, &format!("{base}/explain/torch/?format=json")).await
+    };
+    assert!(
+        explain(client.clone(), base.clone())
+            .await
+            .contains("torch 2.16 is not in the catalog")
+    );
+
+    // Load: four clients asking for torch's page the whole time.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut loads = Vec::new();
+    for _ in 0..4 {
+        let url = format!("{base}/simple/torch/");
+        loads.push(tokio::spawn(load(
+            client.clone(),
+            url,
+            std::sync::Arc::clone(&stop),
+        )));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(inferred_total(client.clone(), base.clone()).await > 0);
+    std::fs::write(
+        &overlay,
+        "updated = \"2026-11-25\"\n[[release]]\ntorch = \"2.16\"\nbackends.cpu = {}\nbackends.cu134 = { sm = \"cu13x\" }\n",
+    )
+    .unwrap();
+    let pid = server.0.id().to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // The reload is in force once 2.16 is no longer inferred.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while explain(client.clone(), base.clone())
+        .await
+        .contains("torch 2.16 is not in the catalog")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reload never took effect"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Requests that began before the reload have ended by now.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let after = inferred_total(client.clone(), base.clone()).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut answered = 0;
+    for load in loads {
+        let (ok, failed) = load.await.unwrap();
+        assert!(failed.is_empty(), "{failed:?}");
+        answered += ok;
+    }
+    assert!(answered > 20, "{answered} requests under load");
+    // Pages served after the reload rest on nothing inferred.
+    assert_eq!(inferred_total(client.clone(), base.clone()).await, after);
+    drop(server);
+}
+
+async fn get_text(client: &reqwest::Client, url: &str) -> String {
+    client.get(url).send().await.unwrap().text().await.unwrap()
+}
+
+/// Asks for `url` until `stop`: how many answered 200, and every failure.
+async fn load(
+    client: reqwest::Client,
+    url: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> (u32, Vec<String>) {
+    let (mut ok, mut failed) = (0u32, Vec::new());
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        match client.get(&url).send().await {
+            Ok(response) if response.status().is_success() => ok += 1,
+            Ok(response) => failed.push(response.status().to_string()),
+            Err(err) => failed.push(err.to_string()),
+        }
+    }
+    (ok, failed)
 }

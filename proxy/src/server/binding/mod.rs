@@ -36,7 +36,7 @@ const CONCURRENT_READS: usize = 16;
 /// Whether `project`'s builds are bound by their metadata: a PyTorch project (selected per
 /// machine) outside torch's release train.
 pub fn applies(state: &AppState, project: &str) -> bool {
-    state.sources.selects(project) && !state.catalog.is_release_train_project(project)
+    state.sources.selects(project) && !state.catalog().is_release_train_project(project)
 }
 
 /// torch's pages as the machine's `/simple/torch/` reads them (`Ok(None)`: no torch anywhere),
@@ -73,9 +73,9 @@ pub fn torch_choices(
         let whole = merged.page();
         let offered = super::offline::offered(&whole, merged.base_url(), &state.files, true);
         let refs: Vec<FileRef<'_>> = offered.files.iter().map(FileRef::from).collect();
-        select_page(state.catalog, machine, policy, "torch", &refs)
+        select_page(state.catalog(), machine, policy, "torch", &refs)
     } else {
-        select_page(state.catalog, machine, policy, "torch", &merged.refs())
+        select_page(state.catalog(), machine, policy, "torch", &merged.refs())
     };
     TorchChoices::from_selection(&selection)
 }
@@ -106,7 +106,7 @@ pub async fn bind(
         base_url,
     } = bound;
     let refs: Vec<FileRef<'_>> = page.files.iter().map(FileRef::from).collect();
-    let builds = bound_builds(state.catalog, machine, policy, project, &refs, selection);
+    let builds = bound_builds(state.catalog(), machine, policy, project, &refs, selection);
     let mut pins = Pins::new();
     loop {
         let pending = builds.pending(selection, &pins, torch);

@@ -235,7 +235,7 @@ async fn choose(
         Some(VARIANTS_WAIT),
     )
     .await;
-    let choice = choose_variants(state.catalog, machine, policy, project, &refs, &parsed);
+    let choice = choose_variants(state.catalog(), machine, policy, project, &refs, &parsed);
     Some((choice, settled))
 }
 
