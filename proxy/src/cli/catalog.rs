@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use wheelgate_resolver::Catalog;
-use wheelgate_resolver::catalog::{CheckReport, Release};
+use wheelgate_resolver::catalog::{CheckReport, Finding, FindingKind, Release};
 use wheelgate_resolver::select::FileRef;
 
 use super::select::page::{IndexArgError, IndexSource, Remote, load};
@@ -272,9 +272,12 @@ fn run_check(args: &CheckArgs) -> Result<(), CatalogCommandError> {
         .index
         .clone()
         .unwrap_or_else(|| format!("{}/", config.pytorch_root()));
-    let (page, origin) = listing(&config, &index)?;
+    let (page, origin, place) = listing(&config, &index)?;
     let refs: Vec<FileRef<'_>> = page.files.iter().map(FileRef::from).collect();
-    let report = loaded.catalog.check_listing(&refs);
+    let mut report = loaded.catalog.check_listing(&refs);
+    report
+        .findings
+        .extend(variants_findings(loaded.catalog, &config, &page, &place));
     let mut out = io::stdout().lock();
     if args.json {
         let output = CheckOutput {
@@ -311,11 +314,89 @@ fn run_check(args: &CheckArgs) -> Result<(), CatalogCommandError> {
     Ok(())
 }
 
-/// torch's page from `index` (a URL, a saved page or a store), and where it came from.
+/// Where a listing was read, for its variants files.
+enum Place {
+    /// Fetched from this URL: its links are relative to it.
+    Url(String),
+    /// A saved page: variants files are read beside it, by name.
+    Dir(PathBuf),
+    /// A store: its variants files are not compared.
+    Store,
+}
+
+/// The disagreements of the listing's `*-variants.json` files with the catalog: fetched when
+/// the listing was, read beside a saved page; a file that cannot be had is said as a finding
+/// that needs no attention.
+fn variants_findings(
+    catalog: &Catalog,
+    config: &ServeConfig,
+    page: &wheelgate_resolver::index::ProjectPage,
+    place: &Place,
+) -> Vec<Finding> {
+    let refs: Vec<FileRef<'_>> = page.files.iter().map(FileRef::from).collect();
+    let indices = wheelgate_resolver::variants::choose::variants_json_indices(&refs);
+    if indices.is_empty() || matches!(place, Place::Store) {
+        return Vec::new();
+    }
+    let remote = match place {
+        Place::Url(_) => crate::upstream::resolve_access(config)
+            .ok()
+            .and_then(|access| Remote::new(&access).ok()),
+        _ => None,
+    };
+    let mut findings = Vec::new();
+    for index in indices {
+        let file = &page.files[index];
+        let Some(version) = file
+            .filename
+            .strip_prefix("torch-")
+            .and_then(|rest| rest.strip_suffix("-variants.json"))
+        else {
+            continue;
+        };
+        let text = match (place, &remote) {
+            (Place::Url(url), Some(remote)) => {
+                let link = page.file_url(file, url);
+                remote
+                    .block_on(async {
+                        let response = remote
+                            .client
+                            .get_stream(&link, reqwest::header::HeaderMap::default())
+                            .await?;
+                        Ok::<_, crate::upstream::UpstreamError>(response.text().await.ok())
+                    })
+                    .ok()
+                    .flatten()
+            }
+            (Place::Dir(dir), _) => std::fs::read_to_string(dir.join(&file.filename)).ok(),
+            _ => None,
+        };
+        let parsed = text
+            .as_deref()
+            .map(wheelgate_resolver::variants::schema::parse_variants_json);
+        match parsed {
+            Some(Ok(variants)) => findings.extend(catalog.check_variants(version, &variants)),
+            Some(Err(err)) => findings.push(unread(version, &file.filename, &err.to_string())),
+            None => findings.push(unread(version, &file.filename, "it could not be read")),
+        }
+    }
+    findings
+}
+
+fn unread(version: &str, filename: &str, why: &str) -> Finding {
+    Finding {
+        kind: FindingKind::Inferred,
+        release: Some(version.to_string()),
+        message: format!("torch {version}: `{filename}` not compared: {why}"),
+    }
+}
+
+/// torch's page from `index` (a URL, a saved page or a store), where it came from, and where
+/// its variants files are.
 fn listing(
     config: &ServeConfig,
     index: &str,
-) -> Result<(wheelgate_resolver::index::ProjectPage, String), CatalogCommandError> {
+) -> Result<(wheelgate_resolver::index::ProjectPage, String, Place), CatalogCommandError> {
     let path = Path::new(index);
     if !index.contains("://") && path.is_dir() {
         let url = format!("{}/torch/", config.pytorch_root());
@@ -348,6 +429,7 @@ fn listing(
         return Ok((
             cached.page.clone(),
             format!("{} ({})", path.display(), redact(&url)),
+            Place::Store,
         ));
     }
     let source = IndexSource::parse(index);
@@ -356,5 +438,12 @@ fn listing(
         IndexSource::File(_) => None,
     };
     let loaded = load(&source, "torch", remote.as_ref())?;
-    Ok((loaded.page, loaded.origin))
+    let place = match (&source, &loaded.url) {
+        (_, Some(url)) => Place::Url(url.clone()),
+        (IndexSource::File(file), None) => {
+            Place::Dir(file.parent().map(Path::to_path_buf).unwrap_or_default())
+        }
+        (IndexSource::Url(_), None) => Place::Store,
+    };
+    Ok((loaded.page, loaded.origin, place))
 }

@@ -163,3 +163,46 @@ async fn a_listing_the_catalog_lacks_fails_until_an_overlay_describes_it() {
     let output = tokio::task::block_in_place(|| wheelgate(&["catalog", "show", "3.0"]));
     assert!(!output.status.success());
 }
+
+/// PyTorch's own `*-variants.json` files (2.8.0 to 2.10.0, captured in `shared/fixtures`), read
+/// beside a saved page, agree with the catalog; one whose `gfx_arch` the catalog lacks is a
+/// finding that needs attention.
+#[test]
+fn variants_files_are_compared_with_the_catalogs_sets() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures/variants-json");
+    if !fixtures.exists() {
+        eprintln!(
+            "skipped: {} is not checked out beside the workspace",
+            fixtures.display()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut html = String::from("<html><body>\n");
+    for version in ["2.8.0", "2.9.0", "2.10.0"] {
+        let name = format!("torch-{version}-variants.json");
+        std::fs::copy(fixtures.join(&name), dir.path().join(&name)).unwrap();
+        let _ = writeln!(html, "<a href=\"{name}\">{name}</a><br/>");
+        let wheel = format!("torch-{version}-cp312-cp312-manylinux_2_28_x86_64-null.whl");
+        let _ = writeln!(html, "<a href=\"{wheel}#sha256=00\">{wheel}</a><br/>");
+    }
+    let page = dir.path().join("torch.html");
+    std::fs::write(&page, &html).unwrap();
+    let output = wheelgate(&["catalog", "check", "--index", page.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stdout(&output));
+
+    // A target the catalog does not have, in the 2.10 file.
+    let name = "torch-2.10.0-variants.json";
+    let text = std::fs::read_to_string(dir.path().join(name))
+        .unwrap()
+        .replacen("\"gfx1030\"", "\"gfx1030\", \"gfx1152\"", 1);
+    std::fs::write(dir.path().join(name), text).unwrap();
+    let output = wheelgate(&["catalog", "check", "--index", page.to_str().unwrap()]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("the variants file lists gfx1152 the catalog lacks"),
+        "{text}"
+    );
+}

@@ -42,6 +42,8 @@ pub enum FindingKind {
     /// An answer resting on inference (a release or backend marked inferred, compiled
     /// architectures not given).
     Inferred,
+    /// A `*-variants.json` file's `sm_arch` or `gfx_arch` disagrees with the catalog's set.
+    VariantsDisagree,
 }
 
 impl FindingKind {
@@ -285,7 +287,7 @@ fn directory_backend(url: &str) -> Option<Backend> {
 }
 
 /// The release line of a torch version (`2.10.0+cu128` → `2.10`).
-fn release_line(version: &str) -> Option<ReleaseLine> {
+pub(super) fn release_line(version: &str) -> Option<ReleaseLine> {
     let public = version.split('+').next()?;
     let mut parts = public.split('.');
     let major = parts.next()?.parse().ok()?;

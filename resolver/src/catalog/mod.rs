@@ -3,6 +3,7 @@
 //! releases and backends the data does not know yet.
 
 mod check;
+mod check_variants;
 mod data;
 mod date;
 mod infer;
