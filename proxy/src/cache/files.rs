@@ -167,6 +167,8 @@ struct Inner {
     /// The sha256 of each derived file written since start, by key: what its listing names
     /// once it is known (a page lists a derived file without a hash before, never a wrong one).
     derived: Mutex<std::collections::HashMap<String, String>>,
+    /// Derived files committed by an earlier run whose hash is being read back now.
+    rehashing: Mutex<std::collections::HashSet<String>>,
     /// Makes every `*.part` name unique, so an abandoned download's file never collides with
     /// the next attempt's.
     part_counter: AtomicU64,
@@ -199,6 +201,7 @@ impl FileCache {
                 store: Mutex::new(store),
                 bucket,
                 derived: Mutex::default(),
+                rehashing: Mutex::default(),
                 part_counter: AtomicU64::new(0),
             }),
         })
@@ -323,6 +326,9 @@ impl FileCache {
                     match open_for_reading(path.clone()).await {
                         Ok(file) => {
                             debug!(url = %redact(&spec.url), key = key.as_str(), "file cache hit");
+                            if spec.splice.is_some() {
+                                Arc::clone(&self.inner).rehash_derived(&key, path.clone());
+                            }
                             return Ok(CachedFile {
                                 file: Arc::new(file),
                                 etag,
@@ -461,6 +467,45 @@ impl FileCache {
 }
 
 impl Inner {
+    /// Reads back, in the background, the hash of a derived file an earlier run committed (this
+    /// run has not hashed it), so pages list it with its hash again after a restart.
+    fn rehash_derived(self: Arc<Self>, key: &CacheKey, path: PathBuf) {
+        let name = key.as_str().to_string();
+        let known = self
+            .derived
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains_key(&name);
+        let started = !known
+            && self
+                .rehashing
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(name.clone());
+        if !started {
+            return;
+        }
+        let key = key.clone();
+        tokio::task::spawn_blocking(move || {
+            let hashed = std::fs::File::open(&path).and_then(|mut file| {
+                let mut hasher = Sha256::new();
+                io::copy(&mut file, &mut hasher)?;
+                Ok(hex::encode(hasher.finalize()))
+            });
+            match hashed {
+                Ok(sha256) => self.record_derived(&key, sha256),
+                // Evicted meanwhile: the next download hashes it again.
+                Err(err) => {
+                    debug!(key = key.as_str(), error = %err, "cannot read a derived file back")
+                }
+            }
+            self.rehashing
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(key.as_str());
+        });
+    }
+
     fn record_derived(&self, key: &CacheKey, sha256: String) {
         /// Hashes remembered at most; a forgotten one only leaves a listing without its hash.
         const REMEMBERED: usize = 65_536;

@@ -84,8 +84,26 @@ async fn a_cached_upstream_wheel_is_derived_from_disk_offline() {
     assert_eq!(reopened.derived_sha256(&derivation.spec), None);
     assert_eq!(
         reopened.derived_sha256_committed(&derivation.spec).await,
-        Some(sha256)
+        Some(sha256.clone())
     );
+
+    // A server restarted over the cache: the first request for the derived file reads its
+    // hash back, so its pages list it again.
+    let restarted = FileCache::open(dir.path().to_path_buf(), u64::MAX).unwrap();
+    assert_eq!(restarted.derived_sha256(&derivation.spec), None);
+    restarted
+        .fetch(&client, &derivation.spec, true)
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while restarted.derived_sha256(&derivation.spec).is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hash was never read back"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(restarted.derived_sha256(&derivation.spec), Some(sha256));
 }
 
 #[tokio::test]
