@@ -496,7 +496,7 @@ impl Inner {
                 Ok(sha256) => self.record_derived(&key, sha256),
                 // Evicted meanwhile: the next download hashes it again.
                 Err(err) => {
-                    debug!(key = key.as_str(), error = %err, "cannot read a derived file back")
+                    debug!(key = key.as_str(), error = %err, "cannot read a derived file back");
                 }
             }
             self.rehashing
