@@ -288,15 +288,10 @@ impl FileCache {
         }
         let path = self.committed_path(spec)?;
         let key = CacheKey::for_spec(spec).ok()?;
-        let hashed = tokio::task::spawn_blocking(move || {
-            let mut file = std::fs::File::open(path)?;
-            let mut hasher = Sha256::new();
-            io::copy(&mut file, &mut hasher)?;
-            Ok::<_, io::Error>(hex::encode(hasher.finalize()))
-        })
-        .await
-        .ok()?
-        .ok()?;
+        let hashed = tokio::task::spawn_blocking(move || sha256_of_file(&path))
+            .await
+            .ok()?
+            .ok()?;
         self.inner.record_derived(&key, hashed.clone());
         Some(hashed)
     }
@@ -487,12 +482,7 @@ impl Inner {
         }
         let key = key.clone();
         tokio::task::spawn_blocking(move || {
-            let hashed = std::fs::File::open(&path).and_then(|mut file| {
-                let mut hasher = Sha256::new();
-                io::copy(&mut file, &mut hasher)?;
-                Ok(hex::encode(hasher.finalize()))
-            });
-            match hashed {
+            match sha256_of_file(&path) {
                 Ok(sha256) => self.record_derived(&key, sha256),
                 // Evicted meanwhile: the next download hashes it again.
                 Err(err) => {
@@ -719,6 +709,14 @@ impl CacheKey {
             None => format!("\"{}\"", self.0),
         }
     }
+}
+
+/// The sha256 of the file at `path`, in hex (blocking).
+fn sha256_of_file(path: &Path) -> io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    io::copy(&mut file, &mut hasher)?;
+    Ok(hex::encode(hasher.finalize()))
 }
 
 fn is_sha256_hex(text: &str) -> bool {

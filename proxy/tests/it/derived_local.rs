@@ -33,13 +33,41 @@ fn wheel() -> Vec<u8> {
     zip.finish().unwrap().into_inner()
 }
 
+/// The wheel on a fake upstream, an empty file cache and a client.
+struct Setup {
+    fake: Fake,
+    spec: wheelgate::cache::files::FileSpec,
+    dir: tempfile::TempDir,
+    files: FileCache,
+    client: UpstreamClient,
+}
+
+impl Setup {
+    async fn new() -> Setup {
+        let fake = Fake::start().await;
+        let spec = fake.add_file("/files/xpkg.whl", &wheel());
+        let dir = tempfile::tempdir().unwrap();
+        let files = FileCache::open(dir.path().to_path_buf(), u64::MAX).unwrap();
+        let client = UpstreamClient::new(&ClientSettings::default()).unwrap();
+        Setup {
+            fake,
+            spec,
+            dir,
+            files,
+            client,
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_cached_upstream_wheel_is_derived_from_disk_offline() {
-    let fake = Fake::start().await;
-    let spec = fake.add_file("/files/xpkg.whl", &wheel());
-    let dir = tempfile::tempdir().unwrap();
-    let files = FileCache::open(dir.path().to_path_buf(), u64::MAX).unwrap();
-    let client = UpstreamClient::new(&ClientSettings::default()).unwrap();
+    let Setup {
+        fake,
+        spec,
+        dir,
+        files,
+        client,
+    } = Setup::new().await;
     // The upstream wheel, cached once.
     let cached = files.fetch(&client, &spec, false).await.unwrap();
     let _: Vec<Bytes> = cached.stream(0, None).try_collect().await.unwrap();
@@ -108,11 +136,14 @@ async fn a_cached_upstream_wheel_is_derived_from_disk_offline() {
 
 #[tokio::test]
 async fn an_uncached_upstream_wheel_is_not_derived_offline() {
-    let fake = Fake::start().await;
-    let spec = fake.add_file("/files/xpkg.whl", &wheel());
-    let dir = tempfile::tempdir().unwrap();
-    let files = FileCache::open(dir.path().to_path_buf(), u64::MAX).unwrap();
-    let client = UpstreamClient::new(&ClientSettings::default()).unwrap();
+    // The upstream and the directory stay up until the test ends.
+    let Setup {
+        fake: _fake,
+        spec,
+        dir: _dir,
+        files,
+        client,
+    } = Setup::new().await;
     let derivations = Derivations::default();
     let change = Change::AddRequirements(vec!["torch==2.9.*".to_string()]);
     // Planned by ranges upstream (online), but built offline from nothing: refused.

@@ -7,8 +7,8 @@
 //!
 //! Reading the metadata is the caller's: the proxy reads PEP 658 files or wheels by ranges, an
 //! installer embedding this crate has its own. The steps: [`bound_builds`] says which files
-//! stand for which build, the caller reads one pin per build ([`BoundBuilds::reads`]), and
-//! [`apply_pins`] keeps, per version, the build that matches torch.
+//! stand for which build, the caller reads the pins still needed ([`BoundBuilds::pending`],
+//! until none is), and [`apply_pins`] keeps, per version, the build that matches torch.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -56,18 +56,6 @@ pub type Build = (Version, Backend);
 pub struct BoundBuilds(HashMap<Build, Vec<usize>>);
 
 impl BoundBuilds {
-    /// The file whose metadata stands for each build (every file of a build pins the same
-    /// torch: it was built against it), as an index into the page's files.
-    pub fn reads(&self) -> Vec<(Build, usize)> {
-        let mut reads: Vec<(Build, usize)> = self
-            .0
-            .iter()
-            .map(|(build, files)| (build.clone(), files[0]))
-            .collect();
-        reads.sort_by_key(|&(_, index)| index);
-        reads
-    }
-
     /// The reads [`apply_pins`] still needs, given the `pins` read so far: per version, the
     /// first build in the decision's order whose pin is unknown, unless an earlier build
     /// already decides the version. Reading these, then asking again until none is left, reads

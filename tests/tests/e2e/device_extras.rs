@@ -54,6 +54,24 @@ fn amd_source(index: &SimpleIndex) -> SourceConfig {
     )
 }
 
+/// The proxy for `machine`, with the PyTorch index, AMD's index as a source, and PyPI.
+async fn proxy_for(
+    upstreams: &Upstreams,
+    (pytorch, amd, pypi): (&SimpleIndex, &SimpleIndex, &SimpleIndex),
+    machine: &str,
+) -> Proxy {
+    let (pytorch_url, pypi_url) = (pytorch.url(), pypi.url());
+    let source = amd_source(amd);
+    let machine = serde_json::from_str(machine).unwrap();
+    Proxy::start_with(upstreams, move |config| {
+        config.machine = Some(machine);
+        config.pytorch_url = pytorch_url;
+        config.pypi_url = pypi_url;
+        config.sources = vec![source];
+    })
+    .await
+}
+
 async fn device_package_follows_the_gpu(installer: Installer) {
     let upstreams = Upstreams::start().await;
     let pytorch = pytorch_index().await;
@@ -63,16 +81,7 @@ async fn device_package_follows_the_gpu(installer: Installer) {
         (MI300X, "2.10.0+rocm7.1", Some("amd-torch-device-gfx942")),
         (RX_7900_XTX, "2.9.0+rocm6.4", None),
     ] {
-        let (pytorch_url, pypi_url) = (pytorch.url(), pypi.url());
-        let source = amd_source(&amd);
-        let machine_json = serde_json::from_str(machine).unwrap();
-        let proxy = Proxy::start_with(&upstreams, move |config| {
-            config.machine = Some(machine_json);
-            config.pytorch_url = pytorch_url;
-            config.pypi_url = pypi_url;
-            config.sources = vec![source];
-        })
-        .await;
+        let proxy = proxy_for(&upstreams, (&pytorch, &amd, &pypi), machine).await;
         let dir = tempfile::tempdir().unwrap();
         let outcome = install_into(installer, &proxy.simple_url(), &["torch"], dir.path()).await;
         outcome.assert_success();
@@ -124,16 +133,7 @@ async fn explain_says_which_device_extras_are_required() {
             false,
         ),
     ] {
-        let (pytorch_url, pypi_url) = (pytorch.url(), pypi.url());
-        let source = amd_source(&amd);
-        let machine_json = serde_json::from_str(machine).unwrap();
-        let proxy = Proxy::start_with(&upstreams, move |config| {
-            config.machine = Some(machine_json);
-            config.pytorch_url = pytorch_url;
-            config.pypi_url = pypi_url;
-            config.sources = vec![source];
-        })
-        .await;
+        let proxy = proxy_for(&upstreams, (&pytorch, &amd, &pypi), machine).await;
         let text = reqwest::get(format!("{}/explain/torch/?format=json", proxy.base()))
             .await
             .unwrap()
