@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod level_zero;
+mod live;
 mod machines;
 mod overrides;
 mod support;
