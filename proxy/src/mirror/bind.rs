@@ -107,7 +107,7 @@ impl Binding {
 }
 
 /// What torch (its page; none: no torch anywhere) gets on `machine`, per version.
-fn torch_choices(
+pub(super) fn torch_choices(
     catalog: &Catalog,
     torch: Option<&CachedPage>,
     machine: &Machine,

@@ -247,6 +247,10 @@ pub enum MirrorConfigError {
         "`{name}`: dependencies are resolved per Python version, but no `python` is set; set e.g. `python = [\"3.11\", \"3.12\"]` (top level or in the entry), or `dependencies = false`"
     )]
     NoPythonToResolve { name: String },
+    #[error(
+        "`{name}` comes from the per-build source `{owner}`: its files are bound to the torch release beside them, which only a resolution knows; remove `dependencies = false` (and list `torch` too to choose its versions)"
+    )]
+    PerBuildNotResolved { name: String, owner: String },
     #[error("`[[constraint]]` entry {index}: {message}")]
     InvalidConstraint { index: usize, message: String },
     #[error("`{name}`: `{extra}` is not a valid extra name")]
@@ -460,8 +464,20 @@ impl MirrorConfig {
                 .as_ref()
                 .or(raw.variant_labels.as_ref());
             let variant_labels = parse_variant_labels(&name, labels)?;
-            let kind = sources.kind(&project);
+            let per_build = super::by_page::per_build_owners(&sources, &project);
+            // A per-build source's project is taken per machine or backend, as PyTorch's are.
+            let kind = if per_build.is_empty() {
+                sources.kind(&project)
+            } else {
+                ProjectKind::Pytorch
+            };
             let dependencies = package.dependencies.or(raw.dependencies).unwrap_or(true);
+            if let (Some(&source), false) = (per_build.first(), dependencies) {
+                return Err(MirrorConfigError::PerBuildNotResolved {
+                    name,
+                    owner: sources.get(source).name.clone(),
+                });
+            }
             builds_named(
                 &name,
                 kind,
@@ -840,6 +856,25 @@ mod tests {
         assert!(err.contains("`a b` is not a valid extra"), "{err}");
         let err = parse("backends = [\"cuda\"]\n[[package]]\nname = \"torch\"\n").unwrap_err();
         assert!(err.contains("cuda"), "{err}");
+    }
+
+    #[test]
+    fn a_per_build_project_is_mirrored_only_by_resolution() {
+        let sources = "[[sources]]\nname = \"pyg\"\nurl = \"http://pyg.test/whl/torch-{torch}+{backend}.html\"\nprojects = [\"torch-scatter\"]\n";
+        let text = format!(
+            "python = [\"3.12\"]\nbackends = [\"cu130\"]\n{sources}[[package]]\nname = \"torch-scatter\"\ndependencies = false\n"
+        );
+        let err = MirrorConfig::parse(&text, Path::new("mirror.toml")).unwrap_err();
+        let text_of_err = err.to_string();
+        assert!(
+            text_of_err.contains("`torch-scatter` comes from the per-build source `pyg`")
+                && text_of_err.contains("remove `dependencies = false`"),
+            "{text_of_err}"
+        );
+        // Resolved, it is taken per machine or backend, as PyTorch's projects are.
+        let text = text.replace("dependencies = false\n", "");
+        let config = MirrorConfig::parse(&text, Path::new("mirror.toml")).unwrap();
+        assert_eq!(config.packages[0].kind, ProjectKind::Pytorch);
     }
 
     #[test]

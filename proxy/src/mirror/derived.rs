@@ -1,18 +1,20 @@
 //! The derived wheels a store holds: a variant wheel whose `METADATA` carries PEP 817
-//! `variant_label` markers is served with them decided (`crate::derive`, because pip 26.2 and
-//! later refuse a wheel whose `METADATA` differs from its `.metadata`), so the sync builds each
-//! one from the upstream wheel it stored, keeps it in the store, and its locks list the
-//! derived wheel's own sha256 and size: the bytes the server answers their URLs with.
+//! `variant_label` markers is served with them decided, and a wheel bound by page with its
+//! torch pin added (`crate::derive`, because pip 26.2 and later refuse a wheel whose `METADATA`
+//! differs from its `.metadata`), so the sync builds each one from the upstream wheel it
+//! stored, keeps it in the store, and its locks list the derived wheel's own sha256 and size:
+//! the bytes the server answers their URLs with.
 
 use std::collections::HashMap;
 
 use futures_util::TryStreamExt;
 use wheelgate_resolver::variants::choose::variant_label;
 
-use super::plan::{FileKind, Plan, PlannedFile};
+use super::plan::{FileKind, Plan};
 use super::sync::{Failure, error_chain};
-use crate::cache::files::FileCache;
+use crate::cache::files::{FileCache, FileSpec};
 use crate::derive::{Change, Source, derive};
+use crate::server::binding::by_page::upstream_spec;
 use crate::upstream::UpstreamClient;
 
 /// A derived wheel's identity, as a lock lists it.
@@ -22,42 +24,67 @@ pub struct DerivedWheel {
     pub size: u64,
 }
 
-/// Derived wheels by the URL of the upstream wheel each is derived from.
+/// Derived wheels: a variant wheel's by the URL of the upstream wheel it is derived from, a
+/// bound wheel's by its `/bound/` link (one upstream wheel may be bound with several pins).
 #[derive(Debug, Clone, Default)]
 pub struct DerivedWheels(HashMap<String, DerivedWheel>);
 
 impl DerivedWheels {
-    /// The wheel served in place of the upstream wheel at `url`, if it is derived.
+    /// The wheel served in place of the upstream wheel at `url` (or at the link `url`), if
+    /// it is derived.
     pub fn get(&self, url: &str) -> Option<&DerivedWheel> {
         self.0.get(url)
     }
 }
 
-/// Builds, in `files`, the derived wheel of every variant wheel of `plan` whose metadata the
-/// server changes: from the store's copy of the upstream wheel when it has one, else from the
-/// upstream. A wheel that cannot be derived is a failure (the server would answer it with
-/// bytes its lock does not name).
-pub async fn derive_variant_wheels(
+/// Builds, in `files`, the derived wheel of every wheel of `plan` whose metadata the server
+/// changes (variant wheels, wheels bound by page): from the store's copy of the upstream wheel
+/// when it has one, else from the upstream. A wheel that cannot be derived is a failure (the
+/// server would answer it with bytes its lock does not name).
+pub async fn derive_wheels(
     plan: &Plan,
     files: &FileCache,
     client: &UpstreamClient,
 ) -> (DerivedWheels, Vec<Failure>) {
     let mut derived = DerivedWheels::default();
     let mut failures = Vec::new();
+    let mut wanted: Vec<(String, &str, &FileSpec, Change)> = Vec::new();
     for file in &plan.files {
         if file.kind != FileKind::Distribution {
             continue;
         }
-        let Some(label) = variant_label(&file.filename) else {
+        if let Some(label) = variant_label(&file.filename) {
+            let change = Change::DecideVariantLabel(label.to_string());
+            wanted.push((file.spec.url.clone(), &file.filename, &file.spec, change));
+        }
+    }
+    let mut specs: Vec<(String, String, FileSpec, Change)> = Vec::new();
+    for package in plan.resolutions.iter().flat_map(|r| &r.packages) {
+        let Some(listing) = &package.bound else {
             continue;
         };
-        match derive_one(file, label, files, client).await {
+        for &index in &package.files {
+            let file = &listing.page.page.files[index];
+            let bound = &listing.bound[index];
+            let link = bound.link(&package.project, &file.filename);
+            if specs.iter().any(|(known, ..)| *known == link) {
+                continue;
+            }
+            let spec = upstream_spec(&listing.page, file);
+            specs.push((link, file.filename.clone(), spec, bound.change()));
+        }
+    }
+    for (key, filename, spec, change) in &specs {
+        wanted.push((key.clone(), filename, spec, change.clone()));
+    }
+    for (key, filename, spec, change) in wanted {
+        match derive_one(spec, filename, &change, files, client).await {
             Ok(Some(wheel)) => {
-                derived.0.insert(file.spec.url.clone(), wheel);
+                derived.0.insert(key, wheel);
             }
             Ok(None) => {}
             Err(message) => failures.push(Failure {
-                what: file.filename.clone(),
+                what: filename.to_string(),
                 message,
             }),
         }
@@ -65,20 +92,20 @@ pub async fn derive_variant_wheels(
     (derived, failures)
 }
 
-/// The derived wheel of `file` for `label`, committed in `files`; `None` when deciding the
-/// markers changes nothing (the upstream wheel is served as it is).
+/// The derived wheel of the upstream wheel `spec` (`filename`) under `change`, committed in
+/// `files`; `None` when the change changes nothing (the upstream wheel is served as it is).
 async fn derive_one(
-    file: &PlannedFile,
-    label: &str,
+    spec: &FileSpec,
+    filename: &str,
+    change: &Change,
     files: &FileCache,
     client: &UpstreamClient,
 ) -> Result<Option<DerivedWheel>, String> {
-    let source = match files.committed_path(&file.spec) {
+    let source = match files.committed_path(spec) {
         Some(path) => Source::Local(path),
         None => Source::Upstream(client),
     };
-    let change = Change::DecideVariantLabel(label.to_string());
-    let derivation = derive(source, &file.spec, &file.filename, &change)
+    let derivation = derive(source, spec, filename, change)
         .await
         .map_err(|err| format!("cannot be derived: {}", error_chain(&err)))?;
     if !derivation.changed {

@@ -150,6 +150,29 @@ impl<'a> Fetcher<'a> {
         .cloned()
     }
 
+    /// A per-build source's page (`torch-2.9.0+cu129.html`), through the index cache (so the
+    /// store holds it); `None` for a 404: that build has no files.
+    pub(super) async fn template_page(
+        &self,
+        url: &str,
+    ) -> Result<Option<Arc<CachedPage>>, crate::cache::index::IndexError> {
+        self.index.get(self.client, url).await
+    }
+
+    /// Records template pages `project`'s files were listed on, for the plan.
+    pub(super) fn add_page_urls(&self, project: &str, urls: &[String]) {
+        let mut known = self
+            .page_urls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let list = known.entry(project.to_string()).or_default();
+        for url in urls {
+            if !list.contains(url) {
+                list.push(url.clone());
+            }
+        }
+    }
+
     /// The upstream pages `project`'s page was made from (after [`Fetcher::page`]).
     pub(super) fn page_urls(&self, project: &str) -> Vec<String> {
         self.page_urls

@@ -27,6 +27,10 @@ pub enum LockError {
         "`{file}` has no sha256 on its index page; a PEP 751 lock needs one for every file (`{environment}`)"
     )]
     NoHash { file: String, environment: String },
+    #[error(
+        "`{file}` is served with a torch pin added, and its derived wheel was not built, so its hash is unknown (`{environment}`); run the sync again"
+    )]
+    NotDerived { file: String, environment: String },
     #[error("cannot render the lock of `{environment}`")]
     Render {
         environment: String,
@@ -97,9 +101,27 @@ pub fn render_lock(
     let mut packages = Vec::with_capacity(resolution.packages.len());
     for package in &resolution.packages {
         let mut wheels = Vec::new();
-        for file in package.index_files() {
+        for &index in &package.files {
+            let file = &package.page.page.files[index];
             // A version's variants file (PEP 825) is for the server, not an installer.
             if file.filename.ends_with(VARIANTS_JSON_SUFFIX) {
+                continue;
+            }
+            // A file bound by page: the derived wheel with its torch pin, at its `/bound/` link.
+            if let Some(bound) = package.bound.as_ref().map(|listing| &listing.bound[index]) {
+                let link = bound.link(&package.project, &file.filename);
+                let wheel = derived.get(&link).ok_or_else(|| LockError::NotDerived {
+                    file: file.filename.clone(),
+                    environment: environment.name.clone(),
+                })?;
+                wheels.push(LockWheel {
+                    name: Cow::Borrowed(file.filename.as_str()),
+                    url: format!("{server}{link}"),
+                    size: Some(wheel.size),
+                    hashes: Hashes {
+                        sha256: &wheel.sha256,
+                    },
+                });
                 continue;
             }
             let upstream_sha256 = file.sha256().ok_or_else(|| LockError::NoHash {

@@ -16,12 +16,14 @@
 //! - [`solver`]: `PubGrub` over what is known of one environment (pure);
 //! - [`fetch`]: pages and metadata, each fetched once for all environments;
 //! - [`candidates`]: the versions and files of a project in one environment (pure);
+//! - [`bind`], [`by_page`]: projects built against torch, bound by metadata or by page;
 //! - [`resolve`]: feeds the solver, every environment concurrently;
 //! - [`plan`]: the pages to fetch and the files to download;
 //! - [`lock`](mod@lock): PEP 751 locks;
 //! - [`sync`](mod@sync): downloads, progress hooks, the completeness check and the marker; the dry run.
 
 pub mod bind;
+pub mod by_page;
 pub mod candidates;
 pub mod config;
 pub mod derived;

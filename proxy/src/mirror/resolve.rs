@@ -12,17 +12,21 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
+use std::str::FromStr;
 use std::sync::Arc;
 
 use futures_util::future::{join_all, try_join_all};
 use pep440_rs::Version;
+use pep508_rs::Requirement;
 use pubgrub::Ranges;
 use wheelgate_resolver::filename::{DistFilename, normalize_name};
 use wheelgate_resolver::index::IndexFile;
 use wheelgate_resolver::select::FileRef;
+use wheelgate_resolver::select::bind::TorchChoices;
 use wheelgate_resolver::variants::lists_variants;
 
-use super::bind::Binding;
+use super::bind::{Binding, torch_choices};
+use super::by_page::{self, BoundListing, per_build_owners};
 use super::candidates::{candidates, is_wheel};
 use super::config::MirrorConfig;
 use super::environment::{Build, Environment, environments};
@@ -34,7 +38,7 @@ use tracing::warn;
 use super::sync::error_chain;
 use crate::cache::index::{CachedPage, IndexError};
 use crate::metrics::upstream_label;
-use crate::sources::ProjectKind;
+use crate::sources::{ProjectKind, Sources};
 
 /// One project of an environment's resolution.
 #[derive(Debug, Clone)]
@@ -50,6 +54,8 @@ pub struct ResolvedPackage {
     pub page: Arc<CachedPage>,
     /// Indices into the page's files: every file of this version that fits the environment.
     pub files: Vec<usize>,
+    /// For a project of a per-build source: what each file of `page` is bound to.
+    pub bound: Option<Arc<BoundListing>>,
 }
 
 impl ResolvedPackage {
@@ -146,6 +152,10 @@ struct EnvironmentState {
     universe: Universe,
     pages: HashMap<String, Arc<CachedPage>>,
     files: HashMap<String, BTreeMap<Version, Vec<usize>>>,
+    /// The projects of per-build sources, their files bound to torch's builds here.
+    bound: HashMap<String, Arc<BoundListing>>,
+    /// What torch gets here per version, once a per-build project needed it.
+    torch: Option<TorchChoices>,
 }
 
 async fn resolve_environment(
@@ -178,6 +188,8 @@ async fn resolve_environment(
         },
         pages: HashMap::new(),
         files: HashMap::new(),
+        bound: HashMap::new(),
+        torch: None,
     };
     loop {
         match solve(&state.universe, &roots, constraints) {
@@ -237,6 +249,13 @@ async fn load_projects(
     state: &mut EnvironmentState,
     projects: Vec<String>,
 ) -> Result<(), ResolveError> {
+    let sources = fetcher.config().sources();
+    let (per_build, projects): (Vec<String>, Vec<String>) = projects
+        .into_iter()
+        .partition(|p| !per_build_owners(&sources, p).is_empty());
+    for project in per_build {
+        load_bound_project(fetcher, environment, state, &sources, project).await?;
+    }
     let pages = try_join_all(projects.iter().map(|p| fetcher.page(p))).await?;
     for (project, page) in projects.into_iter().zip(pages) {
         let Some(page) = page else {
@@ -282,6 +301,82 @@ async fn load_projects(
     Ok(())
 }
 
+/// A per-build source's project: its files on the template pages of the builds torch gets
+/// here, each version offered with the torch releases some file of it admits.
+async fn load_bound_project(
+    fetcher: &Fetcher<'_>,
+    environment: &Environment,
+    state: &mut EnvironmentState,
+    sources: &Sources,
+    project: String,
+) -> Result<(), ResolveError> {
+    if state.torch.is_none() {
+        state.torch = Some(environment_torch(fetcher, environment).await?);
+    }
+    let torch = state.torch.as_ref().expect("set above");
+    let owners = per_build_owners(sources, &project);
+    let listing = by_page::listing(fetcher, sources, &project, &owners, torch).await?;
+    fetcher.add_page_urls(&project, &listing.urls);
+    let (mut versions, mut files) = candidates(
+        fetcher.config(),
+        environment,
+        &project,
+        &listing.page.page,
+        None,
+        None,
+    );
+    // A version no torch release here admits cannot be installed beside any torch.
+    versions.retain(|version, _| listing.solver_pin(version, torch).is_some());
+    files.retain(|version, _| versions.contains_key(version));
+    state
+        .universe
+        .projects
+        .insert(project.clone(), ProjectState::Versions(versions));
+    state.files.insert(project.clone(), files);
+    state.pages.insert(project.clone(), listing.page.clone());
+    state.bound.insert(project, Arc::new(listing));
+    Ok(())
+}
+
+/// What torch gets per version in `environment`: its machine's builds, or its backend.
+async fn environment_torch(
+    fetcher: &Fetcher<'_>,
+    environment: &Environment,
+) -> Result<TorchChoices, ResolveError> {
+    let torch = fetcher.page("torch").await?;
+    Ok(match &environment.build {
+        Build::Machine { machine, .. } => torch_choices(
+            &fetcher.config().catalog,
+            torch.as_deref(),
+            machine,
+            &fetcher.config().policy,
+        ),
+        Build::Backend(backend) => by_page::backend_choices(torch.as_deref(), backend),
+        Build::None => TorchChoices::default(),
+    })
+}
+
+/// `result` with, for a per-build project, the torch pin its version stands for.
+fn with_torch_pin(
+    state: &EnvironmentState,
+    project: &str,
+    version: &Version,
+    result: Result<Arc<Metadata>, Arc<MetadataFetchError>>,
+) -> Result<Arc<Metadata>, Arc<MetadataFetchError>> {
+    let (Some(listing), Some(torch)) = (state.bound.get(project), state.torch.as_ref()) else {
+        return result;
+    };
+    let metadata = result?;
+    let Some(pin) = listing.solver_pin(version, torch) else {
+        return Ok(metadata);
+    };
+    let mut pinned = (*metadata).clone();
+    pinned
+        .requires_dist
+        .push(Requirement::from_str(&format!("torch{pin}")).expect("a pin is a requirement"));
+    Ok(Arc::new(pinned))
+}
+
 /// The metadata of the newest non-yanked version of each of `projects` (best effort: a failed
 /// fetch is tried again and reported when the solver asks for that version, if it does; invalid
 /// metadata is recorded at once, so it is read only once).
@@ -305,7 +400,7 @@ async fn prefetch_newest(
     let results = join_all(newest.iter().map(|(project, version)| async {
         let file = metadata_file(environment, state, project, version).ok()?;
         let page = state.pages.get(project)?;
-        let result = fetcher.metadata(page, file).await;
+        let result = with_torch_pin(state, project, version, fetcher.metadata(page, file).await);
         Some((
             file.filename.clone(),
             page.page.file_url(file, &page.url),
@@ -340,7 +435,7 @@ async fn load_metadata(
     let page = &state.pages[project];
     let url = page.page.file_url(file, &page.url);
     let filename = file.filename.clone();
-    let result = fetcher.metadata(page, file).await;
+    let result = with_torch_pin(state, project, version, fetcher.metadata(page, file).await);
     settle(
         environment,
         state,
@@ -426,11 +521,18 @@ fn resolution(
     versions: BTreeMap<String, Version>,
 ) -> Resolution {
     let sources = config.sources();
+    let resolved_torch = versions.get("torch").cloned();
+    let resolved_torch = resolved_torch.as_ref();
     let packages = versions
         .into_iter()
         .map(|(project, version)| {
             let page = state.pages[&project].clone();
-            let files = state.files[&project][&version].clone();
+            let mut files = state.files[&project][&version].clone();
+            let bound = state.bound.get(&project).cloned();
+            // Of a version listed for several torch releases, the files of the resolved one.
+            if let (Some(listing), Some(torch)) = (&bound, resolved_torch) {
+                files = listing.files_for(&files, torch);
+            }
             let full_version = files
                 .iter()
                 .find_map(|&i| {
@@ -445,6 +547,7 @@ fn resolution(
                 full_version,
                 page,
                 files,
+                bound,
             }
         })
         .collect();

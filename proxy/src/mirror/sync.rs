@@ -16,7 +16,7 @@ use serde::Serialize;
 use tracing::{debug, info};
 
 use super::config::MirrorConfig;
-use super::derived::derive_variant_wheels;
+use super::derived::derive_wheels;
 use super::lock::{LOCKS_DIR, LockError, write_locks};
 use super::plan::{FileKind, Plan, PlanError, PlannedFile, PlannedPage, make_plan};
 use crate::cache::files::{FileCache, FileCacheError};
@@ -280,7 +280,7 @@ pub async fn sync(
         .failures
         .extend(check_pages(&store, &plan.pages, &client).await);
     // From the upstream wheels just stored: the bytes the server answers the locks' URLs with.
-    let (derived, failed) = derive_variant_wheels(&plan, &files, &client).await;
+    let (derived, failed) = derive_wheels(&plan, &files, &client).await;
     report.failures.extend(failed);
     report.store_bytes = files.total_bytes();
     if report.failures.is_empty()
@@ -363,7 +363,7 @@ pub async fn lock(config: &MirrorConfig, out: &Path) -> Result<(Plan, Vec<PathBu
     let (client, _scratch, files, plan) = scratch_plan(config).await?;
     // A derived wheel's hash is known only once it is built: its upstream wheel is downloaded
     // (into the scratch directory) for that.
-    let (derived, failed) = derive_variant_wheels(&plan, &files, &client).await;
+    let (derived, failed) = derive_wheels(&plan, &files, &client).await;
     if let Some(failure) = failed.into_iter().next() {
         return Err(SyncError::Derive {
             file: failure.what,

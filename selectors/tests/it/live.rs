@@ -56,7 +56,10 @@ fn captured_trees_describe_what_the_live_probes_found() {
             else {
                 continue;
             };
-            let found = detection.facts.get(&fact.name).and_then(|f| f.value.clone());
+            let found = detection
+                .facts
+                .get(&fact.name)
+                .and_then(|f| f.value.clone());
             assert_eq!(
                 found.as_ref(),
                 Some(value),
@@ -90,7 +93,10 @@ fn captured_trees_describe_what_the_live_probes_found() {
         checked.push(fixture.name);
     }
     // The H200 captured on 2026-11-26 met NVML for real: its GPU facts came from the library.
-    assert!(checked.contains(&"h200-container-580".to_string()), "{checked:?}");
+    assert!(
+        checked.contains(&"h200-container-580".to_string()),
+        "{checked:?}"
+    );
     let text = fs::read_to_string(machines_dir().join("h200-container-580/live.json")).unwrap();
     let live: Live = serde_json::from_str(&text).unwrap();
     let source = |name: &str| {
@@ -100,7 +106,10 @@ fn captured_trees_describe_what_the_live_probes_found() {
             .and_then(|f| f.source.clone())
     };
     assert_eq!(source("nvidia.gpu0").as_deref(), Some("NVML (library)"));
-    assert_eq!(source("nvidia.cuda_version").as_deref(), Some("NVML (library)"));
+    assert_eq!(
+        source("nvidia.cuda_version").as_deref(),
+        Some("NVML (library)")
+    );
     assert_eq!(
         source("nvidia.driver_version").as_deref(),
         Some("/sys/module/nvidia/version")

@@ -19,13 +19,13 @@ use wheelgate_e2e::wheels::{BuiltWheel, WheelSpec};
 
 use crate::support::{install_into, version};
 
-const TORCH_TAGS: &str = "py3-none-manylinux_2_28_x86_64";
-const PYG_TAGS: &str = "py3-none-linux_x86_64";
-const H100_DRIVER_570: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"570.86.10","gpus":[{"name":"NVIDIA H100 80GB HBM3","compute_capability":"9.0"}]}}"#;
+pub(crate) const TORCH_TAGS: &str = "py3-none-manylinux_2_28_x86_64";
+pub(crate) const PYG_TAGS: &str = "py3-none-linux_x86_64";
+pub(crate) const H100_DRIVER_570: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"570.86.10","gpus":[{"name":"NVIDIA H100 80GB HBM3","compute_capability":"9.0"}]}}"#;
 const H100_DRIVER_580: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"580.65.06","gpus":[{"name":"NVIDIA H100 80GB HBM3","compute_capability":"9.0"}]}}"#;
 const CPU_ONLY: &str = r#"{"platform":"linux-x86_64","glibc":"2.36"}"#;
 
-async fn pytorch_index() -> SimpleIndex {
+pub(crate) async fn pytorch_index() -> SimpleIndex {
     let mut wheels = Vec::new();
     for backend in ["cpu", "cu128", "cu129", "cu130"] {
         wheels.push(WheelSpec::new("torch", &format!("2.9.0+{backend}"), TORCH_TAGS).build());
@@ -44,7 +44,7 @@ fn scatter(torch: &str, backend: &str) -> BuiltWheel {
     WheelSpec::new("torch_scatter", &format!("2.1.2+{label}"), PYG_TAGS).build()
 }
 
-async fn pyg_host() -> FindLinks {
+pub(crate) async fn pyg_host() -> FindLinks {
     let mut pages = Vec::new();
     for (torch, backends) in [
         ("2.9.0", ["cpu", "cu128", "cu130"]),
@@ -60,7 +60,7 @@ async fn pyg_host() -> FindLinks {
     FindLinks::start(pages).await
 }
 
-fn pyg_source(pyg: &FindLinks) -> SourceConfig {
+pub(crate) fn pyg_source(pyg: &FindLinks) -> SourceConfig {
     wheelgate_e2e::proxy::source("pyg", &pyg.template(), &["torch-scatter"])
 }
 
@@ -84,7 +84,7 @@ async fn proxy_for(
 }
 
 /// The `Requires-Dist` lines of the installed `torch_scatter`'s own `METADATA`.
-fn installed_requirements(dir: &std::path::Path) -> Vec<String> {
+pub(crate) fn installed_requirements(dir: &std::path::Path) -> Vec<String> {
     let dist_info = std::fs::read_dir(dir)
         .unwrap()
         .flatten()

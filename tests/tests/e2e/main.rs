@@ -18,6 +18,8 @@
 //! - `caching`: one upstream download per file across installers;
 //! - `mirror`: `wheelgate mirror sync` into a store, then pip and uv from an offline server on it
 //!   with the upstreams gone; bad configs, dry runs and a full disk.
+//! - `by_page_mirror`: a store and its locks of PyG-style extensions bound by page, installed
+//!   offline by pip and uv in the build of the torch beside them;
 //! - `mirror_resolve`: the complete mirror on upstreams with torch's real dependency structure:
 //!   top-level requirements only, 12 environments resolved, pip and uv offline, PEP 751 locks;
 //!   conflicts and missing requirements named.
@@ -37,6 +39,7 @@
 mod auth;
 mod binding;
 mod by_page;
+mod by_page_mirror;
 mod caching;
 mod device_extras;
 mod fixtures;

@@ -17,7 +17,7 @@ use wheelgate_e2e::proxy::Proxy;
 use wheelgate_e2e::reference::{CU128_PINS, CU130_PINS, reference};
 use wheelgate_e2e::upstream::Upstreams;
 
-use crate::support::{assert_routing_safe, install_ok, version};
+use crate::support::{assert_routing_safe, free_port, install_ok, version};
 
 fn version_of(dists: &BTreeMap<String, String>, name: &str) -> String {
     version(dists, name).to_string()
@@ -45,15 +45,6 @@ versions = "==0.24.0"
         upstreams.pypi_url()
     );
     MirrorConfig::parse(&text, Path::new("mirror.toml")).unwrap()
-}
-
-/// A free loopback port, for a server whose address the locks must name before it starts.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// name → full version of one environment's resolution.

@@ -72,3 +72,12 @@ pub fn assert_routing_safe(upstreams: &Upstreams) {
         "the PyTorch upstream was asked for filelock: {filelock:?}"
     );
 }
+
+/// A loopback port free now, for a server whose address the store's locks must name.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

@@ -13,7 +13,7 @@ use wheelgate_e2e::proxy::Proxy;
 use wheelgate_e2e::upstream::Upstreams;
 use wheelgate_e2e::variant_index::{TAGS, VariantIndex, installed_variant};
 
-use crate::support::{install_ok, version};
+use crate::support::{free_port, install_ok, version};
 
 /// torch 2.9.0 for an H100 on driver 580 (its variant: `cuda13.0`) and the `null` label.
 fn config_text(index: &VariantIndex, upstreams: &Upstreams) -> String {
@@ -229,13 +229,4 @@ async fn a_resolving_mirror_takes_the_variant_and_its_requirements() {
     let dists = installers::installed(&venv.path().join("venv"));
     assert_eq!(version(&dists, "torch"), "2.9.0");
     assert_eq!(version(&dists, "filelock"), "3.20.0");
-}
-
-/// A loopback port free now, for a server whose address the store's locks must name.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }

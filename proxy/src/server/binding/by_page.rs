@@ -29,7 +29,7 @@ use crate::cache::index::{CachedPage, IndexError};
 use crate::derive::Change;
 use crate::server::state::AppState;
 use crate::sources::template::release_line;
-use crate::sources::{SourceId, UrlTemplate};
+use crate::sources::{SourceId, Sources, UrlTemplate};
 
 /// The most `!=` exclusions a pin may carry (the patch releases of one line).
 const MAX_EXCLUSIONS: usize = 64;
@@ -78,10 +78,10 @@ pub struct Binding {
 
 /// One template page to read: for torch `release`'s build `backend` on `source`.
 #[derive(Debug, Clone)]
-struct Wanted {
-    source: SourceId,
-    release: Version,
-    backend: Backend,
+pub struct Wanted {
+    pub source: SourceId,
+    pub release: Version,
+    pub backend: Backend,
 }
 
 /// The page of `project` from its per-build `owners`, for `machine`; `Ok(None)` when nothing
@@ -98,7 +98,7 @@ pub async fn page(
     };
     let torch = torch_choices(state, machine, policy, Some(&torch_pages));
     let (torch_key, torch_generation) = torch_pages.key();
-    let (wanted, order) = wanted_pages(state, &torch, owners);
+    let (wanted, order) = wanted_pages(&state.sources, &torch, owners);
     let answers = join_all(
         order
             .iter()
@@ -183,15 +183,15 @@ pub async fn page(
 /// The template pages that can matter, by URL, and their URLs in the order to read them: per
 /// owner, per torch release (newest first, so a file listed for several releases is bound to
 /// the newest), the page of the build torch gets here.
-fn wanted_pages(
-    state: &AppState,
+pub fn wanted_pages(
+    sources: &Sources,
     torch: &TorchChoices,
     owners: &[SourceId],
 ) -> (BTreeMap<String, Wanted>, Vec<String>) {
     let mut wanted: BTreeMap<String, Wanted> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
     for &source in owners {
-        let template = template_of(state, source);
+        let template = template_of(sources, source);
         for (release, backend) in torch.chosen.iter().rev() {
             let url = template.fill(release, backend);
             if let std::collections::btree_map::Entry::Vacant(entry) = wanted.entry(url) {
@@ -212,9 +212,8 @@ fn log_failure(url: &str, error: &IndexError) {
 }
 
 /// The template of the per-build source `source`.
-fn template_of(state: &AppState, source: SourceId) -> &UrlTemplate {
-    state
-        .sources
+fn template_of(sources: &Sources, source: SourceId) -> &UrlTemplate {
+    sources
         .get(source)
         .template
         .as_ref()
@@ -222,7 +221,7 @@ fn template_of(state: &AppState, source: SourceId) -> &UrlTemplate {
 }
 
 /// Whether `filename` is a wheel of `project` (only wheels can carry a derived pin).
-fn is_wheel_of(filename: &str, project: &str) -> bool {
+pub fn is_wheel_of(filename: &str, project: &str) -> bool {
     matches!(
         filename.parse::<DistFilename>(),
         Ok(parsed @ DistFilename::Wheel(_)) if normalize_name(parsed.name()) == project
@@ -231,7 +230,7 @@ fn is_wheel_of(filename: &str, project: &str) -> bool {
 
 /// The torch pin of files built against `release` for `backend`: its release line, less the
 /// releases of that line that get another build (or none) on this machine.
-fn pin_for(torch: &TorchChoices, release: &Version, backend: &Backend) -> String {
+pub fn pin_for(torch: &TorchChoices, release: &Version, backend: &Backend) -> String {
     let line = release_line(release);
     let mut pin = format!("=={line}.*");
     for version in &torch.versions {
@@ -301,7 +300,7 @@ pub fn upstream_spec(cached: &CachedPage, file: &IndexFile) -> FileSpec {
 
 /// `/bound/<source>/<torch>/<backend>/<pin>/<project>/<filename>`, each segment
 /// percent-encoded.
-fn bound_link(
+pub fn bound_link(
     source: &str,
     release: &Version,
     backend: &Backend,
