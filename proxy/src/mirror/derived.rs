@@ -10,11 +10,14 @@ use std::collections::HashMap;
 use futures_util::TryStreamExt;
 use wheelgate_resolver::variants::choose::variant_label;
 
+use super::candidates::is_wheel;
 use super::plan::{FileKind, Plan};
+use super::resolve::ResolvedPackage;
 use super::sync::{Failure, error_chain};
 use crate::cache::files::{FileCache, FileSpec};
 use crate::derive::{Change, Source, derive};
 use crate::server::binding::by_page::upstream_spec;
+use crate::server::rewrite::file_link;
 use crate::upstream::UpstreamClient;
 
 /// A derived wheel's identity, as a lock lists it.
@@ -60,6 +63,19 @@ pub async fn derive_wheels(
     }
     let mut specs: Vec<(String, String, FileSpec, Change)> = Vec::new();
     for package in plan.resolutions.iter().flat_map(|r| &r.packages) {
+        if let Some(link_of) = device_links(package) {
+            for &index in &package.files {
+                let file = &package.page.page.files[index];
+                let Some(link) = link_of(&file.filename) else {
+                    continue;
+                };
+                if !specs.iter().any(|(known, ..)| *known == link) {
+                    let spec = upstream_spec(&package.page, file);
+                    let change = Change::RequireExtras(package.device_extras.clone());
+                    specs.push((link, file.filename.clone(), spec, change));
+                }
+            }
+        }
         let Some(listing) = &package.bound else {
             continue;
         };
@@ -90,6 +106,20 @@ pub async fn derive_wheels(
         }
     }
     (derived, failures)
+}
+
+/// For a package served with device extras, the server's link to each of its wheels
+/// (`/files/torch/x/device-gfx942/<wheel>`), under which its lock names the derived wheel;
+/// `None` for a package served as it is, and for a file that is not a plain wheel.
+pub fn device_links(package: &ResolvedPackage) -> Option<impl Fn(&str) -> Option<String> + '_> {
+    if package.device_extras.is_empty() {
+        return None;
+    }
+    let route = format!("{}/x/{}", package.project, package.device_extras.join("+"));
+    Some(move |filename: &str| {
+        (is_wheel(filename) && variant_label(filename).is_none())
+            .then(|| file_link(&route, filename))
+    })
 }
 
 /// The derived wheel of the upstream wheel `spec` (`filename`) under `change`, committed in

@@ -233,6 +233,49 @@ impl<'a> Fetcher<'a> {
         .clone()
     }
 
+    /// The metadata of `file` as the server serves it to a machine whose GPUs need the device
+    /// extras `extras` (one per gfx target): where the file declares device extras and each of
+    /// `extras` among them, with those extras' requirements made unconditional; else as it is
+    /// (whether a missing extra leaves the version out is the caller's to judge).
+    pub(super) async fn metadata_for(
+        &self,
+        page: &CachedPage,
+        file: &IndexFile,
+        extras: &[String],
+    ) -> Result<Arc<Metadata>, Arc<MetadataFetchError>> {
+        let plain = self.metadata(page, file).await?;
+        if extras.is_empty()
+            || plain.device_extras.is_empty()
+            || !extras
+                .iter()
+                .all(|extra| plain.device_extras.contains(extra))
+        {
+            return Ok(plain);
+        }
+        let url = page.page.file_url(file, &page.url);
+        let slot = self
+            .metadata
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(format!("{url}#{}", extras.join("+")))
+            .or_default()
+            .clone();
+        slot.get_or_init(|| async {
+            let read = async {
+                let mut bytes = self.metadata_bytes(&url, file).await?;
+                if let Some(label) = variant_label(&file.filename) {
+                    bytes =
+                        decide_variant_label(&String::from_utf8_lossy(&bytes), label).into_bytes();
+                }
+                let bytes = crate::derive::metadata::with_extras_required(&bytes, extras);
+                Ok::<_, MetadataFetchError>(Arc::new(parse_metadata(&bytes, &file.filename)?))
+            };
+            read.await.map_err(Arc::new)
+        })
+        .await
+        .clone()
+    }
+
     async fn metadata_bytes(
         &self,
         url: &str,

@@ -12,7 +12,7 @@ use serde::Serialize;
 use wheelgate_resolver::variants::choose::{VARIANTS_JSON_SUFFIX, variant_label};
 use wheelgate_resolver::variants::plain_filename;
 
-use super::derived::DerivedWheels;
+use super::derived::{DerivedWheels, device_links};
 use super::environment::Environment;
 use super::resolve::Resolution;
 use crate::server::rewrite::file_link;
@@ -28,7 +28,7 @@ pub enum LockError {
     )]
     NoHash { file: String, environment: String },
     #[error(
-        "`{file}` is served with a torch pin added, and its derived wheel was not built, so its hash is unknown (`{environment}`); run the sync again"
+        "`{file}` is served with its metadata changed (a torch pin or device extras added), and its derived wheel was not built, so its hash is unknown (`{environment}`); run the sync again"
     )]
     NotDerived { file: String, environment: String },
     #[error("cannot render the lock of `{environment}`")]
@@ -100,6 +100,7 @@ pub fn render_lock(
     let environment = &resolution.environment;
     let mut packages = Vec::with_capacity(resolution.packages.len());
     for package in &resolution.packages {
+        let device_link = device_links(package);
         let mut wheels = Vec::new();
         for &index in &package.files {
             let file = &package.page.page.files[index];
@@ -110,6 +111,25 @@ pub fn render_lock(
             // A file bound by page: the derived wheel with its torch pin, at its `/bound/` link.
             if let Some(bound) = package.bound.as_ref().map(|listing| &listing.bound[index]) {
                 let link = bound.link(&package.project, &file.filename);
+                let wheel = derived.get(&link).ok_or_else(|| LockError::NotDerived {
+                    file: file.filename.clone(),
+                    environment: environment.name.clone(),
+                })?;
+                wheels.push(LockWheel {
+                    name: Cow::Borrowed(file.filename.as_str()),
+                    url: format!("{server}{link}"),
+                    size: Some(wheel.size),
+                    hashes: Hashes {
+                        sha256: &wheel.sha256,
+                    },
+                });
+                continue;
+            }
+            // A wheel served with the machine's device extras required: the derived wheel.
+            if let Some(link) = device_link
+                .as_ref()
+                .and_then(|link_of| link_of(&file.filename))
+            {
                 let wheel = derived.get(&link).ok_or_else(|| LockError::NotDerived {
                     file: file.filename.clone(),
                     environment: environment.name.clone(),

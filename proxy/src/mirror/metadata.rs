@@ -1,5 +1,6 @@
 //! A distribution's core metadata (the wheel's `METADATA`, or its PEP 658 `.metadata` copy):
-//! only what resolution reads, `Requires-Dist` and `Requires-Python`.
+//! only what resolution reads, `Requires-Dist` and `Requires-Python`, and the per-GPU device
+//! extras it declares (`Provides-Extra: device-gfx942`, AMD's multi-arch packaging).
 
 use std::str::FromStr;
 
@@ -13,6 +14,8 @@ pub struct Metadata {
     pub requires_dist: Vec<Requirement<VerbatimUrl>>,
     /// `Requires-Python`, when given.
     pub requires_python: Option<VersionSpecifiers>,
+    /// Its `Provides-Extra: device-*` extras (AMD's per-GPU device packages), in file order.
+    pub device_extras: Vec<String>,
 }
 
 /// Metadata that cannot be read.
@@ -75,6 +78,8 @@ pub fn parse_metadata(bytes: &[u8], file: &str) -> Result<Metadata, MetadataErro
                 }
             })?;
             metadata.requires_python = Some(specifiers);
+        } else if name.eq_ignore_ascii_case("Provides-Extra") && value.starts_with("device-") {
+            metadata.device_extras.push(value);
         }
     }
     if !seen_version_header {
@@ -133,6 +138,10 @@ mod tests {
             ]
         );
         assert_eq!(metadata.requires_python.unwrap().to_string(), ">=3.10");
+        assert!(metadata.device_extras.is_empty());
+        let amd = "Metadata-Version: 2.4\nName: torch\nProvides-Extra: device-gfx942\nRequires-Dist: amd-torch-device-gfx942==2.10.0; extra == \"device-gfx942\"\nProvides-Extra: opt-einsum\nProvides-Extra: device-gfx90a\n";
+        let metadata = parse_metadata(amd.as_bytes(), "torch.whl").unwrap();
+        assert_eq!(metadata.device_extras, ["device-gfx942", "device-gfx90a"]);
     }
 
     #[test]

@@ -38,6 +38,7 @@ use tracing::warn;
 use super::sync::error_chain;
 use crate::cache::index::{CachedPage, IndexError};
 use crate::metrics::upstream_label;
+use crate::server::binding::extras::machine_extras;
 use crate::sources::{ProjectKind, Sources};
 
 /// One project of an environment's resolution.
@@ -56,6 +57,9 @@ pub struct ResolvedPackage {
     pub files: Vec<usize>,
     /// For a project of a per-build source: what each file of `page` is bound to.
     pub bound: Option<Arc<BoundListing>>,
+    /// The device extras its wheels are served with (AMD's multi-arch torch on a machine with
+    /// AMD GPUs: `device-gfx942`), each wheel then derived; empty for most.
+    pub device_extras: Vec<String>,
 }
 
 impl ResolvedPackage {
@@ -400,7 +404,9 @@ async fn prefetch_newest(
     let results = join_all(newest.iter().map(|(project, version)| async {
         let file = metadata_file(environment, state, project, version).ok()?;
         let page = state.pages.get(project)?;
-        let result = with_torch_pin(state, project, version, fetcher.metadata(page, file).await);
+        let extras = device_extras_of(environment);
+        let metadata = fetcher.metadata_for(page, file, &extras).await;
+        let result = with_torch_pin(state, project, version, metadata);
         Some((
             file.filename.clone(),
             page.page.file_url(file, &page.url),
@@ -435,7 +441,9 @@ async fn load_metadata(
     let page = &state.pages[project];
     let url = page.page.file_url(file, &page.url);
     let filename = file.filename.clone();
-    let result = with_torch_pin(state, project, version, fetcher.metadata(page, file).await);
+    let extras = device_extras_of(environment);
+    let metadata = fetcher.metadata_for(page, file, &extras).await;
+    let result = with_torch_pin(state, project, version, metadata);
     settle(
         environment,
         state,
@@ -461,6 +469,10 @@ fn settle(
     let host = upstream_label(url);
     match result {
         Ok(metadata) => {
+            if let Some(reason) = missing_device_extra(environment, &metadata) {
+                state.universe.unusable.insert(key, reason);
+                return Ok(());
+            }
             state.universe.metadata.insert(key, metadata);
             Ok(())
         }
@@ -481,6 +493,29 @@ fn settle(
             source,
         }),
     }
+}
+
+/// The device extras a machine environment's GPUs need (one per distinct gfx target).
+fn device_extras_of(environment: &Environment) -> Vec<String> {
+    match &environment.build {
+        Build::Machine { machine, .. } => machine_extras(machine),
+        Build::Backend(_) | Build::None => Vec::new(),
+    }
+}
+
+/// Why a version whose build declares device extras cannot run here: none for one of the
+/// machine's gfx targets (the server leaves such a build out).
+fn missing_device_extra(environment: &Environment, metadata: &Metadata) -> Option<String> {
+    if metadata.device_extras.is_empty() {
+        return None;
+    }
+    let missing = device_extras_of(environment)
+        .into_iter()
+        .find(|extra| !metadata.device_extras.contains(extra))?;
+    Some(format!(
+        "because its build declares device extras ({}), none for this machine's `{missing}`",
+        metadata.device_extras.join(", ")
+    ))
 }
 
 /// The file whose metadata stands for `version` here: a wheel with a PEP 658 file, else any
@@ -529,6 +564,16 @@ fn resolution(
             let page = state.pages[&project].clone();
             let mut files = state.files[&project][&version].clone();
             let bound = state.bound.get(&project).cloned();
+            let declares_extras = state
+                .universe
+                .metadata
+                .get(&(project.clone(), version.clone()))
+                .is_some_and(|m| !m.device_extras.is_empty());
+            let device_extras = if declares_extras {
+                device_extras_of(environment)
+            } else {
+                Vec::new()
+            };
             // Of a version listed for several torch releases, the files of the resolved one.
             if let (Some(listing), Some(torch)) = (&bound, resolved_torch) {
                 files = listing.files_for(&files, torch);
@@ -548,6 +593,7 @@ fn resolution(
                 page,
                 files,
                 bound,
+                device_extras,
             }
         })
         .collect();

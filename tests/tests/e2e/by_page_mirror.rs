@@ -16,20 +16,7 @@ use wheelgate_e2e::upstream::Upstreams;
 use crate::by_page::{
     H100_DRIVER_570, PYG_TAGS, installed_requirements, pyg_host, pyg_source, pytorch_index,
 };
-use crate::support::{free_port, install_into, version};
-
-/// The machine of `H100_DRIVER_570` as a TOML inline table.
-fn machine_toml() -> String {
-    H100_DRIVER_570
-        .replace("{\"platform\":", "{ platform = ")
-        .replace("\"glibc\":", "glibc = ")
-        .replace(
-            "\"nvidia\":{\"driver_version\":",
-            "nvidia = { driver_version = ",
-        )
-        .replace("\"gpus\":[{\"name\":", "gpus = [{ name = ")
-        .replace("\"compute_capability\":", "compute_capability = ")
-}
+use crate::support::{free_port, install_into, toml_inline, version};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mirror_stores_and_locks_the_torch_scatter_of_torchs_build() {
@@ -44,7 +31,7 @@ async fn a_mirror_stores_and_locks_the_torch_scatter_of_torchs_build() {
         "pytorch_url = \"{}\"\npypi_url = \"{}\"\npython = [\"3.11\"]\nplatforms = [\"linux-x86_64\"]\nmachines = [{}]\nserver_url = \"http://127.0.0.1:{port}\"\n\n[[package]]\nname = \"torch\"\n\n[[package]]\nname = \"torch-scatter\"\n\n[[sources]]\nname = \"pyg\"\nurl = \"{}\"\nprojects = [\"torch-scatter\"]\n",
         pytorch.url(),
         pypi.url(),
-        machine_toml(),
+        toml_inline(H100_DRIVER_570),
         pyg.template(),
     );
     let config = MirrorConfig::parse(&text, Path::new("mirror.toml"))

@@ -13,12 +13,12 @@ use wheelgate_e2e::wheels::WheelSpec;
 
 use crate::support::{install_into, version};
 
-const TAGS: &str = "py3-none-manylinux_2_28_x86_64";
-const MI300X: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","amd":{"gpus":[{"name":"AMD Instinct MI300X","gfx":"gfx942"}]}}"#;
-const RX_7900_XTX: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","amd":{"gpus":[{"name":"Radeon RX 7900 XTX","gfx":"gfx1100"}]}}"#;
+pub(crate) const TAGS: &str = "py3-none-manylinux_2_28_x86_64";
+pub(crate) const MI300X: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","amd":{"gpus":[{"name":"AMD Instinct MI300X","gfx":"gfx942"}]}}"#;
+pub(crate) const RX_7900_XTX: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","amd":{"gpus":[{"name":"Radeon RX 7900 XTX","gfx":"gfx1100"}]}}"#;
 
 /// The PyTorch index: torch 2.9.0 for ROCm 6.4 and the CPU.
-async fn pytorch_index() -> SimpleIndex {
+pub(crate) async fn pytorch_index() -> SimpleIndex {
     SimpleIndex::start(vec![
         WheelSpec::new("torch", "2.9.0+rocm6.4", TAGS).build(),
         WheelSpec::new("torch", "2.9.0+cpu", TAGS).build(),
@@ -28,7 +28,7 @@ async fn pytorch_index() -> SimpleIndex {
 
 /// AMD's index: a multi-arch torch 2.10.0 whose kernels for gfx942 and gfx90a are device
 /// packages behind extras, and those packages.
-async fn amd_index() -> SimpleIndex {
+pub(crate) async fn amd_index() -> SimpleIndex {
     let mut torch = WheelSpec::new("torch", "2.10.0+rocm7.1", TAGS).requires("filelock");
     for gfx in ["gfx942", "gfx90a"] {
         torch = torch
@@ -46,7 +46,7 @@ async fn amd_index() -> SimpleIndex {
     .await
 }
 
-fn amd_source(index: &SimpleIndex) -> SourceConfig {
+pub(crate) fn amd_source(index: &SimpleIndex) -> SourceConfig {
     wheelgate_e2e::proxy::source(
         "amd",
         &index.url(),

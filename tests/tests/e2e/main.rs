@@ -20,6 +20,8 @@
 //!   with the upstreams gone; bad configs, dry runs and a full disk.
 //! - `by_page_mirror`: a store and its locks of PyG-style extensions bound by page, installed
 //!   offline by pip and uv in the build of the torch beside them;
+//! - `device_extras_mirror`: a store and its locks of AMD's multi-arch torch, its device package
+//!   resolved per machine, installed offline by pip and uv;
 //! - `mirror_resolve`: the complete mirror on upstreams with torch's real dependency structure:
 //!   top-level requirements only, 12 environments resolved, pip and uv offline, PEP 751 locks;
 //!   conflicts and missing requirements named.
@@ -42,6 +44,7 @@ mod by_page;
 mod by_page_mirror;
 mod caching;
 mod device_extras;
+mod device_extras_mirror;
 mod fixtures;
 mod freshness;
 mod install;

@@ -81,3 +81,36 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// A machine given as JSON (as `/m/` URLs and `--machine` take it) as a TOML inline table, for
+/// a mirror configuration's `machines`.
+pub fn toml_inline(json: &str) -> String {
+    fn write(value: &serde_json::Value, out: &mut String) {
+        match value {
+            serde_json::Value::Object(map) => {
+                out.push('{');
+                for (i, (key, value)) in map.iter().enumerate() {
+                    out.push_str(if i == 0 { " " } else { ", " });
+                    out.push_str(&serde_json::to_string(key).unwrap());
+                    out.push_str(" = ");
+                    write(value, out);
+                }
+                out.push_str(" }");
+            }
+            serde_json::Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    write(item, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(&serde_json::from_str(json).unwrap(), &mut out);
+    out
+}

@@ -108,22 +108,8 @@ pub async fn facts(
     let metadata = parse_metadata(&bytes, &file.filename).map_err(|err| err.to_string())?;
     let facts = FileFacts {
         pin: TorchPin::of(&metadata.requires_dist),
-        device_extras: device_extras(&bytes),
+        device_extras: metadata.device_extras,
     };
     state.pins.put(key, facts.clone());
     Ok(facts)
-}
-
-/// The `Provides-Extra: device-*` values of a core metadata file's headers.
-fn device_extras(metadata: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(metadata)
-        .lines()
-        .take_while(|line| !line.is_empty())
-        .filter_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            let value = value.trim();
-            (name.eq_ignore_ascii_case("provides-extra") && value.starts_with("device-"))
-                .then(|| value.to_string())
-        })
-        .collect()
 }
