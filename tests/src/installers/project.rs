@@ -57,6 +57,9 @@ pub enum Tool {
     Pip22,
     /// Python 3.10 with pip 23.0.1 (Debian 12).
     Pip23,
+    /// This machine's Python with pip 26.1.2, the last pip that does not compare a wheel's
+    /// `METADATA` with its `.metadata`.
+    Pip26_1,
 }
 
 impl Tool {
@@ -77,6 +80,7 @@ impl Tool {
             Tool::PipSync => "pip-tools/bin/pip-sync",
             Tool::Pip22 => "pip-22.0/bin/python",
             Tool::Pip23 => "pip-23.0/bin/python",
+            Tool::Pip26_1 => "pip-26.1/bin/python",
         });
         assert!(
             path.is_file(),

@@ -8,6 +8,7 @@
 //! 2.9.0 `+cu129`: an extension that does not load. Under driver 580, 0.0.33 `+cu130` with
 //! torch 2.9.0 `+cu130`.
 
+use wheelgate_e2e::installers::project::{Tool, pip_install_with};
 use wheelgate_e2e::installers::{self, Installer};
 use wheelgate_e2e::proxy::Proxy;
 use wheelgate_e2e::simple_index::SimpleIndex;
@@ -18,6 +19,9 @@ use crate::support::{install_into, version};
 
 const LINUX: &str = "py3-none-manylinux_2_28_x86_64";
 const H100_DRIVER_570: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"570.86.10","gpus":[{"name":"NVIDIA H100 80GB HBM3","compute_capability":"9.0"}]}}"#;
+/// A V100 (compute capability 7.0) under driver 580: the driver runs CUDA 13, but cu130 has no
+/// code for 7.0, so torch 2.9.0 is `+cu129` here, as under driver 570 on an H100.
+pub(crate) const V100_DRIVER_580: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"580.65.06","gpus":[{"name":"Tesla V100-SXM2-32GB","compute_capability":"7.0"}]}}"#;
 const H100_DRIVER_580: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"580.65.06","gpus":[{"name":"NVIDIA H100 80GB HBM3","compute_capability":"9.0"}]}}"#;
 
 async fn pytorch_index() -> SimpleIndex {
@@ -61,14 +65,18 @@ async fn proxy_for(
     .await
 }
 
+/// Each machine, and the torch and xformers it must get.
+const PAIRS: [(&str, &str, &str); 3] = [
+    (H100_DRIVER_570, "2.8.0+cu129", "0.0.32+cu129"),
+    (H100_DRIVER_580, "2.9.0+cu130", "0.0.33+cu130"),
+    (V100_DRIVER_580, "2.8.0+cu129", "0.0.32+cu129"),
+];
+
 async fn xformers_follows_torch(installer: Installer) {
     let upstreams = Upstreams::start().await;
     let pytorch = pytorch_index().await;
     let pypi = SimpleIndex::start(Vec::new()).await;
-    for (machine, torch, xformers) in [
-        (H100_DRIVER_570, "2.8.0+cu129", "0.0.32+cu129"),
-        (H100_DRIVER_580, "2.9.0+cu130", "0.0.33+cu130"),
-    ] {
+    for (machine, torch, xformers) in PAIRS {
         let proxy = proxy_for(&upstreams, &pytorch, &pypi, machine).await;
         let dir = tempfile::tempdir().unwrap();
         let outcome = install_into(
@@ -97,6 +105,32 @@ async fn pip_installs_the_xformers_build_of_torchs_build() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uv_installs_the_xformers_build_of_torchs_build() {
     xformers_follows_torch(Installer::Uv).await;
+}
+
+/// pip 26.1.2, which does not compare a wheel's METADATA with its `.metadata`, resolves the
+/// same pairs (from `scripts/e2e-tools-setup`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pip_26_1_installs_the_xformers_build_of_torchs_build() {
+    let upstreams = Upstreams::start().await;
+    let pytorch = pytorch_index().await;
+    let pypi = SimpleIndex::start(Vec::new()).await;
+    let python = Tool::Pip26_1.path();
+    for (machine, torch, xformers) in PAIRS {
+        let proxy = proxy_for(&upstreams, &pytorch, &pypi, machine).await;
+        let dir = tempfile::tempdir().unwrap();
+        let (outcome, pip) = pip_install_with(
+            &python,
+            &proxy.simple_url(),
+            &["torch", "xformers"],
+            dir.path(),
+        )
+        .await;
+        assert!(pip.starts_with("pip 26.1.2 "), "{pip}");
+        outcome.assert_success();
+        let dists = installers::installed(dir.path());
+        assert_eq!(version(&dists, "torch"), torch, "{outcome}");
+        assert_eq!(version(&dists, "xformers"), xformers, "{outcome}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

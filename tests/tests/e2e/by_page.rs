@@ -11,6 +11,7 @@
 
 use wheelgate::config::SourceConfig;
 use wheelgate_e2e::find_links::FindLinks;
+use wheelgate_e2e::installers::project::{Tool, pip_install_with};
 use wheelgate_e2e::installers::{self, Installer};
 use wheelgate_e2e::proxy::Proxy;
 use wheelgate_e2e::simple_index::SimpleIndex;
@@ -103,41 +104,51 @@ pub(crate) fn installed_requirements(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// Each machine, what is asked for, and the torch, torch-scatter and installed pin it must get.
+const CASES: [(&str, &[&str], &str, &str, &str); 5] = [
+    (
+        H100_DRIVER_570,
+        &["torch", "torch-scatter"],
+        "2.8.0+cu129",
+        "2.1.2+pt28cu129",
+        "torch==2.8.*",
+    ),
+    (
+        H100_DRIVER_580,
+        &["torch", "torch-scatter"],
+        "2.9.0+cu130",
+        "2.1.2+pt29cu130",
+        "torch==2.9.*",
+    ),
+    (
+        H100_DRIVER_580,
+        &["torch==2.8.0", "torch-scatter"],
+        "2.8.0+cu129",
+        "2.1.2+pt28cu129",
+        "torch==2.8.*",
+    ),
+    (
+        crate::binding::V100_DRIVER_580,
+        &["torch", "torch-scatter"],
+        "2.8.0+cu129",
+        "2.1.2+pt28cu129",
+        "torch==2.8.*",
+    ),
+    (
+        CPU_ONLY,
+        &["torch", "torch-scatter"],
+        "2.9.0+cpu",
+        "2.1.2+pt29cpu",
+        "torch==2.9.*",
+    ),
+];
+
 async fn scatter_follows_torch(installer: Installer) {
     let upstreams = Upstreams::start().await;
     let pytorch = pytorch_index().await;
     let pypi = SimpleIndex::start(Vec::new()).await;
     let pyg = pyg_host().await;
-    for (machine, requirements, torch, scatter, pin) in [
-        (
-            H100_DRIVER_570,
-            &["torch", "torch-scatter"][..],
-            "2.8.0+cu129",
-            "2.1.2+pt28cu129",
-            "torch==2.8.*",
-        ),
-        (
-            H100_DRIVER_580,
-            &["torch", "torch-scatter"][..],
-            "2.9.0+cu130",
-            "2.1.2+pt29cu130",
-            "torch==2.9.*",
-        ),
-        (
-            H100_DRIVER_580,
-            &["torch==2.8.0", "torch-scatter"][..],
-            "2.8.0+cu129",
-            "2.1.2+pt28cu129",
-            "torch==2.8.*",
-        ),
-        (
-            CPU_ONLY,
-            &["torch", "torch-scatter"][..],
-            "2.9.0+cpu",
-            "2.1.2+pt29cpu",
-            "torch==2.9.*",
-        ),
-    ] {
+    for (machine, requirements, torch, scatter, pin) in CASES {
         let proxy = proxy_for(&upstreams, &pytorch, &pypi, &pyg, machine).await;
         let dir = tempfile::tempdir().unwrap();
         let outcome = install_into(installer, &proxy.simple_url(), requirements, dir.path()).await;
@@ -162,6 +173,29 @@ async fn pip_installs_the_torch_scatter_of_torchs_build() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uv_installs_the_torch_scatter_of_torchs_build() {
     scatter_follows_torch(Installer::Uv).await;
+}
+
+/// pip 26.1.2, which does not compare a wheel's METADATA with its `.metadata`, installs the
+/// same torch-scatter, with the same pin in its own METADATA (from `scripts/e2e-tools-setup`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pip_26_1_installs_the_torch_scatter_of_torchs_build() {
+    let upstreams = Upstreams::start().await;
+    let pytorch = pytorch_index().await;
+    let pypi = SimpleIndex::start(Vec::new()).await;
+    let pyg = pyg_host().await;
+    let python = Tool::Pip26_1.path();
+    for (machine, requirements, torch, scatter, pin) in CASES {
+        let proxy = proxy_for(&upstreams, &pytorch, &pypi, &pyg, machine).await;
+        let dir = tempfile::tempdir().unwrap();
+        let (outcome, pip) =
+            pip_install_with(&python, &proxy.simple_url(), requirements, dir.path()).await;
+        assert!(pip.starts_with("pip 26.1.2 "), "{pip}");
+        outcome.assert_success();
+        let dists = installers::installed(dir.path());
+        assert_eq!(version(&dists, "torch"), torch, "{outcome}");
+        assert_eq!(version(&dists, "torch-scatter"), scatter, "{outcome}");
+        assert_eq!(installed_requirements(dir.path()), [pin]);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
