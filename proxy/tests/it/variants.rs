@@ -46,6 +46,11 @@ fn metadata_bytes(label: &str) -> Vec<u8> {
 /// torch 2.9.0 as variants (one per label, its variants file) beside torch 2.8.0 as a plain
 /// local-labelled CPU wheel, as `/whl/torch/`.
 fn variant_upstream(fake: &Fake) {
+    variant_upstream_with(fake, &variants_json());
+}
+
+/// [`variant_upstream`] with `json` as torch 2.9.0's variants file.
+fn variant_upstream_with(fake: &Fake, json: &str) {
     let mut links = String::new();
     for label in LABELS {
         let name = format!("torch-2.9.0-{TAGS}-{label}.whl");
@@ -61,7 +66,6 @@ fn variant_upstream(fake: &Fake) {
             sha256(&metadata_bytes(label)),
         );
     }
-    let json = variants_json();
     fake.add_file("/whl/variant/torch-2.9.0-variants.json", json.as_bytes());
     let _ = writeln!(
         links,
@@ -263,6 +267,49 @@ async fn a_dripping_variants_file_holds_no_page() {
             .unwrap()
             .contains("not read within"),
         "read by now"
+    );
+}
+
+/// A variants file past the caps (issue 20, item 3: a 70,000-value `sm_arch` list once cost
+/// 6.8 s per rendering, for every distinct `/m/<token>/`) is refused whole, quickly, the same
+/// way for every machine: the page is answered from the labels, and `/explain/` says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_variants_file_past_the_caps_is_refused_and_the_page_made_from_labels() {
+    let fake = Fake::start().await;
+    let mut hostile: serde_json::Value = serde_json::from_str(&variants_json()).unwrap();
+    let values: Vec<String> = (0..70_000).map(|i| format!("{i}_real")).collect();
+    hostile["variants"]["cuda13.0"]["nvidia"]["sm_arch"] = serde_json::json!(values);
+    let hostile = hostile.to_string();
+    assert!(
+        hostile.len() < 1024 * 1024,
+        "under the size cap: {}",
+        hostile.len()
+    );
+    variant_upstream_with(&fake, &hostile);
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, cache.path()).await;
+    for driver in ["580.65.06", "580.65.07", "570.86.10"] {
+        let machine = format!(
+            r#"{{"platform":"linux-x86_64","glibc":"2.36","nvidia":{{"driver_version":"{driver}","gpus":[{{"name":"NVIDIA H100 80GB HBM3","compute_capability":"9.0"}}]}}}}"#
+        );
+        let url = format!("http://{}/m/{}/simple/torch/", proxy.addr, token(&machine));
+        let files = page_files(&url).await;
+        assert!(
+            files
+                .iter()
+                .any(|(name, ..)| name.starts_with("torch-2.9.0")),
+            "2.9.0 chosen by its labels: {files:?}"
+        );
+    }
+    let explain = String::from_utf8(
+        get(&format!("http://{}/explain/torch/?format=json", proxy.addr))
+            .await
+            .1,
+    )
+    .unwrap();
+    assert!(
+        explain.contains("holds 70000 entries, more than the 1024 a variants file may hold"),
+        "{explain}"
     );
 }
 

@@ -85,6 +85,20 @@ pub enum VariantsError {
         /// The feature, as a JSON pointer.
         path: String,
     },
+    /// More entries than a variants file may hold ([`MAX_ENTRIES`](super::schema::MAX_ENTRIES),
+    /// [`MAX_VALUES`](super::schema::MAX_VALUES)): refused whole, so that choosing from a file
+    /// is bounded work whatever it says.
+    #[error("`{path}` holds {count} {what}, more than the {limit} a variants file may hold")]
+    TooMany {
+        /// Where, as a JSON pointer (`/` for the whole file).
+        path: String,
+        /// How many it holds (at least: counting stops past the limit).
+        count: usize,
+        /// What was counted (`entries`, `property values over all variants`).
+        what: &'static str,
+        /// The cap.
+        limit: usize,
+    },
     /// A wheel's `variant.json` that does not describe exactly one variant.
     #[error(
         "a wheel's `variant.json` must describe exactly one variant, this one describes {count}"

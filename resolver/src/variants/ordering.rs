@@ -20,6 +20,7 @@
 //!    one label.
 
 use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use crate::machine::Machine;
@@ -141,9 +142,10 @@ impl VariantOrder {
 /// ([`SupportedProperties::with_static_properties`]).
 pub fn order_variants(file: &VariantsFile, supported: &SupportedProperties) -> VariantOrder {
     let supported = supported.with_static_properties(file);
+    let mut ranks = Ranks::default();
     let mut order = VariantOrder::default();
     for (label, properties) in &file.variants {
-        match match_variant(file, &supported, properties) {
+        match match_variant(file, &supported, &mut ranks, properties) {
             Ok(mut matched) => {
                 matched.sort_by_key(|m| m.key);
                 order.compatible.push(RankedVariant {
@@ -167,12 +169,47 @@ pub fn order_variants(file: &VariantsFile, supported: &SupportedProperties) -> V
     order
 }
 
+/// The feature and value orders as positions, made once per namespace and per feature for all
+/// the variants of a file: each lookup is then constant time, so ordering costs what the file
+/// lists, not that times the length of the machine's lists (a hostile `sm_arch` list of 70,000
+/// values once cost seconds per machine).
+#[derive(Default)]
+struct Ranks<'a> {
+    features: HashMap<&'a str, HashMap<&'a str, usize>>,
+    values: HashMap<(&'a str, &'a str), HashMap<&'a str, usize>>,
+}
+
+impl<'a> Ranks<'a> {
+    fn features(
+        &mut self,
+        file: &'a VariantsFile,
+        namespace: &'a str,
+        supported: &'a [SupportedFeature],
+    ) -> &HashMap<&'a str, usize> {
+        self.features
+            .entry(namespace)
+            .or_insert_with(|| feature_order(file, namespace, supported))
+    }
+
+    fn values(
+        &mut self,
+        file: &'a VariantsFile,
+        namespace: &'a str,
+        supported: &'a SupportedFeature,
+    ) -> &HashMap<&'a str, usize> {
+        self.values
+            .entry((namespace, supported.name.as_str()))
+            .or_insert_with(|| value_order(file, namespace, supported))
+    }
+}
+
 /// PEP 825 steps 1 and 2 for one variant: the best supported value of every feature it lists,
 /// or every unmet requirement, each as a phrase.
-fn match_variant(
-    file: &VariantsFile,
-    supported: &SupportedProperties,
-    properties: &Properties,
+fn match_variant<'a>(
+    file: &'a VariantsFile,
+    supported: &'a SupportedProperties,
+    ranks: &mut Ranks<'a>,
+    properties: &'a Properties,
 ) -> Result<Vec<MatchedProperty>, Vec<String>> {
     let mut matched = Vec::new();
     let mut failures = Vec::new();
@@ -202,7 +239,13 @@ fn match_variant(
             failures.push(format!("needs {}, {why}", needs.join(" and ")));
             continue;
         };
-        let feature_order = feature_order(file, namespace, supported_features);
+        let feature_index = |ranks: &mut Ranks<'a>, feature: &str| {
+            ranks
+                .features(file, namespace, supported_features)
+                .get(feature)
+                .copied()
+                .unwrap_or(usize::MAX)
+        };
         for (feature, values) in features {
             let Some(supported_feature) = supported_features.iter().find(|f| &f.name == feature)
             else {
@@ -213,17 +256,12 @@ fn match_variant(
                 failures.push(format!("needs {}, {why}", need(namespace, feature, values)));
                 continue;
             };
-            let value_order = value_order(file, namespace, supported_feature);
-            // The best value is the supported one earliest in the value order.
+            // The best value is the supported one earliest in the value order (which holds
+            // exactly the supported values).
+            let value_order = ranks.values(file, namespace, supported_feature);
             let best = values
                 .iter()
-                .filter(|value| supported_feature.values.contains(value))
-                .filter_map(|value| {
-                    value_order
-                        .iter()
-                        .position(|v| v == value)
-                        .map(|index| (index, value))
-                })
+                .filter_map(|value| value_order.get(value.as_str()).map(|&index| (index, value)))
                 .min();
             let Some((value_index, value)) = best else {
                 failures.push(format!(
@@ -239,10 +277,7 @@ fn match_variant(
                 value: value.clone(),
                 key: PropertyKey {
                     namespace: namespace_index,
-                    feature: feature_order
-                        .iter()
-                        .position(|f| f == feature)
-                        .unwrap_or(usize::MAX),
+                    feature: feature_index(ranks, feature),
                     value: value_index,
                 },
             });
@@ -276,52 +311,48 @@ fn compare(a: &RankedVariant, b: &RankedVariant) -> Ordering {
         .then_with(|| a.label.cmp(&b.label))
 }
 
-/// The features of a namespace in order: the file's `default-priorities.feature`, then the
-/// provider's order for the rest.
+/// The features of a namespace in order, as positions: the file's
+/// `default-priorities.feature`, then the provider's order for the rest.
 fn feature_order<'a>(
     file: &'a VariantsFile,
     namespace: &str,
     supported: &'a [SupportedFeature],
-) -> Vec<&'a str> {
-    let mut order: Vec<&str> = file
+) -> HashMap<&'a str, usize> {
+    let preferred = file
         .feature_priorities
         .get(namespace)
-        .map(|names| names.iter().map(String::as_str).collect())
-        .unwrap_or_default();
-    for feature in supported {
-        if !order.contains(&feature.name.as_str()) {
-            order.push(&feature.name);
-        }
-    }
-    order
+        .into_iter()
+        .flatten()
+        .map(String::as_str);
+    positions(preferred.chain(supported.iter().map(|f| f.name.as_str())))
 }
 
-/// The values of a feature in order: the file's `default-priorities.property` among the
-/// supported values, then the provider's order for the rest.
+/// The supported values of a feature in order, as positions: the file's
+/// `default-priorities.property` among them, then the provider's order for the rest.
 fn value_order<'a>(
     file: &'a VariantsFile,
     namespace: &str,
     supported: &'a SupportedFeature,
-) -> Vec<&'a str> {
-    let mut order: Vec<&str> = file
+) -> HashMap<&'a str, usize> {
+    let supported_values: HashSet<&str> = supported.values.iter().map(String::as_str).collect();
+    let preferred = file
         .property_priorities
         .get(namespace)
         .and_then(|features| features.iter().find(|f| f.name == supported.name))
-        .map(|preferred| {
-            preferred
-                .values
-                .iter()
-                .filter(|v| supported.values.contains(v))
-                .map(String::as_str)
-                .collect()
-        })
-        .unwrap_or_default();
-    for value in &supported.values {
-        if !order.contains(&value.as_str()) {
-            order.push(value);
-        }
+        .into_iter()
+        .flat_map(|preferred| preferred.values.iter().map(String::as_str))
+        .filter(|value| supported_values.contains(value));
+    positions(preferred.chain(supported.values.iter().map(String::as_str)))
+}
+
+/// Each name's first position in `names`, counting distinct names only.
+fn positions<'a>(names: impl Iterator<Item = &'a str>) -> HashMap<&'a str, usize> {
+    let mut out = HashMap::new();
+    for name in names {
+        let next = out.len();
+        out.entry(name).or_insert(next);
     }
-    order
+    out
 }
 
 /// `nvidia::sm_arch 75_real, 80_real, 86_real or 4 more`.
@@ -728,6 +759,45 @@ mod tests {
         )
         .unwrap();
         assert_eq!(order_variants(&file, &x86(3)).labels(), ["more", "plain"]);
+    }
+
+    /// A static namespace with as many values as a file may hold, in every variant and in the
+    /// file's property priorities: the order still follows the priorities (the best value is
+    /// the one listed first), and a list past the cap refuses the whole file.
+    #[test]
+    fn long_value_lists_order_by_priority_and_past_the_cap_are_refused() {
+        use crate::variants::schema::MAX_ENTRIES;
+        let values =
+            |count: usize| -> Vec<String> { (0..count).map(|i| format!("\"{i}_real\"")).collect() };
+        let file = |count: usize| {
+            let all = values(count).join(",");
+            // The priorities list the values backwards: the last value is the best.
+            let mut backwards = values(count);
+            backwards.reverse();
+            parse_variants_json(&format!(
+                r#"{{"default-priorities": {{"namespace": ["fixed"],
+                      "property": {{"fixed": {{"arch": [{}]}}}}}},
+                    "static-properties": {{"fixed": {{"arch": [{all}]}}}},
+                    "variants": {{"first": {{"fixed": {{"arch": ["0_real"]}}}},
+                                  "all": {{"fixed": {{"arch": [{all}]}}}}}}}}"#,
+                backwards.join(",")
+            ))
+        };
+        let at_cap = file(MAX_ENTRIES).unwrap();
+        let result = order_variants(&at_cap, &x86(3));
+        assert_eq!(result.labels(), ["all", "first"]);
+        let best = &result.best().unwrap().matched[0];
+        assert_eq!(best.value, format!("{}_real", MAX_ENTRIES - 1));
+        assert_eq!(best.key.value, 0);
+
+        let err = file(MAX_ENTRIES + 1).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!(
+                "holds {} entries, more than the {MAX_ENTRIES}",
+                MAX_ENTRIES + 1
+            )),
+            "{err}"
+        );
     }
 
     #[test]

@@ -346,10 +346,17 @@ fn child(path: &str, key: &str) -> String {
 
 /// The entries of a JSON object, rejecting duplicate keys (whose meaning would depend on which
 /// one a reader keeps).
+/// The most entries one list or object of a variants file may hold. PyTorch's list about ten
+/// variants and at most about fifteen values in a list (`sm_arch`).
+pub const MAX_ENTRIES: usize = 1024;
+/// The most property values all variants of a file may list together.
+pub const MAX_VALUES: usize = 16_384;
+
 fn object<'a>(json: &'a Json, path: &str) -> Result<&'a [(String, Json)], VariantsError> {
     let Json::Object(entries) = json else {
         return Err(wrong_type(path, "an object"));
     };
+    too_many(path, entries.len(), "entries", MAX_ENTRIES)?;
     let mut seen = std::collections::BTreeSet::new();
     for (key, _) in entries {
         if !seen.insert(key.as_str()) {
@@ -380,10 +387,28 @@ fn boolean(json: &Json, path: &str) -> Result<bool, VariantsError> {
     }
 }
 
+fn too_many(
+    path: &str,
+    count: usize,
+    what: &'static str,
+    limit: usize,
+) -> Result<(), VariantsError> {
+    if count > limit {
+        return Err(VariantsError::TooMany {
+            path: path.to_string(),
+            count,
+            what,
+            limit,
+        });
+    }
+    Ok(())
+}
+
 fn strings(json: &Json, path: &str) -> Result<Vec<String>, VariantsError> {
     let Json::Array(items) = json else {
         return Err(wrong_type(path, "an array of strings"));
     };
+    too_many(path, items.len(), "entries", MAX_ENTRIES)?;
     items
         .iter()
         .map(|item| match item {
@@ -397,9 +422,10 @@ fn strings(json: &Json, path: &str) -> Result<Vec<String>, VariantsError> {
 /// a repeat adds nothing).
 fn names(json: &Json, path: &str, kind: Name) -> Result<Vec<String>, VariantsError> {
     let mut out: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for name in strings(json, path)? {
         kind.check(&name, path)?;
-        if !out.contains(&name) {
+        if seen.insert(name.clone()) {
             out.push(name);
         }
     }
@@ -470,6 +496,7 @@ fn provider(json: &Json, path: &str) -> Result<Provider, VariantsError> {
 
 fn variant_map(json: &Json, path: &str) -> Result<BTreeMap<String, Properties>, VariantsError> {
     let mut out = BTreeMap::new();
+    let mut values = 0;
     for (label, properties) in object(json, path)? {
         check_label(label)?;
         let properties = by_namespace(properties, &child(path, label), |json, path| {
@@ -478,6 +505,18 @@ fn variant_map(json: &Json, path: &str) -> Result<BTreeMap<String, Properties>, 
                 .map(|feature| (feature.name, feature.values))
                 .collect())
         })?;
+        let properties: Properties = properties;
+        values += properties
+            .values()
+            .flat_map(|features| features.values())
+            .map(Vec::len)
+            .sum::<usize>();
+        too_many(
+            path,
+            values,
+            "property values over all variants",
+            MAX_VALUES,
+        )?;
         out.insert(label.clone(), properties);
     }
     Ok(out)
@@ -557,6 +596,25 @@ impl<'de> Visitor<'de> for JsonVisitor {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_file_past_the_total_cap_on_values_is_refused() {
+        let values: Vec<String> = (0..1000).map(|i| format!("\"{i}_real\"")).collect();
+        let variant = format!(r#"{{"nvidia": {{"sm_arch": [{}]}}}}"#, values.join(","));
+        let variants: Vec<String> = (0..=MAX_VALUES / 1000)
+            .map(|i| format!(r#""v{i}": {variant}"#))
+            .collect();
+        let text = format!(
+            r#"{{"default-priorities": {{"namespace": ["nvidia"]}}, "variants": {{{}}}}}"#,
+            variants.join(",")
+        );
+        let err = parse_variants_json(&text).unwrap_err().to_string();
+        assert!(
+            err.contains("property values over all variants")
+                && err.contains(&format!("more than the {MAX_VALUES}")),
+            "{err}"
+        );
+    }
     use super::*;
     use crate::variants::fixture;
 

@@ -235,8 +235,20 @@ async fn choose(
         Some(VARIANTS_WAIT),
     )
     .await;
-    let choice = choose_variants(state.catalog(), machine, policy, project, &refs, &parsed);
+    let choice =
+        cpu_bound(|| choose_variants(state.catalog(), machine, policy, project, &refs, &parsed));
     Some((choice, settled))
+}
+
+/// Runs `work`, CPU work on the request path (choosing from variants files, bounded by their
+/// caps), telling the runtime this worker is busy (`block_in_place`): the tasks queued on it,
+/// health checks among them, move to another worker instead of waiting for it. On a
+/// single-threaded runtime (tests) it simply runs.
+pub fn cpu_bound<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
 }
 
 /// `explanation` (of `/explain/<project>/`) with the variant choice the page serves: per
@@ -572,13 +584,22 @@ pub async fn read_variants_files_within(
     (parsed, settled)
 }
 
-/// One variants file, read through the file cache and parsed; or why not.
+/// One variants file, read through the file cache and parsed; or why not. A cached file the
+/// page gives a sha256 for is parsed once per content ([`parsed_once`]): every machine's
+/// rendering reads the same files, and one at the caps takes milliseconds to parse.
 async fn read_variants_json(
     files: &FileCache,
     client: &UpstreamClient,
     offline: bool,
     spec: &FileSpec,
 ) -> Result<VariantsFile, String> {
+    // Only for a file this cache holds: reading it for a page also keeps it for the clients
+    // that download it.
+    if files.committed_path(spec).is_some()
+        && let Some(known) = spec.sha256.as_deref().and_then(parsed_once::get)
+    {
+        return known;
+    }
     let cached = files
         .fetch(client, spec, offline)
         .await
@@ -592,7 +613,54 @@ async fn read_variants_json(
         bytes.extend_from_slice(&chunk);
     }
     let text = String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
-    parse_variants_json(&text).map_err(|err| err.to_string())
+    let parsed = cpu_bound(|| parse_variants_json(&text).map_err(|err| err.to_string()));
+    if let Some(sha256) = spec.sha256.as_deref() {
+        parsed_once::put(sha256, &parsed, text.len());
+    }
+    parsed
+}
+
+/// Variants files parsed (or refused) once per content, by sha256: parsing is a pure function
+/// of the bytes, which the file cache verified against that hash. Bounded: past
+/// [`parsed_once::MAX_FILES`] files or [`parsed_once::MAX_BYTES`] of source, it starts over.
+mod parsed_once {
+    use std::collections::HashMap;
+    use std::sync::{Arc, LazyLock, Mutex};
+
+    use wheelgate_resolver::variants::VariantsFile;
+
+    pub const MAX_FILES: usize = 256;
+    pub const MAX_BYTES: usize = 16 * 1024 * 1024;
+
+    type Parsed = Result<Arc<VariantsFile>, String>;
+
+    #[derive(Default)]
+    struct Memo {
+        by_sha256: HashMap<String, Parsed>,
+        bytes: usize,
+    }
+
+    static MEMO: LazyLock<Mutex<Memo>> = LazyLock::new(Mutex::default);
+
+    fn memo() -> std::sync::MutexGuard<'static, Memo> {
+        MEMO.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn get(sha256: &str) -> Option<Result<VariantsFile, String>> {
+        let known = memo().by_sha256.get(&sha256.to_ascii_lowercase())?.clone();
+        Some(known.map(|file| (*file).clone()))
+    }
+
+    pub fn put(sha256: &str, parsed: &Result<VariantsFile, String>, source_bytes: usize) {
+        let mut memo = memo();
+        if memo.by_sha256.len() >= MAX_FILES || memo.bytes + source_bytes > MAX_BYTES {
+            *memo = Memo::default();
+        }
+        memo.bytes += source_bytes;
+        let value = parsed.clone().map(Arc::new);
+        memo.by_sha256.insert(sha256.to_ascii_lowercase(), value);
+    }
 }
 
 #[cfg(test)]

@@ -43,7 +43,9 @@ pub async fn section(state: &AppState) -> String {
         // choice by labels says so in its notes, as the page itself would until it is read.
         let parsed =
             read_variants_files(&state.files, &state.client, true, &page, &cached.url).await;
-        let choice = choose_variants(state.catalog(), machine, policy, project, &refs, &parsed);
+        let choice = super::cpu_bound(|| {
+            choose_variants(state.catalog(), machine, policy, project, &refs, &parsed)
+        });
         let Some(version) = choice.versions.first() else {
             continue;
         };
