@@ -175,8 +175,12 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     })?
     .stale_while_revalidate(config.limits.revalidate_wait())
     .with_bucket(bucket.clone());
-    let files =
-        FileCache::open_with_bucket(config.cache_dir.clone(), config.cache_max_bytes, bucket)?;
+    let files = FileCache::open_with_bucket(
+        config.cache_dir.clone(),
+        config.cache_max_bytes,
+        bucket,
+        config.limits.download_slots(),
+    )?;
     let metrics = Arc::new(crate::metrics::Metrics::default());
     let settings = ClientSettings {
         access,

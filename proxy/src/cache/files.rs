@@ -30,6 +30,7 @@
 mod bucket;
 mod download;
 mod reader;
+pub mod slots;
 pub mod splice;
 mod store;
 
@@ -75,6 +76,8 @@ pub enum FailureKind {
     Upstream,
     /// The local disk failed.
     Local,
+    /// Too many downloads in flight: the client should retry shortly.
+    Busy,
 }
 
 /// What went wrong getting a file.
@@ -123,6 +126,16 @@ pub enum FileCacheError {
     },
     #[error("the download task for `{url}` ended without a result")]
     Abandoned { url: String },
+    #[error(
+        "`{url}` is not cached and {} downloads are in flight (the `{}` cap of `[limits]`), none of which ended within {} s: retry shortly",
+        busy.limit,
+        busy.cap,
+        busy.waited.as_secs()
+    )]
+    Busy {
+        url: String,
+        busy: self::slots::Busy,
+    },
     /// The failure of a download shared by several requests.
     #[error(transparent)]
     Shared(Arc<FileCacheError>),
@@ -147,6 +160,7 @@ impl FileCacheError {
                 ..
             } if matches!(status.as_u16(), 403 | 404 | 410) => FailureKind::NotFound,
             FileCacheError::Shared(inner) => inner.kind(),
+            FileCacheError::Busy { .. } => FailureKind::Busy,
             _ => FailureKind::Upstream,
         }
     }
@@ -172,6 +186,8 @@ struct Inner {
     /// Makes every `*.part` name unique, so an abandoned download's file never collides with
     /// the next attempt's.
     part_counter: AtomicU64,
+    /// Caps on upstream downloads in flight.
+    pub(super) slots: self::slots::DownloadSlots,
 }
 
 // Bounded so a file deleted behind the cache's back cannot make a request loop.
@@ -182,14 +198,16 @@ impl FileCache {
     /// crashed run, rebuilds the access order from the files' modification times and evicts
     /// down to `max_bytes`. Called once at startup; blocking file I/O.
     pub fn open(root: PathBuf, max_bytes: u64) -> Result<FileCache, FileCacheError> {
-        FileCache::open_with_bucket(root, max_bytes, None)
+        FileCache::open_with_bucket(root, max_bytes, None, self::slots::SlotLimits::default())
     }
 
-    /// [`FileCache::open`], with committed files shared through `bucket`.
+    /// [`FileCache::open`], with committed files shared through `bucket` and upstream
+    /// downloads in flight capped by `slots`.
     pub fn open_with_bucket(
         root: PathBuf,
         max_bytes: u64,
         bucket: Option<Arc<Bucket>>,
+        slots: self::slots::SlotLimits,
     ) -> Result<FileCache, FileCacheError> {
         let mut dir = root;
         dir.push("files");
@@ -203,6 +221,7 @@ impl FileCache {
                 derived: Mutex::default(),
                 rehashing: Mutex::default(),
                 part_counter: AtomicU64::new(0),
+                slots: self::slots::DownloadSlots::new(slots),
             }),
         })
     }

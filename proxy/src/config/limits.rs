@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cache::files::slots::SlotLimits;
+
 /// The real aggregated `download.pytorch.org/whl/torch/` page is about 760 KB; 32 MiB leaves
 /// room for forty times that and still fits a 256 MiB pod.
 pub const DEFAULT_MAX_PAGE_BYTES: u64 = 32 * 1024 * 1024;
@@ -39,6 +41,15 @@ pub struct LimitsConfig {
     /// Milliseconds a request waits for an expired page's revalidation before the cached copy
     /// is answered (the revalidation goes on in the background).
     pub revalidate_wait_ms: u64,
+    /// Upstream file downloads in flight at once, all upstreams together; a download past it
+    /// waits for one to end (see `download_wait_secs`). Requests for a file already
+    /// downloading join that download and count once.
+    pub max_downloads: usize,
+    /// Upstream file downloads in flight at once from one upstream (scheme, host and port).
+    pub max_downloads_per_upstream: usize,
+    /// Seconds a download waits for a free slot before its request is answered 503 with
+    /// `Retry-After` (pip and uv retry it).
+    pub download_wait_secs: u64,
 }
 
 impl Default for LimitsConfig {
@@ -52,6 +63,9 @@ impl Default for LimitsConfig {
             header_read_timeout_secs: 10,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             revalidate_wait_ms: 2000,
+            max_downloads: SlotLimits::default().total,
+            max_downloads_per_upstream: SlotLimits::default().per_upstream,
+            download_wait_secs: SlotLimits::default().wait.as_secs(),
         }
     }
 }
@@ -75,5 +89,14 @@ impl LimitsConfig {
 
     pub fn header_read_timeout(&self) -> Duration {
         Duration::from_secs(self.header_read_timeout_secs.max(1))
+    }
+
+    /// The caps on upstream downloads in flight.
+    pub fn download_slots(&self) -> SlotLimits {
+        SlotLimits {
+            total: self.max_downloads.max(1),
+            per_upstream: self.max_downloads_per_upstream.max(1),
+            wait: Duration::from_secs(self.download_wait_secs),
+        }
     }
 }

@@ -82,6 +82,7 @@ impl IntoResponse for FilesError {
             FailureKind::NotFound => StatusCode::NOT_FOUND,
             FailureKind::Upstream => StatusCode::BAD_GATEWAY,
             FailureKind::Local => StatusCode::INTERNAL_SERVER_ERROR,
+            FailureKind::Busy => StatusCode::SERVICE_UNAVAILABLE,
         };
         match status {
             StatusCode::NOT_FOUND => {
@@ -90,18 +91,28 @@ impl IntoResponse for FilesError {
             StatusCode::BAD_GATEWAY => {
                 warn!(filename = %filename, error = %source, "file upstream failed");
             }
+            StatusCode::SERVICE_UNAVAILABLE => {
+                warn!(filename = %filename, error = %source, "file refused: downloads in flight at their cap");
+            }
             _ => {
                 error!(filename = %filename, error = %source, cause = %source_chain(&source), "file cache failed");
             }
         }
         // The upstream URL stays in the log: clients only ever see the proxy's URLs.
         let text = format!("{}\n", client_message(&filename, source.root()));
-        (
+        let mut response = (
             status,
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
             text,
         )
-            .into_response()
+            .into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            // pip and uv retry a 503; a download in flight usually ends within seconds.
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+        }
+        response
     }
 }
 
@@ -156,6 +167,10 @@ fn client_message(filename: &str, error: &FileCacheError) -> String {
         FileCacheError::Bucket { .. } => {
             format!("the shared cache failed serving `{filename}`; try again")
         }
+        FileCacheError::Busy { busy, .. } => format!(
+            "`{filename}` is not cached and this server is downloading as many files as it may ({} at once); try again in a few seconds",
+            busy.limit
+        ),
         FileCacheError::Abandoned { .. } => {
             format!("the download of `{filename}` was abandoned; try again")
         }

@@ -275,8 +275,9 @@ impl Download {
     /// Whether the file, `total` bytes long when known, can be kept: it must be verifiable (a
     /// hash, or at least a known length: a body cut short by a closed connection otherwise
     /// looks complete) and fit the cache's limit next to the other downloads. The room is
-    /// reserved now, evicting least recently used files, so the limit holds while it downloads.
-    async fn keep(&self, total: Option<u64>) -> Keep {
+    /// reserved now and made as the file is written ([`Download::make_room`]), so the limit
+    /// holds while it downloads and a download cancelled early evicts little.
+    fn keep(&self, total: Option<u64>) -> Keep {
         if self.spec.sha256.is_none() && total.is_none() {
             warn!(url = %redact(&self.spec.url), "the page gives no hash and the upstream no length: streaming the file without caching it");
             return Keep::No("neither a hash nor a length to verify it");
@@ -284,16 +285,23 @@ impl Download {
         let Some(total) = total else {
             return Keep::Yes;
         };
-        let reservation = self.cache.lock().reserve(&self.key, total);
-        if !reservation.victims.is_empty() {
-            let victims = reservation.victims;
-            let _ = tokio::task::spawn_blocking(move || remove_evicted(&victims)).await;
-        }
-        if reservation.fits {
+        if self.cache.lock().reserve(&self.key, total) {
             Keep::Yes
         } else {
             warn!(url = %redact(&self.spec.url), size = total, "the file does not fit the cache limit next to the downloads in flight: streaming it without caching it");
             Keep::No("it does not fit the cache limit")
+        }
+    }
+
+    /// Evicts what must go before the file grows to `written` bytes, when it is to be kept (a
+    /// file that is not is counted nowhere: it is deleted once served).
+    async fn make_room(&self, written: u64, keep: &Keep) {
+        if !matches!(keep, Keep::Yes) {
+            return;
+        }
+        let victims = self.cache.lock().grow(&self.key, written);
+        if !victims.is_empty() {
+            let _ = tokio::task::spawn_blocking(move || remove_evicted(&victims)).await;
         }
     }
 
@@ -302,6 +310,18 @@ impl Download {
     /// against the page's size and sha256 either way.
     async fn transfer(&self) -> Result<(u64, Origin, Keep), FileCacheError> {
         let url = || redact(&self.spec.url);
+        // An upstream download waits for a slot among those in flight (registered already, so
+        // every request for this file meanwhile joins it rather than queueing for its own).
+        let _slot = match self.origin {
+            Origin::Upstream => Some(
+                self.cache
+                    .slots
+                    .acquire(&self.spec.url)
+                    .await
+                    .map_err(|busy| FileCacheError::Busy { url: url(), busy })?,
+            ),
+            Origin::Bucket { .. } | Origin::Local => None,
+        };
         let (announced, mut body, origin) = self.open().await?;
         if let (Some(expected), Some(actual)) = (self.spec.size, announced)
             && expected != actual
@@ -317,7 +337,7 @@ impl Download {
             Some(splice) => Some(splice.len),
             None => input_total,
         };
-        let keep = self.keep(total).await;
+        let keep = self.keep(total);
         self.progress
             .send_replace(Progress::Streaming { written: 0, total });
 
@@ -352,6 +372,8 @@ impl Download {
                     }
                     pending.extend_from_slice(&chunk);
                     if pending.len() >= WRITE_CHUNK {
+                        self.make_room(state.written + len_u64(pending.len()), &keep)
+                            .await;
                         state = self.write(&mut pending, state, false).await?;
                         self.publish(state.written, total);
                         self.check_readers(&mut unread_since, state.written, total)?;
@@ -381,6 +403,8 @@ impl Download {
                 None => break,
             }
         }
+        self.make_room(state.written + len_u64(pending.len()), &keep)
+            .await;
         state = self.write(&mut pending, state, true).await?;
         let written = self.verify(state, input_total)?;
         Ok((written, origin, keep))

@@ -32,16 +32,14 @@ struct InFlight {
     file: Arc<File>,
     progress: watch::Receiver<Progress>,
     reserved: u64,
+    /// Bytes written to its `*.part` file so far (or made room for: see [`Store::grow`]).
+    made_room: u64,
 }
 
-/// The answer to [`Store::reserve`].
-#[derive(Debug, PartialEq, Eq)]
-pub(super) struct Reservation {
-    /// Whether the file will be kept: its size is held in the limit until it commits.
-    pub(super) fits: bool,
-    /// Files evicted to make room, to delete outside the lock.
-    pub(super) victims: Vec<PathBuf>,
-}
+/// How far ahead of a download's writing [`Store::grow`] evicts: one eviction per step of a
+/// large download, not one per chunk, and a download cancelled early has evicted at most this
+/// much more than it wrote.
+const EVICTION_STEP: u64 = 8 * 1024 * 1024;
 
 /// What the cache holds for a key.
 pub(super) enum Lookup {
@@ -63,8 +61,12 @@ pub(super) struct Store {
     max_bytes: u64,
     entries: HashMap<CacheKey, Entry>,
     total: u64,
-    /// Bytes held by downloads in flight (their expected sizes), counted against the limit.
+    /// Bytes held by downloads in flight (their expected sizes): whether another download can
+    /// be kept is judged against them.
     reserved: u64,
+    /// The room made on disk for downloads in flight (what they have written, a step ahead):
+    /// committed files and this together stay within the limit at every moment.
+    made_room: u64,
     clock: u64,
     inflight: HashMap<CacheKey, InFlight>,
 }
@@ -116,6 +118,7 @@ impl Store {
             entries: HashMap::new(),
             total: 0,
             reserved: 0,
+            made_room: 0,
             clock: 0,
             inflight: HashMap::new(),
         };
@@ -197,37 +200,51 @@ impl Store {
                 file,
                 progress,
                 reserved: 0,
+                made_room: 0,
             },
         );
         true
     }
 
-    /// Holds `bytes` of the limit for the download of `key`, evicting least recently used files
-    /// to make room. Nothing is evicted when the file cannot fit anyway (larger than the limit,
-    /// or the room is held by other downloads): then it is served without being kept.
-    pub(super) fn reserve(&mut self, key: &CacheKey, bytes: u64) -> Reservation {
+    /// Holds `bytes` of the limit for the download of `key`; whether it fits: not when it
+    /// cannot (larger than the limit, or the room is held by other downloads), and then it is
+    /// served without being kept. Nothing is evicted yet: room is made as the download writes
+    /// ([`Store::grow`]), so a download cancelled early evicts little.
+    pub(super) fn reserve(&mut self, key: &CacheKey, bytes: u64) -> bool {
         let held = self.reserved + bytes;
-        if held > self.max_bytes || !self.inflight.contains_key(key) {
-            return Reservation {
-                fits: false,
-                victims: Vec::new(),
-            };
+        if held > self.max_bytes {
+            return false;
         }
-        let victims = self.evict_to(self.max_bytes - held, None);
+        let Some(download) = self.inflight.get_mut(key) else {
+            return false;
+        };
+        download.reserved += bytes;
         self.reserved += bytes;
-        if let Some(download) = self.inflight.get_mut(key) {
-            download.reserved += bytes;
+        true
+    }
+
+    /// Records that the download of `key` has written `written` bytes, evicting least recently
+    /// used files so the committed files and what downloads have written stay within the
+    /// limit. Room is made [`EVICTION_STEP`] ahead (never past the download's reservation).
+    /// Returns the paths to delete.
+    pub(super) fn grow(&mut self, key: &CacheKey, written: u64) -> Vec<PathBuf> {
+        let Some(download) = self.inflight.get_mut(key) else {
+            return Vec::new();
+        };
+        if written <= download.made_room {
+            return Vec::new();
         }
-        Reservation {
-            fits: true,
-            victims,
-        }
+        let ahead = (written + EVICTION_STEP).min(download.reserved.max(written));
+        self.made_room += ahead - download.made_room;
+        download.made_room = ahead;
+        self.evict(None)
     }
 
     /// Forgets a failed (or not kept) download, so the next request starts a fresh one.
     pub(super) fn abandon(&mut self, key: &CacheKey) {
         if let Some(download) = self.inflight.remove(key) {
             self.reserved -= download.reserved;
+            self.made_room -= download.made_room;
         }
     }
 
@@ -252,11 +269,11 @@ impl Store {
         self.total += size;
     }
 
-    /// Removes least recently used entries until the total and the room held by downloads fit
+    /// Removes least recently used entries until the total and the room made for downloads fit
     /// the limit, `keep` last: a file larger than the whole limit is served to the clients that
     /// asked but not kept.
     fn evict(&mut self, keep: Option<&CacheKey>) -> Vec<PathBuf> {
-        self.evict_to(self.max_bytes.saturating_sub(self.reserved), keep)
+        self.evict_to(self.max_bytes.saturating_sub(self.made_room), keep)
     }
 
     /// Removes least recently used entries until the total is at most `room`, `keep` last.
@@ -335,38 +352,50 @@ mod tests {
     }
 
     #[test]
-    fn a_download_reserves_its_size_evicting_to_make_room_or_is_not_kept() {
+    fn a_download_makes_room_as_it_writes_or_is_not_kept() {
+        const MIB: u64 = 1024 * 1024;
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(dir.path(), 100).unwrap();
-        store.commit(&key('a'), 30);
-        store.commit(&key('b'), 30);
+        let mut store = Store::open(dir.path(), 200 * MIB).unwrap();
+        for name in ['a', 'b', 'c'] {
+            store.commit(&key(name), 60 * MIB);
+        }
         let (_tx, rx) = watch::channel(Progress::Connecting);
         let file = Arc::new(tempfile::tempfile().unwrap());
-        assert!(store.register(&key('c'), Arc::clone(&file), rx.clone()));
-        // 60 cached + 60 expected > 100: the least recently used file makes room first.
-        let reservation = store.reserve(&key('c'), 60);
-        assert!(reservation.fits);
-        assert_eq!(
-            reservation.victims,
-            vec![dir.path().join(key('a').as_str())]
-        );
-        // A second download cannot take the room the first one holds.
         assert!(store.register(&key('d'), Arc::clone(&file), rx.clone()));
-        let refused = store.reserve(&key('d'), 50);
-        assert!(!refused.fits && refused.victims.is_empty());
-        assert!(
-            store.contains(&key('b')),
-            "nothing evicted for a file that cannot fit"
-        );
+        // 180 cached + 120 expected > 200: it fits next to the other downloads (none), and
+        // nothing is evicted before a byte is written.
+        assert!(store.reserve(&key('d'), 120 * MIB));
+        assert_eq!(store.total_bytes(), 180 * MIB);
+        // 10 written: room is made a step ahead, which 180 cached still leaves.
+        assert!(store.grow(&key('d'), 10 * MIB).is_empty());
+        assert_eq!(store.made_room, 10 * MIB + EVICTION_STEP);
+        // 30 written: room for 30 and a step, the least recently used file first.
+        let victims = store.grow(&key('d'), 30 * MIB);
+        assert_eq!(victims, vec![dir.path().join(key('a').as_str())]);
+        // Writing within the room made evicts nothing.
+        assert!(store.grow(&key('d'), 30 * MIB + EVICTION_STEP).is_empty());
+        // A second download cannot take the room the first one holds, and evicts nothing.
+        assert!(store.register(&key('e'), Arc::clone(&file), rx.clone()));
+        assert!(!store.reserve(&key('e'), 90 * MIB));
+        store.abandon(&key('e'));
+        assert!(store.contains(&key('b')) && store.contains(&key('c')));
+        // The first download is cancelled: one file was evicted for it, not two.
         store.abandon(&key('d'));
-        // Committing releases the reservation and counts the real size.
-        assert!(store.commit(&key('c'), 60).is_empty());
-        assert_eq!(store.total_bytes(), 90);
-        assert_eq!(store.reserved, 0);
-        // Larger than the whole limit: never kept, nothing evicted.
-        assert!(store.register(&key('e'), file, rx));
-        assert!(!store.reserve(&key('e'), 101).fits);
-        assert_eq!(store.len(), 2);
+        assert_eq!((store.reserved, store.made_room), (0, 0));
+        assert_eq!(store.total_bytes(), 120 * MIB);
+        // Committing a finished download counts its real size.
+        assert!(store.register(&key('f'), Arc::clone(&file), rx.clone()));
+        assert!(store.reserve(&key('f'), 90 * MIB));
+        assert_eq!(
+            store.grow(&key('f'), 90 * MIB),
+            vec![dir.path().join(key('b').as_str())]
+        );
+        assert!(store.commit(&key('f'), 90 * MIB).is_empty());
+        assert_eq!(store.total_bytes(), 150 * MIB);
+        assert_eq!((store.reserved, store.made_room), (0, 0));
+        // Larger than the whole limit: never kept.
+        assert!(store.register(&key('g'), file, rx));
+        assert!(!store.reserve(&key('g'), 201 * MIB));
     }
 
     #[test]
