@@ -1,5 +1,5 @@
 //! The hostile-variants benchmark's driver (issue 20, item 3); `scripts/bench-hostile` builds
-//! and runs it. Usage: `bench_hostile --wheelgate PATH [--pages 64] [--concurrency 8]`.
+//! and runs it. Usage: `bench_hostile --wheelgate PATH [--pages 512] [--concurrency 8]`.
 //!
 //! A fake wheel-variant index on 127.0.0.1 lists torch 2.10.0 in 16 variants whose
 //! `*-variants.json` is as large as a variants file may be (16 variants × 1,024 `sm_arch`
@@ -39,7 +39,7 @@ struct Args {
 fn args() -> anyhow::Result<Args> {
     let mut args = Args {
         wheelgate: String::new(),
-        pages: 64,
+        pages: 512,
         concurrency: 8,
     };
     let mut it = std::env::args().skip(1);
@@ -55,7 +55,7 @@ fn args() -> anyhow::Result<Args> {
         }
     }
     if args.wheelgate.is_empty() {
-        bail!("usage: bench_hostile --wheelgate PATH [--pages 64] [--concurrency 8]");
+        bail!("usage: bench_hostile --wheelgate PATH [--pages 512] [--concurrency 8]");
     }
     Ok(args)
 }
