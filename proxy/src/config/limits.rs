@@ -50,6 +50,8 @@ pub struct LimitsConfig {
     /// Seconds a download waits for a free slot before its request is answered 503 with
     /// `Retry-After` (pip and uv retry it).
     pub download_wait_secs: u64,
+    /// Free bytes the cache directory's filesystem must have for `/readyz` to answer ready.
+    pub min_free_bytes: u64,
 }
 
 impl Default for LimitsConfig {
@@ -66,6 +68,7 @@ impl Default for LimitsConfig {
             max_downloads: SlotLimits::default().total,
             max_downloads_per_upstream: SlotLimits::default().per_upstream,
             download_wait_secs: SlotLimits::default().wait.as_secs(),
+            min_free_bytes: 64 * 1024 * 1024,
         }
     }
 }

@@ -353,6 +353,27 @@ async fn health_and_readiness() {
     assert_eq!(ready.status(), StatusCode::OK);
 }
 
+/// A cache directory whose filesystem is (nearly) full still takes the two-byte probe, but
+/// every download would break off (issue 20, item 8): not ready, saying why. No test here can
+/// fill a disk, so the threshold is raised past any disk's free space instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_filesystem_without_room_is_not_ready() {
+    let fake = Fake::start(10, None).await;
+    let proxy = start(format!("http://{}", fake.addr), |c| {
+        c.limits.min_free_bytes = u64::MAX;
+    })
+    .await;
+    let health = reqwest::get(proxy.url("/healthz")).await.unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+    let ready = reqwest::get(proxy.url("/readyz")).await.unwrap();
+    assert_eq!(ready.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let text = ready.text().await.unwrap();
+    assert!(
+        text.contains("bytes free, under `[limits] min_free_bytes`"),
+        "{text}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_lets_a_download_in_flight_finish() {
     let fake = Fake::start(512 * 1024, None).await;
