@@ -67,6 +67,19 @@ pub struct FileSpec {
     pub splice: Option<std::sync::Arc<splice::Splice>>,
 }
 
+/// The most a core metadata file (PEP 658) may weigh when the server or the mirror reads it
+/// itself: real ones are kilobytes (torch's about 2 KB).
+pub const CORE_METADATA_LIMIT: usize = 8 * 1024 * 1024;
+
+/// Why [`CachedFile::read_small`] gave no bytes.
+#[derive(Debug, thiserror::Error)]
+pub enum SmallReadError {
+    #[error("larger than {limit} bytes")]
+    TooLarge { limit: usize },
+    #[error("reading it failed")]
+    Io(#[source] io::Error),
+}
+
 /// The broad class of a [`FileCacheError`], for the one place that maps errors to HTTP status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureKind {
@@ -653,6 +666,22 @@ impl CachedFile {
                 });
             }
         }
+    }
+
+    /// The whole file in memory, for the small files the server reads itself (core metadata,
+    /// variants files): at most `limit` bytes, reading no further past it, so a hostile
+    /// upstream's 300 MB "metadata" costs no more memory than a real one.
+    pub async fn read_small(&self, limit: usize) -> Result<Vec<u8>, SmallReadError> {
+        use futures_util::TryStreamExt;
+        let mut bytes = Vec::new();
+        let mut stream = std::pin::pin!(self.stream(0, None));
+        while let Some(chunk) = stream.try_next().await.map_err(SmallReadError::Io)? {
+            if bytes.len() + chunk.len() > limit {
+                return Err(SmallReadError::TooLarge { limit });
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(bytes)
     }
 
     /// The bytes from `start` to `end` (exclusive; to the end of the file when `None`), read

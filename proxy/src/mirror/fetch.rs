@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use futures_util::TryStreamExt;
 use tokio::sync::OnceCell;
 use wheelgate_resolver::index::{CoreMetadata, IndexFile};
 use wheelgate_resolver::variants::choose::variant_label;
@@ -17,7 +16,7 @@ use super::metadata::{Metadata, MetadataError, parse_metadata};
 use super::resolve::ResolveError;
 use super::variants::VariantsFiles;
 use super::wheel_metadata::{WheelMetadataError, read_wheel_metadata};
-use crate::cache::files::{FileCache, FileCacheError, FileSpec};
+use crate::cache::files::{FileCache, FileCacheError, FileSpec, SmallReadError};
 use crate::cache::index::{CachedPage, IndexCache};
 use crate::metrics::upstream_label;
 use crate::server::variants::read_variants_files;
@@ -31,6 +30,8 @@ pub enum MetadataFetchError {
     Download(#[from] FileCacheError),
     #[error("reading the downloaded file failed")]
     Read(#[source] std::io::Error),
+    #[error("the metadata file is larger than {limit} bytes: not core metadata")]
+    TooLarge { limit: usize },
     #[error(transparent)]
     Wheel(#[from] WheelMetadataError),
     #[error(transparent)]
@@ -47,6 +48,7 @@ impl MetadataFetchError {
         matches!(
             self,
             MetadataFetchError::Parse(_)
+                | MetadataFetchError::TooLarge { .. }
                 | MetadataFetchError::Wheel(WheelMetadataError::Zip { .. })
         )
     }
@@ -296,12 +298,15 @@ impl<'a> Fetcher<'a> {
             splice: None,
         };
         let cached = self.files.fetch(self.client, &spec, false).await?;
-        let chunks: Vec<bytes::Bytes> = cached
-            .stream(0, None)
-            .try_collect()
+        // As the server reads them: a core metadata file is kilobytes; a "metadata" file of
+        // hundreds of megabytes is refused without holding it in memory.
+        cached
+            .read_small(crate::cache::files::CORE_METADATA_LIMIT)
             .await
-            .map_err(MetadataFetchError::Read)?;
-        Ok(chunks.concat())
+            .map_err(|err| match err {
+                SmallReadError::TooLarge { limit } => MetadataFetchError::TooLarge { limit },
+                SmallReadError::Io(source) => MetadataFetchError::Read(source),
+            })
     }
 }
 

@@ -276,6 +276,13 @@ fn malformed_metadata() -> Vec<(&'static str, Vec<u8>)> {
                 .to_vec(),
         ),
         ("not UTF-8", vec![0xff, 0xfe, 0x00, 0x41]),
+        // Valid headers, then a body past the 8 MiB a core metadata file may weigh: refused
+        // without being held in memory (a 300 MB one once took the mirror to 630 MB).
+        ("larger than core metadata may be", {
+            let mut huge = b"Metadata-Version: 2.1\nName: dep\nVersion: 2.0\n\n".to_vec();
+            huge.resize(9 * 1024 * 1024, b'x');
+            huge
+        }),
     ]
 }
 

@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use futures_util::TryStreamExt;
 use wheelgate_resolver::index::{CoreMetadata, IndexFile, ProjectPage};
 
 use crate::cache::files::FileSpec;
@@ -97,12 +96,10 @@ pub async fn facts(
                 .fetch(&state.client, &spec, state.config.offline)
                 .await
                 .map_err(|err| crate::error_chain::source_chain(&err))?;
-            let chunks: Vec<bytes::Bytes> = cached
-                .stream(0, None)
-                .try_collect()
+            cached
+                .read_small(crate::cache::files::CORE_METADATA_LIMIT)
                 .await
-                .map_err(|err| err.to_string())?;
-            chunks.concat()
+                .map_err(|err| crate::error_chain::source_chain(&err))?
         }
     };
     let metadata = parse_metadata(&bytes, &file.filename).map_err(|err| err.to_string())?;

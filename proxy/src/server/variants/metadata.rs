@@ -12,13 +12,14 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use futures_util::TryStreamExt;
 use tracing::{debug, error, warn};
 use wheelgate_resolver::filename::{DistFilename, normalize_name};
 use wheelgate_resolver::index::{CoreMetadata, ProjectPage};
 use wheelgate_resolver::variants::decide_variant_label;
 
-use crate::cache::files::{FailureKind, FileCacheError, FileSpec};
+use crate::cache::files::{
+    CORE_METADATA_LIMIT, FailureKind, FileCacheError, FileSpec, SmallReadError,
+};
 use crate::error_chain::source_chain;
 
 use super::super::error::ApiError;
@@ -26,10 +27,6 @@ use super::super::files::FilesError;
 use super::super::lookup::find_file;
 use super::super::state::AppState;
 use super::METADATA_SUFFIX;
-
-/// The most bytes of a variant wheel's core metadata read to decide its markers (torch's is
-/// about 10 KiB).
-const METADATA_LIMIT: usize = 8 * 1024 * 1024;
 
 /// Why a variant's metadata could not be served.
 #[derive(Debug, thiserror::Error)]
@@ -89,7 +86,7 @@ fn cache_failure(error: &io::Error) -> Option<&FileCacheError> {
 }
 
 /// The metadata file `spec` of the upstream wheel `dist`, read whole through the file cache
-/// (at most [`METADATA_LIMIT`] bytes); `requested` is the name the client asked for.
+/// (at most [`CORE_METADATA_LIMIT`] bytes); `requested` is the name the client asked for.
 async fn read(
     state: &AppState,
     spec: &FileSpec,
@@ -105,25 +102,19 @@ async fn read(
             filename: requested.to_string(),
             source,
         })?;
-    let mut bytes = Vec::new();
-    let mut stream = std::pin::pin!(cached.stream(0, None));
-    while let Some(chunk) = stream
-        .try_next()
+    cached
+        .read_small(CORE_METADATA_LIMIT)
         .await
-        .map_err(|source| MetadataError::Unreadable {
-            dist: dist.to_string(),
-            source,
-        })?
-    {
-        if bytes.len() + chunk.len() > METADATA_LIMIT {
-            return Err(MetadataError::TooLarge {
+        .map_err(|err| match err {
+            SmallReadError::TooLarge { limit } => MetadataError::TooLarge {
                 dist: dist.to_string(),
-                limit: METADATA_LIMIT,
-            });
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    Ok(bytes)
+                limit,
+            },
+            SmallReadError::Io(source) => MetadataError::Unreadable {
+                dist: dist.to_string(),
+                source,
+            },
+        })
 }
 
 /// Whether the core metadata of the upstream variant wheel at `index` of `upstream` (fetched

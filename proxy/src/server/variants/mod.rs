@@ -23,7 +23,6 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use futures_util::TryStreamExt;
 use pep440_rs::Version;
 use tracing::{debug, warn};
 use wheelgate_resolver::filename::{DistFilename, WheelParts};
@@ -604,14 +603,10 @@ async fn read_variants_json(
         .fetch(client, spec, offline)
         .await
         .map_err(|err| err.to_string())?;
-    let mut bytes = Vec::new();
-    let mut stream = std::pin::pin!(cached.stream(0, None));
-    while let Some(chunk) = stream.try_next().await.map_err(|err| err.to_string())? {
-        if bytes.len() + chunk.len() > VARIANTS_JSON_LIMIT {
-            return Err(format!("larger than {VARIANTS_JSON_LIMIT} bytes"));
-        }
-        bytes.extend_from_slice(&chunk);
-    }
+    let bytes = cached
+        .read_small(VARIANTS_JSON_LIMIT)
+        .await
+        .map_err(|err| crate::error_chain::source_chain(&err))?;
     let text = String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
     let parsed = cpu_bound(|| parse_variants_json(&text).map_err(|err| err.to_string()));
     if let Some(sha256) = spec.sha256.as_deref() {
