@@ -197,6 +197,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         sources: Arc::new(sources),
         index: Arc::new(index),
         files: Arc::new(files),
+        ranges: Arc::default(),
         default_machine: Arc::new(machine),
         networks: Arc::new(networks),
         rendered: Arc::default(),

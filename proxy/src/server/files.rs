@@ -14,16 +14,16 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use futures_util::TryStreamExt;
 use tracing::{debug, error, warn};
 use wheelgate_resolver::filename::{DistFilename, normalize_name};
 use wheelgate_resolver::index::CoreMetadata;
 
 use crate::cache::files::{CachedFile, FailureKind, FileCache, FileCacheError, FileSpec};
-use crate::upstream::{UpstreamClient, UpstreamError, redact};
+use crate::upstream::{UpstreamClient, UpstreamError};
 
 use super::error::ApiError;
 use super::lookup::{FileSource, find_file};
+use super::ranges::RangeBody;
 use super::state::AppState;
 
 /// Files never change under one name, so clients may keep them forever (what PyPI sends).
@@ -294,24 +294,17 @@ pub(super) async fn serve_listed(
         ))
     })?;
     state.metrics.file_lookup(state.files.contains(&spec));
-    respond(
-        &state.files,
-        &state.client,
-        &spec,
-        state.config.offline,
-        method,
-        headers,
-    )
-    .await
-    .map_err(|source| FilesError::Cache {
-        // The name the client asked for, `.metadata` included.
-        filename: if metadata {
-            format!("{filename}{METADATA_SUFFIX}")
-        } else {
-            filename.to_string()
-        },
-        source,
-    })
+    respond(state, &spec, method, headers)
+        .await
+        .map_err(|source| FilesError::Cache {
+            // The name the client asked for, `.metadata` included.
+            filename: if metadata {
+                format!("{filename}{METADATA_SUFFIX}")
+            } else {
+                filename.to_string()
+            },
+            source,
+        })
 }
 
 /// The cache's view of a page's file, or of its `.metadata` file (`None` when the page offers
@@ -340,13 +333,12 @@ fn file_spec(source: &FileSource, metadata: bool) -> Option<FileSpec> {
 
 /// Answers a `GET` or `HEAD` for `spec`'s file: conditionals, ranges, headers and the body.
 pub async fn respond(
-    files: &FileCache,
-    client: &UpstreamClient,
+    state: &AppState,
     spec: &FileSpec,
-    offline: bool,
     method: &Method,
     headers: &HeaderMap,
 ) -> Result<Response, FileCacheError> {
+    let (files, client, offline) = (&*state.files, &state.client, state.config.offline);
     let etag = FileCache::etag(spec)?;
     // Answered without touching the file: the ETag is the page's sha256 (or the URL's key).
     if if_none_match(headers, &etag) {
@@ -384,7 +376,7 @@ pub async fn respond(
         && !files.contains(spec)
         && !files.is_downloading(spec)
         && !files.in_bucket(spec).await
-        && let Some(response) = range_from_upstream(client, spec, headers, &etag).await
+        && let Some(response) = range_from_upstream(state, spec, headers, &etag).await
     {
         return Ok(response);
     }
@@ -409,7 +401,7 @@ pub async fn respond(
             RangeOutcome::Partial { start, end } => {
                 if *method == Method::GET
                     && let Some(response) =
-                        upstream_range(files, client, spec, &file, start, end, len, &etag).await
+                        upstream_range(state, spec, &file, (start, end, len), &etag).await
                 {
                     return Ok(response);
                 }
@@ -471,11 +463,12 @@ async fn upstream_len(client: &UpstreamClient, spec: &FileSpec) -> Option<u64> {
 /// (download the file instead) for several ranges, a range that does not parse, an unknown
 /// length, or an upstream that does not answer the range exactly.
 async fn range_from_upstream(
-    client: &UpstreamClient,
+    state: &AppState,
     spec: &FileSpec,
     headers: &HeaderMap,
     etag: &str,
 ) -> Option<Response> {
+    let client = &state.client;
     let value = headers.get(header::RANGE)?.to_str().ok()?;
     // Several ranges, or none that parses: the download path answers (with the whole file).
     if !matches!(parse_range(value, u64::MAX), RangeOutcome::Partial { .. }) {
@@ -496,43 +489,35 @@ async fn range_from_upstream(
         }
         RangeOutcome::Full => return None,
     };
-    let asked = format!("bytes={start}-{}", end - 1);
-    let mut upstream_headers = HeaderMap::new();
-    upstream_headers.insert(header::RANGE, HeaderValue::from_str(&asked).ok()?);
-    upstream_headers.insert(
-        header::ACCEPT_ENCODING,
-        HeaderValue::from_static("identity"),
-    );
-    let response = match client.get_stream(&spec.url, upstream_headers).await {
-        Ok(response) => response,
-        Err(err) => {
-            debug!(url = %redact(&spec.url), error = %err, "upstream range request failed; downloading the file instead");
-            return None;
-        }
+    // Every slot taken, or the upstream does not answer the range: the file is downloaded.
+    let body = state
+        .ranges
+        .read(client, &spec.url, (start, end, len))
+        .await?;
+    Some(range_response(
+        body,
+        &format!("W/{etag}"),
+        (start, end, len),
+    ))
+}
+
+/// A `206` of `body`, bytes `start..end` of a file `len` long.
+fn range_response(body: RangeBody, etag: &str, (start, end, len): (u64, u64, u64)) -> Response {
+    let body = match body {
+        RangeBody::Whole(bytes) => Body::from(bytes),
+        RangeBody::Stream(stream) => Body::from_stream(stream),
     };
-    let content_range = response
-        .headers()
-        .get(header::CONTENT_RANGE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let expected = format!("bytes {start}-{}/{len}", end - 1);
-    if response.status() != StatusCode::PARTIAL_CONTENT
-        || content_range.as_deref() != Some(expected.as_str())
-    {
-        debug!(url = %redact(&spec.url), status = %response.status(), "upstream did not answer the range exactly; downloading the file instead");
-        return None;
-    }
-    let body = response.bytes_stream().map_err(std::io::Error::other);
-    Some(
-        with_file_headers(
-            Response::builder().status(StatusCode::PARTIAL_CONTENT),
-            &format!("W/{etag}"),
-        )
-        .header(header::CONTENT_RANGE, expected)
-        .header(header::CONTENT_LENGTH, end - start)
-        .body(Body::from_stream(body))
-        .expect("valid response"),
+    with_file_headers(
+        Response::builder().status(StatusCode::PARTIAL_CONTENT),
+        etag,
     )
+    .header(
+        header::CONTENT_RANGE,
+        format!("bytes {start}-{}/{len}", end - 1),
+    )
+    .header(header::CONTENT_LENGTH, end - start)
+    .body(body)
+    .expect("valid response")
 }
 
 /// How far ahead of the download a range must start to be fetched from the upstream directly.
@@ -545,15 +530,11 @@ const RANGE_AHEAD: u64 = 4 * 1024 * 1024;
 /// the client checks the hash of the whole file it installs. `None` (follow the download
 /// instead) when the range is close, or the upstream does not answer the range exactly. When
 /// the shared bucket holds the file, the range comes from there instead of the upstream.
-#[allow(clippy::too_many_arguments)] // One call site; a struct would only rename them.
 async fn upstream_range(
-    files: &FileCache,
-    client: &UpstreamClient,
+    state: &AppState,
     spec: &FileSpec,
     file: &CachedFile,
-    start: u64,
-    end: u64,
-    len: u64,
+    (start, end, len): (u64, u64, u64),
     etag: &str,
 ) -> Option<Response> {
     // A derived file's bytes exist only as its download writes them.
@@ -563,57 +544,16 @@ async fn upstream_range(
     {
         return None;
     }
-    let content_range = format!("bytes {start}-{}/{len}", end - 1);
-    if let Some(body) = files.bucket_range(spec, start, end).await {
-        let builder = with_file_headers(
-            Response::builder().status(StatusCode::PARTIAL_CONTENT),
-            etag,
-        )
-        .header(header::CONTENT_RANGE, content_range)
-        .header(header::CONTENT_LENGTH, end - start);
-        return Some(
-            builder
-                .body(Body::from_stream(body))
-                .expect("valid response"),
-        );
+    if let Some(body) = state.files.bucket_range(spec, start, end).await {
+        let body = RangeBody::Stream(Box::pin(body));
+        return Some(range_response(body, etag, (start, end, len)));
     }
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        header::RANGE,
-        HeaderValue::from_str(&format!("bytes={start}-{}", end - 1)).ok()?,
-    );
-    headers.insert(
-        header::ACCEPT_ENCODING,
-        HeaderValue::from_static("identity"),
-    );
-    let response = match client.get_stream(&spec.url, headers).await {
-        Ok(response) => response,
-        Err(err) => {
-            debug!(error = %err, "upstream range request failed; following the download instead");
-            return None;
-        }
-    };
-    let answered = response
-        .headers()
-        .get(header::CONTENT_RANGE)
-        .and_then(|v| v.to_str().ok());
-    if response.status() != StatusCode::PARTIAL_CONTENT || answered != Some(content_range.as_str())
-    {
-        debug!(url = %redact(&spec.url), status = %response.status(), "upstream did not answer the range; following the download instead");
-        return None;
-    }
-    let body = response.bytes_stream().map_err(std::io::Error::other);
-    let builder = with_file_headers(
-        Response::builder().status(StatusCode::PARTIAL_CONTENT),
-        etag,
-    )
-    .header(header::CONTENT_RANGE, content_range)
-    .header(header::CONTENT_LENGTH, end - start);
-    Some(
-        builder
-            .body(Body::from_stream(body))
-            .expect("valid response"),
-    )
+    // Every slot taken, or the upstream does not answer the range: the download is followed.
+    let body = state
+        .ranges
+        .read(&state.client, &spec.url, (start, end, len))
+        .await?;
+    Some(range_response(body, etag, (start, end, len)))
 }
 
 fn body(method: &Method, file: &CachedFile, start: u64, end: Option<u64>) -> Body {

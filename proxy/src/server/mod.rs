@@ -14,6 +14,7 @@ pub mod observe;
 pub mod offline;
 pub mod ops;
 pub mod precompressed;
+pub mod ranges;
 pub mod rewrite;
 pub mod simple;
 pub mod state;

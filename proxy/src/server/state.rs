@@ -65,6 +65,8 @@ pub struct Shared {
     pub index: Arc<IndexCache>,
     /// Cached files (wheels, sdists, `.metadata`).
     pub files: Arc<FileCache>,
+    /// Ranges read from the upstream by range, shared and capped.
+    pub ranges: Arc<super::ranges::UpstreamRanges>,
     /// The machine `/simple/` resolves for when no `[[networks]]` rule holds the client.
     pub default_machine: Arc<Machine>,
     /// `[[networks]]` and `trusted_proxies`, checked at start.

@@ -720,6 +720,61 @@ async fn a_range_far_ahead_of_the_download_is_fetched_from_the_upstream() {
     assert_eq!(fake.hits(&format!("/packages/{NIGHTLY}")), 2);
 }
 
+/// Clients that ask a range far ahead of a download and then do not read (issue 20, item 4):
+/// once 300 of them opened 301 upstream connections to one file and held 296 MB. Now clients
+/// asking the same small range share one upstream read, and at most 16 upstream range reads run
+/// at once (past that, a client follows the download, on disk).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn clients_that_do_not_read_ranges_far_ahead_share_and_cap_the_upstream_reads() {
+    logs();
+    let fake = Fake::start().await;
+    let nightly = content(8 * 1024 * 1024, 12);
+    demo_upstream(&fake, b"wheel", b"meta", &nightly);
+    // 128 chunks of 64 KiB, 50 ms apart: the whole download takes over 6 s.
+    fake.set(Behaviour::Slow(Duration::from_millis(50)));
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, dir.path(), false).await;
+    let url = proxy.url(&format!("/files/demo/{NIGHTLY}"));
+    let whole = {
+        let url = url.clone();
+        tokio::spawn(async move { request(Method::GET, &url, &[]).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let path = format!("/files/demo/{NIGHTLY}");
+    // Each asks, reads the status line, and never reads further.
+    let ask = |range: String| {
+        let (addr, path) = (proxy.addr, path.clone());
+        async move {
+            let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\nRange: {range}\r\n\r\n");
+            socket.write_all(request.as_bytes()).await.unwrap();
+            let mut head = [0u8; 12];
+            socket.read_exact(&mut head).await.unwrap();
+            assert_eq!(&head, b"HTTP/1.1 206", "{range}");
+            socket
+        }
+    };
+    let same: Vec<_> = (0..100).map(|_| ask("bytes=-65536".to_string())).collect();
+    let same = futures_util::future::join_all(same).await;
+    assert_eq!(
+        fake.hits(&format!("/packages/{NIGHTLY}")),
+        2,
+        "the download and one shared range read"
+    );
+    // Distinct large ranges far ahead: at most 16 upstream reads at once, the rest follow the
+    // download (their status comes at once; their bytes as the download writes them).
+    let distinct: Vec<_> = (0..40)
+        .map(|i| ask(format!("bytes={}-{}", 5_000_000 + i * 1000, 7_000_000 + i * 1000)))
+        .collect();
+    let distinct = futures_util::future::join_all(distinct).await;
+    let hits = fake.hits(&format!("/packages/{NIGHTLY}"));
+    assert!(hits <= 2 + 16, "{hits} upstream requests for one file");
+    drop((same, distinct));
+    let (status, _, body) = whole.await.unwrap();
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.unwrap() == nightly);
+}
+
 #[tokio::test]
 async fn ranges_of_an_uncached_file_cost_about_what_they_send() {
     logs();

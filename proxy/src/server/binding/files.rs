@@ -143,19 +143,12 @@ async fn derived_response(
     if metadata {
         return Ok(metadata_response(method, headers, &derivation.metadata));
     }
-    respond(
-        &state.files,
-        &state.client,
-        &derivation.spec,
-        state.config.offline,
-        method,
-        headers,
-    )
-    .await
-    .map_err(|source| FilesError::Cache {
-        filename: wheel.to_string(),
-        source,
-    })
+    respond(state, &derivation.spec, method, headers)
+        .await
+        .map_err(|source| FilesError::Cache {
+            filename: wheel.to_string(),
+            source,
+        })
 }
 
 async fn get_bound(

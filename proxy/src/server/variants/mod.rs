@@ -141,19 +141,12 @@ async fn derived(
     let Some(derivation) = derivation else {
         return super::files::serve(state, method, project, upstream, headers).await;
     };
-    super::files::respond(
-        &state.files,
-        &state.client,
-        &derivation.spec,
-        state.config.offline,
-        method,
-        headers,
-    )
-    .await
-    .map_err(|source| super::files::FilesError::Cache {
-        filename: upstream.to_string(),
-        source,
-    })
+    super::files::respond(state, &derivation.spec, method, headers)
+        .await
+        .map_err(|source| super::files::FilesError::Cache {
+            filename: upstream.to_string(),
+            source,
+        })
 }
 
 /// The upstream filename (`.metadata` kept) of a plain `filename` served with `label`.

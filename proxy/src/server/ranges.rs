@@ -1,0 +1,151 @@
+//! Ranges read from the upstream by range (of a file not cached, or far ahead of its download),
+//! shared and capped: before, 300 clients asking a range far ahead and not reading opened 301
+//! upstream connections to one file and held 296 MB.
+//!
+//! - A small range (uv reads a wheel's central directory and `METADATA`, kilobytes) is read once
+//!   for every client asking it at the same time, into memory, and each gets the same bytes.
+//! - At most [`MAX_READS`] upstream range reads are in flight; past that the caller answers
+//!   another way (the whole file's download, on disk, which a client that does not read holds
+//!   nothing of in memory).
+//! - A large range streams from the upstream holding its slot until it ends; a client that does
+//!   not read holds at most the connection's buffers.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use bytes::Bytes;
+use futures_util::future::{BoxFuture, FutureExt, Shared};
+use futures_util::{Stream, StreamExt, TryStreamExt};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tracing::debug;
+
+use crate::upstream::{UpstreamClient, redact};
+
+/// Upstream range reads in flight at once.
+pub const MAX_READS: usize = 16;
+/// Ranges up to this long are read once into memory and shared.
+pub const SHARED_MAX: u64 = 1024 * 1024;
+
+type SharedRead = Shared<BoxFuture<'static, Option<Bytes>>>;
+
+/// The server's upstream range reads.
+pub struct UpstreamRanges {
+    slots: Arc<Semaphore>,
+    /// Small reads in flight, by URL and range.
+    reading: Mutex<HashMap<(String, u64, u64), SharedRead>>,
+}
+
+impl Default for UpstreamRanges {
+    fn default() -> Self {
+        UpstreamRanges {
+            slots: Arc::new(Semaphore::new(MAX_READS)),
+            reading: Mutex::default(),
+        }
+    }
+}
+
+/// The bytes of a range, as the upstream sent them.
+pub enum RangeBody {
+    /// Read whole (a small range), shared with the other clients that asked it.
+    Whole(Bytes),
+    /// Streamed (a large range), its slot held until it ends.
+    Stream(std::pin::Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>>),
+}
+
+impl UpstreamRanges {
+    /// Bytes `start..end` of the upstream file at `url` (`len` bytes long); `None` when every
+    /// slot is taken, or the upstream fails or does not answer exactly that range.
+    pub async fn read(
+        &self,
+        client: &UpstreamClient,
+        url: &str,
+        (start, end, len): (u64, u64, u64),
+    ) -> Option<RangeBody> {
+        if end - start > SHARED_MAX {
+            let slot = Arc::clone(&self.slots).try_acquire_owned().ok()?;
+            let body = fetch(client, url, (start, end, len)).await?;
+            return Some(RangeBody::Stream(Box::pin(holding(body, slot))));
+        }
+        let key = (url.to_string(), start, end);
+        let read = {
+            let mut reading = self
+                .reading
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(read) = reading.get(&key) {
+                read.clone()
+            } else {
+                let slot = Arc::clone(&self.slots).try_acquire_owned().ok()?;
+                let (client, url) = (client.clone(), url.to_string());
+                let read = async move {
+                    let _slot = slot;
+                    let body = fetch(&client, &url, (start, end, len)).await?;
+                    let chunks: Vec<Bytes> = body.try_collect().await.ok()?;
+                    Some(Bytes::from(chunks.concat()))
+                }
+                .boxed()
+                .shared();
+                reading.insert(key.clone(), read.clone());
+                read
+            }
+        };
+        let bytes = read.await;
+        // The first to finish forgets it: a later request reads afresh.
+        self.reading
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&key);
+        bytes.map(RangeBody::Whole)
+    }
+
+    /// Upstream range reads in flight now.
+    pub fn in_flight(&self) -> usize {
+        MAX_READS - self.slots.available_permits()
+    }
+}
+
+/// The upstream's body of exactly `start..end`, or `None`.
+async fn fetch(
+    client: &UpstreamClient,
+    url: &str,
+    (start, end, len): (u64, u64, u64),
+) -> Option<impl Stream<Item = std::io::Result<Bytes>> + Send + 'static + use<>> {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::RANGE,
+        HeaderValue::from_str(&format!("bytes={start}-{}", end - 1)).ok()?,
+    );
+    headers.insert(
+        header::ACCEPT_ENCODING,
+        HeaderValue::from_static("identity"),
+    );
+    let response = match client.get_stream(url, headers).await {
+        Ok(response) => response,
+        Err(err) => {
+            debug!(url = %redact(url), error = %err, "upstream range request failed");
+            return None;
+        }
+    };
+    let expected = format!("bytes {start}-{}/{len}", end - 1);
+    let answered = response
+        .headers()
+        .get(header::CONTENT_RANGE)
+        .and_then(|v| v.to_str().ok());
+    if response.status() != StatusCode::PARTIAL_CONTENT || answered != Some(expected.as_str()) {
+        debug!(url = %redact(url), status = %response.status(), "upstream did not answer the range exactly");
+        return None;
+    }
+    Some(response.bytes_stream().map_err(std::io::Error::other))
+}
+
+/// `body`, holding `slot` until it ends or is dropped.
+fn holding(
+    body: impl Stream<Item = std::io::Result<Bytes>> + Send + 'static,
+    slot: OwnedSemaphorePermit,
+) -> impl Stream<Item = std::io::Result<Bytes>> + Send + 'static {
+    body.map(move |chunk| {
+        let _ = &slot;
+        chunk
+    })
+}
