@@ -16,6 +16,7 @@
 //! - [`variant_index`]: a fake wheel-variant index (PEP 825) of torch, every schema generation;
 //! - [`machines`]: the machines the tests resolve for and the build each must get;
 //! - [`proxy`]: wheelgate itself, started in-process against the fakes;
+//! - [`served`]: the release `wheelgate serve` as its own process, for the benchmarks;
 //! - [`installers`]: pip and uv from the venv `scripts/e2e-setup` creates, isolated from the
 //!   host's configuration.
 
@@ -27,6 +28,7 @@ pub mod load_balancer;
 pub mod machines;
 pub mod proxy;
 pub mod reference;
+pub mod served;
 pub mod simple_index;
 pub mod soak;
 pub mod upstream;

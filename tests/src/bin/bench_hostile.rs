@@ -12,7 +12,6 @@
 //! under 100 ms).
 
 use std::fmt::Write as _;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -22,6 +21,7 @@ use axum::Router;
 use axum::http::{StatusCode, Uri};
 use axum::response::IntoResponse;
 use futures_util::StreamExt;
+use wheelgate_e2e::served::Served;
 
 const TAGS: &str = "py3-none-manylinux_2_28_x86_64";
 /// The variants of the file at the caps, and the values in each one's `sm_arch` list.
@@ -148,58 +148,6 @@ async fn start_index() -> anyhow::Result<(std::net::SocketAddr, usize, usize)> {
     Ok((addr, sizes.0, sizes.1))
 }
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `wheelgate serve` in front of the index, on a free port, once it answers.
-async fn start_server(
-    wheelgate: &str,
-    index: std::net::SocketAddr,
-    dir: &std::path::Path,
-    client: &reqwest::Client,
-) -> anyhow::Result<(Server, u16)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let config = dir.join("wheelgate.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "listen = \"127.0.0.1:{port}\"\npytorch_url = \"http://{index}/whl/variant\"\npypi_url = \"http://{index}/simple\"\ncache_dir = \"{}\"\n\n[machine]\nplatform = \"linux-x86_64\"\nglibc = \"2.36\"\n",
-            dir.join("cache").display()
-        ),
-    )?;
-    let server = Server(
-        Command::new(wheelgate)
-            .args(["serve", "--config"])
-            .arg(&config)
-            .env("RUST_LOG", "wheelgate=error")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("cannot start `{wheelgate}`"))?,
-    );
-    let started = Instant::now();
-    while client
-        .get(format!("http://127.0.0.1:{port}/healthz"))
-        .send()
-        .await
-        .is_err()
-    {
-        if started.elapsed() > Duration::from_secs(20) {
-            bail!("wheelgate did not start");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok((server, port))
-}
-
 /// The token of an H100 machine under driver `570.86.<n>`: a distinct machine per `n`.
 fn token(n: usize) -> String {
     let machine: wheelgate_resolver::Machine = serde_json::from_str(&format!(
@@ -246,8 +194,11 @@ async fn main() -> anyhow::Result<()> {
     let (index, at_caps, hostile) = start_index().await?;
     let dir = tempfile::tempdir()?;
     let client = reqwest::Client::builder().no_proxy().build()?;
-    let (_server, port) = start_server(&args.wheelgate, index, dir.path(), &client).await?;
-    let base = format!("http://127.0.0.1:{port}");
+    let config = format!(
+        "pytorch_url = \"http://{index}/whl/variant\"\npypi_url = \"http://{index}/simple\"\n\n[machine]\nplatform = \"linux-x86_64\"\nglibc = \"2.36\"\n"
+    );
+    let server = Served::start(&args.wheelgate, &config, dir.path()).await?;
+    let base = server.url("");
     // The variants files read once (a first page), so every rendering after is CPU only.
     page(&client, &format!("{base}/m/{}/simple/torch/", token(0))).await?;
     let explain = client
