@@ -68,7 +68,13 @@ impl Served {
             status
                 .lines()
                 .find_map(|line| line.strip_prefix(name))
-                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
                 .map(|kib| kib * 1024)
         };
         Some((field("VmRSS:")?, field("VmHWM:")?))

@@ -160,6 +160,8 @@ struct EnvironmentState {
     bound: HashMap<String, Arc<BoundListing>>,
     /// What torch gets here per version, once a per-build project needed it.
     torch: Option<TorchChoices>,
+    /// How many versions of each project the solver asked metadata for.
+    asked: HashMap<String, usize>,
 }
 
 async fn resolve_environment(
@@ -194,6 +196,7 @@ async fn resolve_environment(
         files: HashMap::new(),
         bound: HashMap::new(),
         torch: None,
+        asked: HashMap::new(),
     };
     loop {
         match solve(&state.universe, &roots, constraints) {
@@ -214,6 +217,7 @@ async fn resolve_environment(
             }
             Solve::Stopped(Need::Metadata(project, version)) => {
                 load_metadata(fetcher, &environment, &mut state, &project, &version).await?;
+                prefetch_older(fetcher, &environment, &mut state, &project, &version).await;
                 // Ahead of the solver: the pages of what this version requires, and the
                 // metadata of their newest versions.
                 let wanted = requirements_of(&state, &project, &version);
@@ -401,6 +405,59 @@ async fn prefetch_newest(
             _ => None,
         })
         .collect();
+    prefetch(fetcher, environment, state, newest).await;
+    Ok(())
+}
+
+/// How many older versions of a project are read ahead once the solver backtracks through it.
+const BACKTRACK_AHEAD: usize = 16;
+
+/// Once the solver asks for a second version of `project` (it is backtracking through its
+/// versions, which it does one at a time), the metadata of the next [`BACKTRACK_AHEAD`] older
+/// versions, read at once: a resolution walking back through hundreds of releases once read
+/// their metadata one after another.
+async fn prefetch_older(
+    fetcher: &Fetcher<'_>,
+    environment: &Environment,
+    state: &mut EnvironmentState,
+    project: &str,
+    version: &Version,
+) {
+    let asked = state.asked.entry(project.to_string()).or_default();
+    *asked += 1;
+    if *asked < 2 {
+        return;
+    }
+    let older: Vec<(String, Version)> = match state.universe.projects.get(project) {
+        Some(ProjectState::Versions(versions)) => versions
+            .range(..version.clone())
+            .rev()
+            .filter(|(v, c)| {
+                !c.yanked
+                    && !state
+                        .universe
+                        .metadata
+                        .contains_key(&(project.to_string(), (*v).clone()))
+                    && !state
+                        .universe
+                        .unusable
+                        .contains_key(&(project.to_string(), (*v).clone()))
+            })
+            .take(BACKTRACK_AHEAD)
+            .map(|(v, _)| (project.to_string(), v.clone()))
+            .collect(),
+        _ => Vec::new(),
+    };
+    prefetch(fetcher, environment, state, older).await;
+}
+
+/// The metadata of `wanted` versions, read at once (best effort, as [`prefetch_newest`]).
+async fn prefetch(
+    fetcher: &Fetcher<'_>,
+    environment: &Environment,
+    state: &mut EnvironmentState,
+    newest: Vec<(String, Version)>,
+) {
     let results = join_all(newest.iter().map(|(project, version)| async {
         let file = metadata_file(environment, state, project, version).ok()?;
         let page = state.pages.get(project)?;
@@ -427,7 +484,6 @@ async fn prefetch_newest(
             );
         }
     }
-    Ok(())
 }
 
 async fn load_metadata(

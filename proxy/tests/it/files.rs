@@ -764,7 +764,13 @@ async fn clients_that_do_not_read_ranges_far_ahead_share_and_cap_the_upstream_re
     // Distinct large ranges far ahead: at most 16 upstream reads at once, the rest follow the
     // download (their status comes at once; their bytes as the download writes them).
     let distinct: Vec<_> = (0..40)
-        .map(|i| ask(format!("bytes={}-{}", 5_000_000 + i * 1000, 7_000_000 + i * 1000)))
+        .map(|i| {
+            ask(format!(
+                "bytes={}-{}",
+                5_000_000 + i * 1000,
+                7_000_000 + i * 1000
+            ))
+        })
         .collect();
     let distinct = futures_util::future::join_all(distinct).await;
     let hits = fake.hits(&format!("/packages/{NIGHTLY}"));

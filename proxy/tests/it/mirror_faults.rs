@@ -657,3 +657,61 @@ async fn a_store_in_use_is_refused() {
     assert!(!store.path().join(mirror::MARKER).exists());
     drop(held);
 }
+
+/// A resolution that backtracks through many versions of one project (issue 20, item 8: 1,202
+/// metadata files once took 57 s, read one after another) reads the older versions' metadata
+/// ahead, many at once. `dep` 2.0 to 30.0 each require `other==2` where `app` pins `other==1`,
+/// so the solver walks down to `dep` 1.0; each of those metadata files takes 300 ms to arrive.
+/// One after another that is 8.7 s; read ahead, a few rounds of 300 ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backtracking_reads_older_versions_metadata_ahead() {
+    let index = Index::start().await;
+    index.publish("app", &[Release::good("app", "1.0", &["dep", "other==1"])]);
+    index.publish(
+        "other",
+        &[
+            Release::good("other", "1.0", &[]),
+            Release::good("other", "2.0", &[]),
+        ],
+    );
+    let versions: Vec<&'static str> = (1..=30)
+        .map(|n| &*Box::leak(format!("{n}.0").into_boxed_str()))
+        .collect();
+    let releases: Vec<Release> = versions
+        .iter()
+        .map(|&v| {
+            if v == "1.0" {
+                Release::good("dep", v, &[])
+            } else {
+                Release::good("dep", v, &["other==2"])
+            }
+        })
+        .collect();
+    index.publish("dep", &releases);
+    for release in &releases[1..] {
+        let body = release.metadata.clone().unwrap();
+        let chunk = body.len() / 2 + 1;
+        index.rogue.set(
+            &Index::metadata_path("dep", release.version),
+            Answer::SlowFile {
+                body,
+                chunk,
+                every: Duration::from_millis(300),
+            },
+        );
+    }
+    let out = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let (plan, _) = mirror::lock(&index.config(), out.path()).await.unwrap();
+    let took = started.elapsed();
+    let dep = plan.resolutions[0]
+        .packages
+        .iter()
+        .find(|p| p.project == "dep")
+        .unwrap();
+    assert_eq!(dep.version.to_string(), "1.0");
+    assert!(
+        took < Duration::from_millis(29 * 300 / 2),
+        "{took:?}: the metadata of the versions backtracked through was read one at a time"
+    );
+}

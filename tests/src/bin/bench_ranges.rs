@@ -62,14 +62,22 @@ struct Upstream {
 
 /// `bytes=a-b` or `bytes=-n` of a file `len` long, as `start..end`.
 fn range_of(headers: &HeaderMap, len: usize) -> Option<(usize, usize)> {
-    let value = headers.get(header::RANGE)?.to_str().ok()?.strip_prefix("bytes=")?;
+    let value = headers
+        .get(header::RANGE)?
+        .to_str()
+        .ok()?
+        .strip_prefix("bytes=")?;
     let (a, b) = value.split_once('-')?;
     if a.is_empty() {
         let n: usize = b.parse().ok()?;
         return Some((len.saturating_sub(n), len));
     }
     let start: usize = a.parse().ok()?;
-    let end = if b.is_empty() { len } else { b.parse::<usize>().ok()? + 1 };
+    let end = if b.is_empty() {
+        len
+    } else {
+        b.parse::<usize>().ok()? + 1
+    };
     (start < end && end <= len).then_some((start, end))
 }
 
@@ -82,7 +90,10 @@ fn serve(upstream: &Upstream, uri: &Uri, headers: &HeaderMap) -> Response {
                 upstream.ranges.fetch_add(1, Ordering::Relaxed);
                 return Response::builder()
                     .status(StatusCode::PARTIAL_CONTENT)
-                    .header(header::CONTENT_RANGE, format!("bytes {start}-{}/{len}", end - 1))
+                    .header(
+                        header::CONTENT_RANGE,
+                        format!("bytes {start}-{}/{len}", end - 1),
+                    )
                     .header(header::CONTENT_LENGTH, end - start)
                     .body(Body::from(upstream.file.slice(start..end)))
                     .expect("valid response");
@@ -171,7 +182,13 @@ async fn main() -> anyhow::Result<()> {
     let whole = {
         let (client, url) = (client.clone(), server.url(&path));
         tokio::spawn(async move {
-            let body = client.get(url).send().await?.error_for_status()?.bytes().await?;
+            let body = client
+                .get(url)
+                .send()
+                .await?
+                .error_for_status()?
+                .bytes()
+                .await?;
             Ok::<_, reqwest::Error>(sha256_hex(&body))
         })
     };
@@ -198,9 +215,15 @@ async fn main() -> anyhow::Result<()> {
     println!("| measure | figure |");
     println!("|---|---:|");
     println!("| upstream range requests | {ranges} |");
-    println!("| upstream whole downloads | {} |", counters.wholes.load(Ordering::Relaxed));
+    println!(
+        "| upstream whole downloads | {} |",
+        counters.wholes.load(Ordering::Relaxed)
+    );
     println!("| wheelgate RSS before | {} MiB |", mib(idle));
-    println!("| wheelgate RSS with the clients held | {} MiB |", mib(during));
+    println!(
+        "| wheelgate RSS with the clients held | {} MiB |",
+        mib(during)
+    );
     println!("| wheelgate peak RSS | {} MiB |", mib(peak));
     println!("| the download completed, sha256 verified | {verified} |");
     println!("\npeak RSS {} MiB (target < 150 MB)", mib(peak));
