@@ -4,10 +4,16 @@
 //! A fake upstream on 127.0.0.1 serves a 64 MiB wheel: whole, slowly (64 KiB every 20 ms), and
 //! by `Range`, at once. The release `wheelgate serve`, as its own process, starts downloading it
 //! for one client; then `clients` raw connections each ask a range far ahead of the download
-//! (half the same 64 KiB tail, as uv reads a central directory; half distinct 2 MiB ranges) and
+//! (half the same 64 KiB tail, as uv reads a central directory; half distinct ranges from 16 MiB
+//! to the end), all at once, and
 //! never read the body. Prints the upstream range requests, wheelgate's RSS meanwhile (target:
-//! under 150 MB) and that the download still completed and verified.
+//! under 150 MB) and that the download still completed and verified. Then a `HEAD` flood: one
+//! `HEAD` for each of `heads` more 64 MiB wheels, none cached, against a 100 MiB cache limit
+//! (once 27 `HEAD`s pulled 849 MB and grew the cache to 7.5 times its limit): prints the
+//! upstream bytes it cost and the cache directory's peak size (targets: no more than one file,
+//! the cache never above its limit).
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -15,7 +21,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use axum::Router;
 use axum::body::Body;
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -24,16 +30,20 @@ use wheelgate_e2e::wheels::sha256_hex;
 
 const FILE: &str = "demo-1.0-py3-none-any.whl";
 const SIZE: usize = 64 * 1024 * 1024;
+/// The server's cache limit: room for one of the wheels, not two.
+const CACHE_LIMIT: u64 = 100 * 1024 * 1024;
 
 struct Args {
     wheelgate: String,
     clients: usize,
+    heads: usize,
 }
 
 fn args() -> anyhow::Result<Args> {
     let mut args = Args {
         wheelgate: String::new(),
         clients: 300,
+        heads: 30,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -43,6 +53,7 @@ fn args() -> anyhow::Result<Args> {
         match flag.as_str() {
             "--wheelgate" => args.wheelgate = value,
             "--clients" => args.clients = value.parse()?,
+            "--heads" => args.heads = value.parse()?,
             other => bail!("unknown flag `{other}`"),
         }
     }
@@ -58,6 +69,8 @@ struct Upstream {
     page: String,
     ranges: Arc<AtomicUsize>,
     wholes: Arc<AtomicUsize>,
+    /// Bytes of file bodies handed to the server, ranges and whole files.
+    sent: Arc<AtomicUsize>,
 }
 
 /// `bytes=a-b` or `bytes=-n` of a file `len` long, as `start..end`.
@@ -81,13 +94,21 @@ fn range_of(headers: &HeaderMap, len: usize) -> Option<(usize, usize)> {
     (start < end && end <= len).then_some((start, end))
 }
 
-fn serve(upstream: &Upstream, uri: &Uri, headers: &HeaderMap) -> Response {
+fn serve(upstream: &Upstream, method: &Method, uri: &Uri, headers: &HeaderMap) -> Response {
     match uri.path() {
         "/simple/demo/" => upstream.page.clone().into_response(),
-        path if path == format!("/f/{FILE}") => {
+        // Every `/f/` name is the same 64 MiB wheel.
+        path if path.starts_with("/f/") => {
             let len = upstream.file.len();
+            if method == Method::HEAD {
+                return Response::builder()
+                    .header(header::CONTENT_LENGTH, len)
+                    .body(Body::empty())
+                    .expect("valid response");
+            }
             if let Some((start, end)) = range_of(headers, len) {
                 upstream.ranges.fetch_add(1, Ordering::Relaxed);
+                upstream.sent.fetch_add(end - start, Ordering::Relaxed);
                 return Response::builder()
                     .status(StatusCode::PARTIAL_CONTENT)
                     .header(
@@ -99,15 +120,16 @@ fn serve(upstream: &Upstream, uri: &Uri, headers: &HeaderMap) -> Response {
                     .expect("valid response");
             }
             upstream.wholes.fetch_add(1, Ordering::Relaxed);
-            let file = upstream.file.clone();
+            let (file, sent) = (upstream.file.clone(), Arc::clone(&upstream.sent));
             let chunks = futures_util::stream::unfold(0usize, move |at| {
-                let file = file.clone();
+                let (file, sent) = (file.clone(), Arc::clone(&sent));
                 async move {
                     if at >= file.len() {
                         return None;
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     let end = (at + 64 * 1024).min(file.len());
+                    sent.fetch_add(end - at, Ordering::Relaxed);
                     Some((Ok::<_, std::io::Error>(file.slice(at..end)), end))
                 }
             });
@@ -147,17 +169,23 @@ async fn main() -> anyhow::Result<()> {
         .collect::<Vec<u8>>()
         .into();
     let sha256 = sha256_hex(&file);
+    // The wheel, and `heads` more names for the HEAD flood (listed without a hash: each its
+    // own cache entry, as distinct wheels would be).
+    let mut links = format!("<a href=\"/f/{FILE}#sha256={sha256}\">{FILE}</a>");
+    for n in 0..args.heads {
+        let name = format!("demo-{}.0-py3-none-any.whl", n + 2);
+        let _ = write!(links, "<a href=\"/f/{name}\">{name}</a>");
+    }
     let upstream = Upstream {
-        page: format!(
-            "<!DOCTYPE html><html><body><a href=\"/f/{FILE}#sha256={sha256}\">{FILE}</a></body></html>"
-        ),
+        page: format!("<!DOCTYPE html><html><body>{links}</body></html>"),
         file,
         ranges: Arc::default(),
         wholes: Arc::default(),
+        sent: Arc::default(),
     };
     let counters = upstream.clone();
-    let router = Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
-        let response = serve(&upstream, &uri, &headers);
+    let router = Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap| {
+        let response = serve(&upstream, &method, &uri, &headers);
         async move { response }
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -167,7 +195,7 @@ async fn main() -> anyhow::Result<()> {
     });
     let dir = tempfile::tempdir()?;
     let config = format!(
-        "pytorch_url = \"http://{addr}/whl\"\npypi_url = \"http://{addr}/simple\"\n\n[machine]\nplatform = \"linux-x86_64\"\nglibc = \"2.36\"\n"
+        "pytorch_url = \"http://{addr}/whl\"\npypi_url = \"http://{addr}/simple\"\ncache_max_bytes = {CACHE_LIMIT}\n\n[machine]\nplatform = \"linux-x86_64\"\nglibc = \"2.36\"\n"
     );
     let server = Served::start(&args.wheelgate, &config, dir.path()).await?;
     let client = reqwest::Client::builder().no_proxy().build()?;
@@ -193,23 +221,27 @@ async fn main() -> anyhow::Result<()> {
         })
     };
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let mut held = Vec::with_capacity(args.clients);
-    for n in 0..args.clients {
+    // All at once: half the same tail, half distinct ranges from 16 MiB on to the end.
+    let asks = (0..args.clients).map(|n| {
         let range = if n % 2 == 0 {
             "bytes=-65536".to_string()
         } else {
-            let start = 32 * 1024 * 1024 + (n % 16) * 2 * 1024 * 1024 + n;
-            format!("bytes={start}-{}", start + 2 * 1024 * 1024 - 1)
+            format!("bytes={}-", 16 * 1024 * 1024 + n * 4096)
         };
-        held.push(ask(server.port, &path, &range).await?);
-    }
+        let path = path.clone();
+        async move { ask(server.port, &path, &range).await }
+    });
+    let held: Vec<tokio::net::TcpStream> = futures_util::future::join_all(asks)
+        .await
+        .into_iter()
+        .collect::<anyhow::Result<_>>()?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (during, peak) = server.rss().context("wheelgate's RSS")?;
     let ranges = counters.ranges.load(Ordering::Relaxed);
     drop(held);
     let verified = whole.await?? == sha256;
     println!(
-        "{} clients asking ranges far ahead of a 64 MiB download and not reading (half one 64 KiB tail, half distinct 2 MiB ranges):\n",
+        "{} clients asking ranges far ahead of a 64 MiB download at once and not reading (half one 64 KiB tail, half distinct ranges from 16 MiB to the end):\n",
         args.clients
     );
     println!("| measure | figure |");
@@ -230,5 +262,60 @@ async fn main() -> anyhow::Result<()> {
     if !verified {
         bail!("the download did not verify");
     }
+    head_flood(&server, &counters, args.heads, dir.path()).await
+}
+
+/// `heads` `HEAD`s of uncached 64 MiB wheels at once; what they cost upstream and on disk.
+async fn head_flood(
+    server: &Served,
+    upstream: &Upstream,
+    heads: usize,
+    dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    let client = reqwest::Client::builder().no_proxy().build()?;
+    let before = upstream.sent.load(Ordering::Relaxed);
+    let cache = dir.join("cache").join("files");
+    let size_of = |dir: &std::path::Path| -> u64 {
+        std::fs::read_dir(dir).map_or(0, |entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+    };
+    let flood = futures_util::future::join_all((0..heads).map(|n| {
+        let url = server.url(&format!("/files/demo/demo-{}.0-py3-none-any.whl", n + 2));
+        let client = client.clone();
+        async move { client.head(url).send().await.map(|r| r.status()) }
+    }));
+    let watch = async {
+        let mut peak = 0;
+        for _ in 0..30 {
+            peak = peak.max(size_of(&cache));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        peak
+    };
+    let (answers, peak) = tokio::join!(flood, watch);
+    let ok = answers
+        .iter()
+        .filter(|a| a.as_ref().is_ok_and(reqwest::StatusCode::is_success))
+        .count();
+    let sent = upstream.sent.load(Ordering::Relaxed) - before;
+    println!(
+        "\n{heads} HEADs of uncached 64 MiB wheels at once, cache limit {} MiB:\n",
+        mib(CACHE_LIMIT)
+    );
+    println!("| measure | figure |");
+    println!("|---|---:|");
+    println!("| answered 200 | {ok} |");
+    println!("| upstream bytes they cost | {sent} |");
+    println!("| cache directory's peak size | {} MiB |", mib(peak));
+    println!(
+        "\nupstream bytes {sent} (target: at most one file, {SIZE}); cache peak {} MiB (target: at most {} MiB)",
+        mib(peak),
+        mib(CACHE_LIMIT)
+    );
     Ok(())
 }
