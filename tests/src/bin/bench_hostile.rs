@@ -9,7 +9,9 @@
 //! process, renders the torch page for `pages` distinct machines (each `/m/<token>/` a fresh
 //! rendering, as tokens cost an attacker nothing), `concurrency` at a time, while a prober asks
 //! `/healthz` every 10 ms. Prints the rendering times and the `/healthz` latencies (target:
-//! under 100 ms).
+//! under 100 ms). Then a dripping variants file: torchvision 0.25.0's `*-variants.json` sends a
+//! byte every 2 s (0.24.0's is read once first); 20 machines' torchvision pages in turn, each
+//! timed (target: every one under 2 s; once they all hung until the client gave up).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use anyhow::{Context, bail};
 use axum::Router;
 use axum::http::{StatusCode, Uri};
 use axum::response::IntoResponse;
+use bytes::Bytes;
 use futures_util::StreamExt;
 use wheelgate_e2e::served::Served;
 
@@ -117,7 +120,32 @@ async fn start_index() -> anyhow::Result<(std::net::SocketAddr, usize, usize)> {
         );
     }
     page.push_str("</body></html>\n");
+    // Two files with distinct contents (the cache keys files by their sha256).
+    let (vision, dripping) = (variants_file(2, 4), variants_file(2, 5));
+    let mut vision_page = String::from("<!DOCTYPE html>\n<html><body>\n");
+    for (version, file) in [("0.24.0", &vision), ("0.25.0", &dripping)] {
+        for n in 0..2 {
+            let name = format!("torchvision-{version}-{TAGS}-cuda13.{n}.whl");
+            let _ = writeln!(
+                vision_page,
+                "<a href=\"/whl/variant/{name}\">{name}</a><br/>"
+            );
+        }
+        let name = format!("torchvision-{version}-variants.json");
+        let sha256 = wheelgate_e2e::wheels::sha256_hex(file.as_bytes());
+        let _ = writeln!(
+            vision_page,
+            "<a href=\"/whl/variant/{name}#sha256={sha256}\">{name}</a><br/>"
+        );
+    }
+    vision_page.push_str("</body></html>\n");
+    let dripping = Bytes::from(dripping);
     let files = Arc::new([
+        ("/whl/variant/torchvision/".to_string(), vision_page),
+        (
+            "/whl/variant/torchvision-0.24.0-variants.json".to_string(),
+            vision,
+        ),
         ("/whl/variant/torch/".to_string(), page),
         (
             "/whl/variant/torch-2.10.0-variants.json".to_string(),
@@ -129,8 +157,11 @@ async fn start_index() -> anyhow::Result<(std::net::SocketAddr, usize, usize)> {
         ),
     ]);
     let router = Router::new().fallback(move |uri: Uri| {
-        let files = Arc::clone(&files);
+        let (files, dripping) = (Arc::clone(&files), dripping.clone());
         async move {
+            if uri.path() == "/whl/variant/torchvision-0.25.0-variants.json" {
+                return drip(dripping);
+            }
             files
                 .iter()
                 .find(|(path, _)| path == uri.path())
@@ -146,6 +177,40 @@ async fn start_index() -> anyhow::Result<(std::net::SocketAddr, usize, usize)> {
         let _ = axum::serve(listener, router).await;
     });
     Ok((addr, sizes.0, sizes.1))
+}
+
+/// `body`, one byte every 2 s.
+fn drip(body: Bytes) -> axum::response::Response {
+    let len = body.len();
+    let bytes = futures_util::stream::unfold(0usize, move |at| {
+        let body = body.clone();
+        async move {
+            if at >= body.len() {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            Some((Ok::<_, std::io::Error>(body.slice(at..=at)), at + 1))
+        }
+    });
+    axum::response::Response::builder()
+        .header(axum::http::header::CONTENT_LENGTH, len)
+        .body(axum::body::Body::from_stream(bytes))
+        .expect("valid response")
+}
+
+/// 20 machines' torchvision pages in turn while 0.25.0's variants file drips; each one's time.
+async fn dripping_phase(client: &reqwest::Client, base: &str) -> anyhow::Result<Vec<f64>> {
+    let mut times = Vec::new();
+    for n in 1000..1020 {
+        times.push(
+            page(
+                client,
+                &format!("{base}/m/{}/simple/torchvision/", token(n)),
+            )
+            .await?,
+        );
+    }
+    Ok(times)
 }
 
 /// The token of an H100 machine under driver `570.86.<n>`: a distinct machine per `n`.
@@ -258,5 +323,24 @@ async fn main() -> anyhow::Result<()> {
     let worst = health.iter().copied().fold(0.0, f64::max);
     println!("{}", summary("/healthz meanwhile", health));
     println!("\n/healthz longest wait: {worst:.1} ms (target < 100 ms)");
+
+    let times = dripping_phase(&client, &base).await?;
+    let longest = times.iter().copied().fold(0.0, f64::max);
+    let explain = client
+        .get(format!("{base}/m/{}/explain/torchvision/", token(1000)))
+        .send()
+        .await?
+        .text()
+        .await?;
+    let from_labels = explain.contains("not read within");
+    println!(
+        "\ntorchvision 0.25.0's variants file dripping a byte every 2 s: 20 machines' pages in turn\n"
+    );
+    println!("| | requests | p50 ms | p99 ms | max ms |");
+    println!("|---|---:|---:|---:|---:|");
+    println!("{}", summary("torchvision page", times));
+    println!(
+        "\nlongest wait for a page: {longest:.1} ms (target < 2000 ms); 0.25.0 chosen from its labels meanwhile, as /explain/ says: {from_labels}"
+    );
     Ok(())
 }
