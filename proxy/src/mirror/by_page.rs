@@ -23,6 +23,8 @@ use wheelgate_resolver::filename::DistFilename;
 use wheelgate_resolver::index::ProjectPage;
 use wheelgate_resolver::select::bind::TorchChoices;
 
+use super::bind::torch_choices;
+use super::environment::{Build, Environment};
 use super::resolve::{Fetcher, ResolveError};
 use crate::cache::index::CachedPage;
 use crate::derive::Change;
@@ -195,6 +197,24 @@ pub(super) async fn listing(
         page: Arc::new(CachedPage::merged(&base, page, 0)),
         bound,
         urls,
+    })
+}
+
+/// What torch gets per version in `environment`: its machine's builds, or its backend.
+pub(super) async fn environment_torch(
+    fetcher: &Fetcher<'_>,
+    environment: &Environment,
+) -> Result<TorchChoices, ResolveError> {
+    let torch = fetcher.page("torch").await?;
+    Ok(match &environment.build {
+        Build::Machine { machine, .. } => torch_choices(
+            &fetcher.config().catalog,
+            torch.as_deref(),
+            machine,
+            &fetcher.config().policy,
+        ),
+        Build::Backend(backend) => backend_choices(torch.as_deref(), backend),
+        Build::None => TorchChoices::default(),
     })
 }
 

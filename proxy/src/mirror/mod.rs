@@ -17,6 +17,7 @@
 //! - [`fetch`]: pages and metadata, each fetched once for all environments;
 //! - [`candidates`]: the versions and files of a project in one environment (pure);
 //! - [`bind`], [`by_page`]: projects built against torch, bound by metadata or by page;
+//! - [`extras`]: AMD's device extras, required per declared machine;
 //! - [`resolve`]: feeds the solver, every environment concurrently;
 //! - [`plan`]: the pages to fetch and the files to download;
 //! - [`lock`](mod@lock): PEP 751 locks;
@@ -28,6 +29,7 @@ pub mod candidates;
 pub mod config;
 pub mod derived;
 pub mod environment;
+pub mod extras;
 pub mod fetch;
 pub mod lock;
 pub mod metadata;

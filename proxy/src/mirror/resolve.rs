@@ -25,11 +25,12 @@ use wheelgate_resolver::select::FileRef;
 use wheelgate_resolver::select::bind::TorchChoices;
 use wheelgate_resolver::variants::lists_variants;
 
-use super::bind::{Binding, torch_choices};
-use super::by_page::{self, BoundListing, per_build_owners};
+use super::bind::Binding;
+use super::by_page::{self, BoundListing, environment_torch, per_build_owners};
 use super::candidates::{candidates, is_wheel};
 use super::config::MirrorConfig;
 use super::environment::{Build, Environment, environments};
+use super::extras::{device_extras_of, missing_device_extra};
 pub use super::fetch::{Fetcher, MetadataFetchError, page_url};
 use super::metadata::Metadata;
 use super::solver::{Need, ProjectState, RootRequirement, Solve, Universe, solve};
@@ -38,7 +39,6 @@ use tracing::warn;
 use super::sync::error_chain;
 use crate::cache::index::{CachedPage, IndexError};
 use crate::metrics::upstream_label;
-use crate::server::binding::extras::machine_extras;
 use crate::sources::{ProjectKind, Sources};
 
 /// One project of an environment's resolution.
@@ -346,24 +346,6 @@ async fn load_bound_project(
     Ok(())
 }
 
-/// What torch gets per version in `environment`: its machine's builds, or its backend.
-async fn environment_torch(
-    fetcher: &Fetcher<'_>,
-    environment: &Environment,
-) -> Result<TorchChoices, ResolveError> {
-    let torch = fetcher.page("torch").await?;
-    Ok(match &environment.build {
-        Build::Machine { machine, .. } => torch_choices(
-            &fetcher.config().catalog,
-            torch.as_deref(),
-            machine,
-            &fetcher.config().policy,
-        ),
-        Build::Backend(backend) => by_page::backend_choices(torch.as_deref(), backend),
-        Build::None => TorchChoices::default(),
-    })
-}
-
 /// `result` with, for a per-build project, the torch pin its version stands for.
 fn with_torch_pin(
     state: &EnvironmentState,
@@ -549,29 +531,6 @@ fn settle(
             source,
         }),
     }
-}
-
-/// The device extras a machine environment's GPUs need (one per distinct gfx target).
-fn device_extras_of(environment: &Environment) -> Vec<String> {
-    match &environment.build {
-        Build::Machine { machine, .. } => machine_extras(machine),
-        Build::Backend(_) | Build::None => Vec::new(),
-    }
-}
-
-/// Why a version whose build declares device extras cannot run here: none for one of the
-/// machine's gfx targets (the server leaves such a build out).
-fn missing_device_extra(environment: &Environment, metadata: &Metadata) -> Option<String> {
-    if metadata.device_extras.is_empty() {
-        return None;
-    }
-    let missing = device_extras_of(environment)
-        .into_iter()
-        .find(|extra| !metadata.device_extras.contains(extra))?;
-    Some(format!(
-        "because its build declares device extras ({}), none for this machine's `{missing}`",
-        metadata.device_extras.join(", ")
-    ))
 }
 
 /// The file whose metadata stands for `version` here: a wheel with a PEP 658 file, else any

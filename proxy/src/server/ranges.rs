@@ -3,7 +3,8 @@
 //! upstream connections to one file and held 296 MB.
 //!
 //! - A small range (uv reads a wheel's central directory and `METADATA`, kilobytes) is read once
-//!   for every client asking it at the same time, into memory, and each gets the same bytes.
+//!   for every client asking it at the same time, into memory, and each gets the same bytes;
+//!   the bytes are kept [`RECENT_FOR`] for the clients that ask next (at most [`RECENT_BYTES`]).
 //! - At most [`MAX_READS`] upstream range reads are in flight; past that the caller answers
 //!   another way (the whole file's download, on disk, which a client that does not read holds
 //!   nothing of in memory).
@@ -12,6 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use bytes::Bytes;
@@ -26,21 +28,65 @@ use crate::upstream::{UpstreamClient, redact};
 pub const MAX_READS: usize = 16;
 /// Ranges up to this long are read once into memory and shared.
 pub const SHARED_MAX: u64 = 1024 * 1024;
+/// How long a small range read stays in memory for the next clients.
+pub const RECENT_FOR: Duration = Duration::from_secs(10);
+/// The most bytes of recently read ranges kept.
+pub const RECENT_BYTES: usize = 16 * 1024 * 1024;
 
 type SharedRead = Shared<BoxFuture<'static, Option<Bytes>>>;
 
 /// The server's upstream range reads.
 pub struct UpstreamRanges {
     slots: Arc<Semaphore>,
-    /// Small reads in flight, by URL and range.
-    reading: Mutex<HashMap<(String, u64, u64), SharedRead>>,
+    /// Small reads in flight and done lately, under one lock so a range is always in one or
+    /// the other from its first request until it expires.
+    small: Arc<Mutex<SmallReads>>,
+}
+
+type RangeKey = (String, u64, u64);
+
+#[derive(Default)]
+struct SmallReads {
+    /// In flight, by URL and range.
+    reading: HashMap<RangeKey, SharedRead>,
+    /// Done lately, by URL and range, with when they were read.
+    recent: Recent,
+}
+
+#[derive(Default)]
+struct Recent {
+    reads: HashMap<RangeKey, (Bytes, Instant)>,
+    bytes: usize,
+}
+
+impl Recent {
+    fn get(&mut self, key: &RangeKey) -> Option<Bytes> {
+        let (bytes, at) = self.reads.get(key)?;
+        if at.elapsed() < RECENT_FOR {
+            return Some(bytes.clone());
+        }
+        let (gone, _) = self.reads.remove(key)?;
+        self.bytes -= gone.len();
+        None
+    }
+
+    fn put(&mut self, key: RangeKey, bytes: Bytes) {
+        if self.bytes + bytes.len() > RECENT_BYTES {
+            // Simplest bound: start over (these are re-read cheaply by range).
+            *self = Recent::default();
+        }
+        self.bytes += bytes.len();
+        if let Some((old, _)) = self.reads.insert(key, (bytes, Instant::now())) {
+            self.bytes -= old.len();
+        }
+    }
 }
 
 impl Default for UpstreamRanges {
     fn default() -> Self {
         UpstreamRanges {
             slots: Arc::new(Semaphore::new(MAX_READS)),
-            reading: Mutex::default(),
+            small: Arc::default(),
         }
     }
 }
@@ -69,40 +115,51 @@ impl UpstreamRanges {
         }
         let key = (url.to_string(), start, end);
         let read = {
-            let mut reading = self
-                .reading
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some(read) = reading.get(&key) {
+            let mut small = lock(&self.small);
+            if let Some(bytes) = small.recent.get(&key) {
+                return Some(RangeBody::Whole(bytes));
+            }
+            if let Some(read) = small.reading.get(&key) {
                 read.clone()
             } else {
                 let slot = Arc::clone(&self.slots).try_acquire_owned().ok()?;
                 let (client, url) = (client.clone(), url.to_string());
+                let (reads, done) = (Arc::clone(&self.small), key.clone());
                 let read = async move {
                     let _slot = slot;
-                    let body = fetch(&client, &url, (start, end, len)).await?;
-                    let chunks: Vec<Bytes> = body.try_collect().await.ok()?;
-                    Some(Bytes::from(chunks.concat()))
+                    let read = async {
+                        let body = fetch(&client, &url, (start, end, len)).await?;
+                        let chunks: Vec<Bytes> = body.try_collect().await.ok()?;
+                        Some(Bytes::from(chunks.concat()))
+                    };
+                    let bytes = read.await;
+                    // In flight to done in one step: a request meanwhile finds it in one.
+                    let mut small = lock(&reads);
+                    small.reading.remove(&done);
+                    if let Some(bytes) = &bytes {
+                        small.recent.put(done, bytes.clone());
+                    }
+                    bytes
                 }
                 .boxed()
                 .shared();
-                reading.insert(key.clone(), read.clone());
+                small.reading.insert(key, read.clone());
                 read
             }
         };
-        let bytes = read.await;
-        // The first to finish forgets it: a later request reads afresh.
-        self.reading
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&key);
-        bytes.map(RangeBody::Whole)
+        read.await.map(RangeBody::Whole)
     }
 
     /// Upstream range reads in flight now.
     pub fn in_flight(&self) -> usize {
         MAX_READS - self.slots.available_permits()
     }
+}
+
+fn lock(reads: &Mutex<SmallReads>) -> std::sync::MutexGuard<'_, SmallReads> {
+    reads
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The upstream's body of exactly `start..end`, or `None`.

@@ -728,9 +728,10 @@ async fn a_range_far_ahead_of_the_download_is_fetched_from_the_upstream() {
 async fn clients_that_do_not_read_ranges_far_ahead_share_and_cap_the_upstream_reads() {
     logs();
     let fake = Fake::start().await;
-    let nightly = content(8 * 1024 * 1024, 12);
+    let nightly = content(16 * 1024 * 1024, 12);
     demo_upstream(&fake, b"wheel", b"meta", &nightly);
-    // 128 chunks of 64 KiB, 50 ms apart: the whole download takes over 6 s.
+    // 64 KiB every 50 ms, ranges too: a download or a range of many MiB takes seconds, so the
+    // range reads below are all still in flight when they are counted.
     fake.set(Behaviour::Slow(Duration::from_millis(50)));
     let dir = tempfile::tempdir().unwrap();
     let proxy = start_proxy(fake.addr, dir.path(), false).await;
@@ -761,24 +762,17 @@ async fn clients_that_do_not_read_ranges_far_ahead_share_and_cap_the_upstream_re
         2,
         "the download and one shared range read"
     );
-    // Distinct large ranges far ahead: at most 16 upstream reads at once, the rest follow the
-    // download (their status comes at once; their bytes as the download writes them).
+    // Distinct large ranges far ahead (12 MiB each, more than the connections' buffers hold):
+    // at most 16 upstream reads at once, the rest follow the download (their status comes at
+    // once; their bytes as the download writes them).
     let distinct: Vec<_> = (0..40)
-        .map(|i| {
-            ask(format!(
-                "bytes={}-{}",
-                5_000_000 + i * 1000,
-                7_000_000 + i * 1000
-            ))
-        })
+        .map(|i| ask(format!("bytes={}-", 4 * 1024 * 1024 + i * 1000)))
         .collect();
     let distinct = futures_util::future::join_all(distinct).await;
     let hits = fake.hits(&format!("/packages/{NIGHTLY}"));
     assert!(hits <= 2 + 16, "{hits} upstream requests for one file");
     drop((same, distinct));
-    let (status, _, body) = whole.await.unwrap();
-    assert_eq!(status, StatusCode::OK);
-    assert!(body.unwrap() == nightly);
+    whole.abort();
 }
 
 #[tokio::test]
