@@ -163,6 +163,16 @@ fn image() -> Image {
             )
     };
     assert_eq!(get("FROM"), "debian:bookworm-slim");
+    // OCI annotations a registry and a security scanner read.
+    let labels = get("LABEL");
+    for key in [
+        "org.opencontainers.image.title",
+        "org.opencontainers.image.licenses=\"Apache-2.0\"",
+        "org.opencontainers.image.version",
+        "org.opencontainers.image.revision",
+    ] {
+        assert!(labels.contains(key), "LABEL lacks `{key}`: {labels}");
+    }
     let user = get("USER");
     let uid: u32 = user
         .split(':')
