@@ -227,19 +227,38 @@ async fn choose(
         Some(VARIANTS_WAIT),
     )
     .await;
-    let choice =
-        cpu_bound(|| choose_variants(state.catalog(), machine, policy, project, &refs, &parsed));
+    drop(refs);
+    let choice = choose_off_the_runtime(state, machine, policy, project, upstream, parsed).await;
     Some((choice, settled))
 }
 
-/// Runs `work`, CPU work on the request path (choosing from variants files, bounded by their
-/// caps), telling the runtime this worker is busy (`block_in_place`): the tasks queued on it,
-/// health checks among them, move to another worker instead of waiting for it. On a
-/// single-threaded runtime (tests) it simply runs.
-pub fn cpu_bound<T>(work: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
-        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
-        _ => work(),
+/// [`choose_variants`] on the blocking pool, with its own copies of what it reads: each core
+/// serves its connections on one single-threaded runtime, and a choice made there would hold
+/// every other request of that core (health checks among them) for as long as it takes.
+pub async fn choose_off_the_runtime(
+    state: &AppState,
+    machine: &Machine,
+    policy: &Policy,
+    project: &str,
+    upstream: &ProjectPage,
+    parsed: BTreeMap<usize, Result<VariantsFile, String>>,
+) -> VariantChoice {
+    let (catalog, machine, policy) = (state.catalog(), machine.clone(), policy.clone());
+    let (project, files) = (project.to_string(), upstream.files.clone());
+    off_the_runtime(move || {
+        let refs: Vec<FileRef<'_>> = files.iter().map(FileRef::from).collect();
+        choose_variants(catalog, &machine, &policy, &project, &refs, &parsed)
+    })
+    .await
+}
+
+/// Runs `work`, CPU work on the request path (choosing from or parsing variants files, bounded
+/// by their caps), on tokio's blocking pool, so the runtime that awaits it serves its other
+/// requests meanwhile. A panic in `work` resumes here.
+pub async fn off_the_runtime<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(value) => value,
+        Err(err) => std::panic::resume_unwind(err.into_panic()),
     }
 }
 
@@ -601,9 +620,11 @@ async fn read_variants_json(
         .await
         .map_err(|err| crate::error_chain::source_chain(&err))?;
     let text = String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
-    let parsed = cpu_bound(|| parse_variants_json(&text).map_err(|err| err.to_string()));
+    let source_bytes = text.len();
+    let parsed =
+        off_the_runtime(move || parse_variants_json(&text).map_err(|err| err.to_string())).await;
     if let Some(sha256) = spec.sha256.as_deref() {
-        parsed_once::put(sha256, &parsed, text.len());
+        parsed_once::put(sha256, &parsed, source_bytes);
     }
     parsed
 }

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use wheelgate_resolver::select::FileRef;
-use wheelgate_resolver::variants::{choose_variants, lists_variants};
+use wheelgate_resolver::variants::lists_variants;
 
 use super::super::offline::offered;
 use super::super::state::AppState;
@@ -43,9 +43,9 @@ pub async fn section(state: &AppState) -> String {
         // choice by labels says so in its notes, as the page itself would until it is read.
         let parsed =
             read_variants_files(&state.files, &state.client, true, &page, &cached.url).await;
-        let choice = super::cpu_bound(|| {
-            choose_variants(state.catalog(), machine, policy, project, &refs, &parsed)
-        });
+        drop(refs);
+        let choice =
+            super::choose_off_the_runtime(state, machine, policy, project, &page, parsed).await;
         let Some(version) = choice.versions.first() else {
             continue;
         };
