@@ -212,27 +212,7 @@ impl<'a> Fetcher<'a> {
         page: &CachedPage,
         file: &IndexFile,
     ) -> Result<Arc<Metadata>, Arc<MetadataFetchError>> {
-        let url = page.page.file_url(file, &page.url);
-        let slot = self
-            .metadata
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(url.clone())
-            .or_default()
-            .clone();
-        slot.get_or_init(|| async {
-            let read = async {
-                let mut bytes = self.metadata_bytes(&url, file).await?;
-                if let Some(label) = variant_label(&file.filename) {
-                    bytes =
-                        decide_variant_label(&String::from_utf8_lossy(&bytes), label).into_bytes();
-                }
-                Ok::<_, MetadataFetchError>(Arc::new(parse_metadata(&bytes, &file.filename)?))
-            };
-            read.await.map_err(Arc::new)
-        })
-        .await
-        .clone()
+        self.metadata_with(page, file, &[]).await
     }
 
     /// The metadata of `file` as the server serves it to a machine whose GPUs need the device
@@ -254,12 +234,28 @@ impl<'a> Fetcher<'a> {
         {
             return Ok(plain);
         }
+        self.metadata_with(page, file, extras).await
+    }
+
+    /// The metadata of `file` with `extras` required (none: as served to every machine), read
+    /// once per sync for each, failure included.
+    async fn metadata_with(
+        &self,
+        page: &CachedPage,
+        file: &IndexFile,
+        extras: &[String],
+    ) -> Result<Arc<Metadata>, Arc<MetadataFetchError>> {
         let url = page.page.file_url(file, &page.url);
+        let key = if extras.is_empty() {
+            url.clone()
+        } else {
+            format!("{url}#{}", extras.join("+"))
+        };
         let slot = self
             .metadata
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(format!("{url}#{}", extras.join("+")))
+            .entry(key)
             .or_default()
             .clone();
         slot.get_or_init(|| async {
@@ -269,7 +265,9 @@ impl<'a> Fetcher<'a> {
                     bytes =
                         decide_variant_label(&String::from_utf8_lossy(&bytes), label).into_bytes();
                 }
-                let bytes = crate::derive::metadata::with_extras_required(&bytes, extras);
+                if !extras.is_empty() {
+                    bytes = crate::derive::metadata::with_extras_required(&bytes, extras);
+                }
                 Ok::<_, MetadataFetchError>(Arc::new(parse_metadata(&bytes, &file.filename)?))
             };
             read.await.map_err(Arc::new)

@@ -108,28 +108,15 @@ pub fn render_lock(
             if file.filename.ends_with(VARIANTS_JSON_SUFFIX) {
                 continue;
             }
-            // A file bound by page: the derived wheel with its torch pin, at its `/bound/` link.
-            if let Some(bound) = package.bound.as_ref().map(|listing| &listing.bound[index]) {
-                let link = bound.link(&package.project, &file.filename);
-                let wheel = derived.get(&link).ok_or_else(|| LockError::NotDerived {
-                    file: file.filename.clone(),
-                    environment: environment.name.clone(),
-                })?;
-                wheels.push(LockWheel {
-                    name: Cow::Borrowed(file.filename.as_str()),
-                    url: format!("{server}{link}"),
-                    size: Some(wheel.size),
-                    hashes: Hashes {
-                        sha256: &wheel.sha256,
-                    },
-                });
-                continue;
-            }
-            // A wheel served with the machine's device extras required: the derived wheel.
-            if let Some(link) = device_link
-                .as_ref()
-                .and_then(|link_of| link_of(&file.filename))
-            {
+            // A wheel served derived, at the server's link for it: bound by page (its torch pin
+            // added, `/bound/...`) or with the machine's device extras required.
+            let derived_link = match package.bound.as_ref() {
+                Some(listing) => Some(listing.bound[index].link(&package.project, &file.filename)),
+                None => device_link
+                    .as_ref()
+                    .and_then(|link_of| link_of(&file.filename)),
+            };
+            if let Some(link) = derived_link {
                 let wheel = derived.get(&link).ok_or_else(|| LockError::NotDerived {
                     file: file.filename.clone(),
                     environment: environment.name.clone(),
