@@ -1,5 +1,6 @@
 //! Starting the server: build the state from a configuration, then serve until a signal.
 
+pub mod allocator;
 pub mod per_core;
 
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use crate::cache::lock::{CacheDirLock, LockError};
 use crate::config::LoadedCatalog;
 use crate::config::ServeConfig;
 use crate::config::catalog::CatalogFileError;
+use crate::server::simple::RenderedPages;
 use crate::server::state::Shared;
 use crate::server::{AppState, app};
 use crate::upstream::{
@@ -174,7 +176,8 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         source,
     })?
     .stale_while_revalidate(config.limits.revalidate_wait())
-    .with_bucket(bucket.clone());
+    .with_bucket(bucket.clone())
+    .with_memory(config.limits.parsed_page_memory());
     let files = FileCache::open_with_bucket(
         config.cache_dir.clone(),
         config.cache_max_bytes,
@@ -188,6 +191,8 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     };
     let client = UpstreamClient::new(&settings)?.with_metrics(Arc::clone(&metrics));
     Ok(AppState::from(Shared {
+        // Before `config` moves into its field.
+        rendered: Arc::new(RenderedPages::new(config.limits.rendered_page_memory())),
         config: Arc::new(config),
         client,
         catalog_cell: Arc::new(crate::config::catalog::CatalogCell::new(catalog)),
@@ -200,7 +205,6 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         ranges: Arc::default(),
         default_machine: Arc::new(machine),
         networks: Arc::new(networks),
-        rendered: Arc::default(),
         targets: crate::server::targets::TargetMemo::default(),
         metrics,
         cache_lock: Arc::new(lock),

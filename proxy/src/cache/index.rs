@@ -47,9 +47,9 @@ use self::stored::StoredPage;
 /// What an index request asks upstreams for: JSON where the upstream speaks it, else HTML.
 pub const UPSTREAM_ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
 
-/// Parsed pages kept in memory at most (estimated bytes); older ones are read back from disk
-/// when asked for again.
-const MEMORY_BUDGET: usize = 96 * 1024 * 1024;
+/// Parsed pages kept in memory at most (estimated bytes) unless [`IndexCache::with_memory`]
+/// says otherwise; older ones are read back from disk when asked for again.
+const MEMORY_BUDGET: usize = 40 * 1024 * 1024;
 /// After a refresh that failed or was refused, the cached copy is served without asking the
 /// upstream again for this long.
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(10);
@@ -218,6 +218,20 @@ impl IndexCache {
             inner: Arc::new(Inner {
                 stale_while_revalidate: true,
                 revalidate_wait: wait,
+                ..inner
+            }),
+        }
+    }
+
+    /// This cache, holding parsed pages of at most `budget` estimated bytes in memory.
+    #[must_use]
+    pub fn with_memory(self, budget: usize) -> IndexCache {
+        let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|_| {
+            unreachable!("called right after new(), before the cache is shared")
+        });
+        IndexCache {
+            inner: Arc::new(Inner {
+                pages: Mutex::new(PageMemory::new(budget)),
                 ..inner
             }),
         }

@@ -115,6 +115,7 @@ pub fn effective_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
 // the listener is bound (the real port of `--listen 127.0.0.1:0`) and the state is built.
 pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
     let config = effective_config(args)?;
+    crate::serve::allocator::tune_for_serving();
     // The state's background tasks (cache upkeep, refreshes it starts), the accept loop and the
     // signal wait run here; requests run on the cores' own runtimes.
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -14,6 +14,9 @@ pub const DEFAULT_MAX_PAGE_BYTES: u64 = 32 * 1024 * 1024;
 /// descriptors for cached files and upstream sockets. Lowered at start when the process's own
 /// descriptor limit is smaller.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 2048;
+/// Room for about a dozen of PyPI's largest pages (2 MB of JSON each) parsed, and their
+/// renderings, within the 150 MB a server is budgeted.
+pub const DEFAULT_PAGE_MEMORY_BYTES: u64 = 64 * 1024 * 1024;
 
 /// `[limits]` of the configuration file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +55,11 @@ pub struct LimitsConfig {
     pub download_wait_secs: u64,
     /// Free bytes the cache directory's filesystem must have for `/readyz` to answer ready.
     pub min_free_bytes: u64,
+    /// Memory for the index pages held between requests (estimated bytes): the parsed
+    /// upstream pages and the pages rendered from them, which a request answers from without
+    /// reading the disk or rendering again. Past it the least recently used go; they cost a
+    /// read and a parse, or a rendering, when asked for again.
+    pub page_memory_bytes: u64,
 }
 
 impl Default for LimitsConfig {
@@ -69,6 +77,7 @@ impl Default for LimitsConfig {
             max_downloads_per_upstream: SlotLimits::default().per_upstream,
             download_wait_secs: SlotLimits::default().wait.as_secs(),
             min_free_bytes: 64 * 1024 * 1024,
+            page_memory_bytes: DEFAULT_PAGE_MEMORY_BYTES,
         }
     }
 }
@@ -95,11 +104,44 @@ impl LimitsConfig {
     }
 
     /// The caps on upstream downloads in flight.
+    /// The share of [`LimitsConfig::page_memory_bytes`] for parsed upstream pages: five
+    /// eighths, since a parsed page outweighs its renderings and costs more to make again.
+    pub fn parsed_page_memory(&self) -> usize {
+        usize::try_from(self.page_memory_bytes / 8 * 5).unwrap_or(usize::MAX)
+    }
+
+    /// The rest, for rendered pages.
+    pub fn rendered_page_memory(&self) -> usize {
+        usize::try_from(self.page_memory_bytes - self.page_memory_bytes / 8 * 5)
+            .unwrap_or(usize::MAX)
+    }
+
     pub fn download_slots(&self) -> SlotLimits {
         SlotLimits {
             total: self.max_downloads.max(1),
             per_upstream: self.max_downloads_per_upstream.max(1),
             wait: Duration::from_secs(self.download_wait_secs),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_memory_is_split_whole_between_parsed_and_rendered_pages() {
+        for total in [0, 1, 7, 8, 64 * 1024 * 1024, 1_000_000_007] {
+            let limits = LimitsConfig {
+                page_memory_bytes: total,
+                ..LimitsConfig::default()
+            };
+            let (parsed, rendered) = (limits.parsed_page_memory(), limits.rendered_page_memory());
+            assert_eq!((parsed + rendered) as u64, total);
+            assert!(
+                parsed >= rendered || total < 8,
+                "{total}: {parsed} < {rendered}"
+            );
         }
     }
 }

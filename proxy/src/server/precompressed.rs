@@ -65,7 +65,9 @@ impl Precompressed {
 fn gzip(body: &[u8], etag: &HeaderValue) -> Option<Encoded> {
     let mut encoder = GzEncoder::new(Vec::with_capacity(body.len() / 4), Compression::default());
     encoder.write_all(body).ok()?;
-    let compressed = encoder.finish().ok()?;
+    let mut compressed = encoder.finish().ok()?;
+    // Held as long as the page is: no more than its length (the buffer may have doubled).
+    compressed.shrink_to_fit();
     let tag = etag.to_str().ok()?.strip_suffix('"')?;
     let etag = HeaderValue::from_str(&format!("{tag}-gzip\"")).ok()?;
     Some(Encoded {

@@ -38,8 +38,9 @@ use crate::sources::ProjectPages;
 
 /// Rendered pages kept for reuse; cleared whole when full (pages are cheap to rebuild).
 const RENDERED_LIMIT: usize = 4096;
-/// And at most this many bytes of them, so large pages rendered for many machines cannot add up.
-const RENDERED_BYTES: usize = 64 * 1024 * 1024;
+/// And at most this many bytes of them unless [`RenderedPages::new`] says otherwise, so large
+/// pages rendered for many machines cannot add up.
+const RENDERED_BYTES: usize = 24 * 1024 * 1024;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -69,15 +70,22 @@ pub(super) enum Target {
 
 /// Rendered pages by (upstream URL, format, route prefix, machine and policy), each valid for
 /// one generation of its upstream page.
-#[derive(Default)]
 pub struct RenderedPages {
     entries: Mutex<RenderedEntries>,
+    /// Bytes of bodies held at most.
+    budget: usize,
+}
+
+impl Default for RenderedPages {
+    fn default() -> Self {
+        RenderedPages::new(RENDERED_BYTES)
+    }
 }
 
 #[derive(Default)]
 struct RenderedEntries {
     map: HashMap<RenderKey, Rendered>,
-    /// Bytes of the bodies held, against [`RENDERED_BYTES`].
+    /// Bytes of the bodies held, against [`RenderedPages::budget`].
     bytes: usize,
 }
 
@@ -105,6 +113,14 @@ struct Rendered {
 }
 
 impl RenderedPages {
+    /// Rendered pages of at most `budget` bytes (bodies and their gzip forms, estimated).
+    pub fn new(budget: usize) -> RenderedPages {
+        RenderedPages {
+            entries: Mutex::default(),
+            budget,
+        }
+    }
+
     /// Forgets every rendering: the facts they were made with changed (a catalog reload).
     pub fn clear(&self) {
         if let Ok(mut entries) = self.entries.lock() {
@@ -127,7 +143,7 @@ impl RenderedPages {
         if let Ok(mut entries) = self.entries.lock() {
             // The body, and about a quarter of it again for its gzip form.
             let size = value.body.len() + value.body.len() / 4;
-            if entries.map.len() >= RENDERED_LIMIT || entries.bytes + size > RENDERED_BYTES {
+            if entries.map.len() >= RENDERED_LIMIT || entries.bytes + size > self.budget {
                 entries.map.clear();
                 entries.bytes = 0;
             }
@@ -482,7 +498,7 @@ async fn project_response(
         let rendered = Rendered {
             generation,
             etag: etag_of(body.as_bytes()),
-            body: Bytes::from(body),
+            body: exact_bytes(body),
             compressed: Arc::default(),
             inferred,
         };
@@ -498,6 +514,14 @@ async fn project_response(
     }
     cache_control(&mut response, state, per_network);
     Ok(response)
+}
+
+/// `body` as `Bytes` holding no more memory than its length: a rendering grows its buffer by
+/// doubling, and `Bytes` keeps the whole buffer for as long as the page is held, up to twice
+/// the budget [`RenderedPages`] counts.
+fn exact_bytes(mut body: String) -> Bytes {
+    body.shrink_to_fit();
+    Bytes::from(body)
 }
 
 /// How long installers may keep a page before they ask again: the proxy's own freshness window
@@ -550,7 +574,7 @@ async fn per_build_response(
         let rendered = Rendered {
             generation: bound.generation,
             etag: etag_of(body.as_bytes()),
-            body: Bytes::from(body),
+            body: exact_bytes(body),
             compressed: Arc::default(),
             // Bound to torch's builds, not judged against the catalog here.
             inferred: false,
