@@ -49,7 +49,7 @@ pub const UPSTREAM_ACCEPT: &str = "application/vnd.pypi.simple.v1+json, applicat
 
 /// Parsed pages kept in memory at most (estimated bytes) unless [`IndexCache::with_memory`]
 /// says otherwise; older ones are read back from disk when asked for again.
-const MEMORY_BUDGET: usize = 40 * 1024 * 1024;
+const MEMORY_BUDGET: usize = 30 * 1024 * 1024;
 /// After a refresh that failed or was refused, the cached copy is served without asking the
 /// upstream again for this long.
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(10);

@@ -14,9 +14,10 @@ pub const DEFAULT_MAX_PAGE_BYTES: u64 = 32 * 1024 * 1024;
 /// descriptors for cached files and upstream sockets. Lowered at start when the process's own
 /// descriptor limit is smaller.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 2048;
-/// Room for about a dozen of PyPI's largest pages (2 MB of JSON each) parsed, and their
-/// renderings, within the 150 MB a server is budgeted.
-pub const DEFAULT_PAGE_MEMORY_BYTES: u64 = 64 * 1024 * 1024;
+/// Room for about eight of PyPI's largest pages (2 MB of JSON each) parsed and a few of their
+/// renderings, or a dozen real-size torch pages and a hundred of their renderings, within the
+/// 150 MB a server is budgeted (`scripts/bench-memory`).
+pub const DEFAULT_PAGE_MEMORY_BYTES: u64 = 48 * 1024 * 1024;
 
 /// `[limits]` of the configuration file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

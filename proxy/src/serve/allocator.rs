@@ -1,33 +1,69 @@
-//! The allocator, set up once for a long-running server.
+//! The allocator, set up once for a long-running server: large blocks on their own mappings,
+//! and each core's arena resident before its first request.
 //!
 //! glibc's malloc serves a block of 128 KiB or more from its own mapping, returned to the
 //! system when freed, but raises that threshold to the size of each such block freed (up to
 //! 32 MiB). After the first large page, every later page's buffers (its body, its parsed files,
 //! its renderings: megabytes each for PyPI's largest projects) come from the arenas, one per
-//! thread that allocated them, where what is freed stays resident between live blocks. Under a
-//! day of distinct large pages that doubled the server's resident memory over what it held
+//! thread that allocated them, where what is freed stays resident between live blocks. Under
+//! distinct large pages that doubled the server's resident memory over what it held
 //! (`scripts/bench-memory`: 179 MiB at the peak against 103 MiB with the threshold fixed).
 //! Fixing the threshold at 1 MiB keeps those buffers on their own mappings, while the
-//! real-size torch page's (its 0.7 MB body, 0.6 MB of parsed files) stay in the arenas, where
-//! a cold page costs no extra page faults.
+//! real-size torch page's (its 0.7 MB body, 0.6 MB of parsed files) stay in the arenas.
+//!
+//! A fresh server's first uncached page spent about a third of its time faulting in fresh
+//! memory (zeroed by the kernel page by page: over 2 ms of the 9 ms a cold merged torch page
+//! took in `scripts/bench-proxy`). Each core's thread therefore writes its arena full before it
+//! serves, and glibc keeps up to [`KEPT_FREE`] of free memory at an arena's top instead of
+//! returning it, so the first page finds its memory resident. What that holds is bounded:
+//! [`WARM_TOTAL`] across all cores.
 
 /// Blocks this large or larger get their own mapping, whatever was freed before.
 const OWN_MAPPING_FROM: usize = 1024 * 1024;
+/// Free memory at the top of an arena kept resident rather than returned.
+const KEPT_FREE: usize = WARM_PER_CORE + 1024 * 1024;
+/// Memory made resident in the core threads' arenas before they serve, all cores together.
+const WARM_TOTAL: usize = 16 * 1024 * 1024;
+/// And per core at most (enough for a cold real-size torch page, merged from two sources).
+const WARM_PER_CORE: usize = 8 * 1024 * 1024;
 
-/// Fixes glibc's threshold for a separate mapping at [`OWN_MAPPING_FROM`]. Elsewhere (musl,
-/// macOS, Windows) there is nothing to set: their allocators return large blocks themselves.
+/// Fixes glibc's thresholds: [`OWN_MAPPING_FROM`] for a separate mapping, [`KEPT_FREE`] for
+/// returning memory. Elsewhere (musl, macOS, Windows) there is nothing to set: their
+/// allocators decide for themselves.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
 pub fn tune_for_serving() {
-    let threshold = libc::c_int::try_from(OWN_MAPPING_FROM).expect("1 MiB fits a C int");
-    // SAFETY: mallopt takes a parameter number and a value and changes allocator settings under
-    // the allocator's own lock; it touches no memory of ours, and M_MMAP_THRESHOLD accepts any
-    // value up to 32 MiB. Its result says only whether the value was accepted.
-    let accepted = unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, threshold) };
-    if accepted != 1 {
-        tracing::warn!("the allocator refused its large-block threshold; memory may grow");
+    for (parameter, value) in [
+        (libc::M_MMAP_THRESHOLD, OWN_MAPPING_FROM),
+        (libc::M_TRIM_THRESHOLD, KEPT_FREE),
+    ] {
+        let value = libc::c_int::try_from(value).expect("a few MiB fit a C int");
+        // SAFETY: mallopt takes a parameter number and a value and changes allocator settings
+        // under the allocator's own lock; it touches no memory of ours, and both parameters
+        // accept these values (the mapping threshold up to 32 MiB, the trim threshold any).
+        // Its result says only whether the value was accepted.
+        let accepted = unsafe { libc::mallopt(parameter, value) };
+        if accepted != 1 {
+            tracing::warn!(
+                parameter,
+                value,
+                "the allocator refused a setting; memory may grow"
+            );
+        }
     }
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 pub fn tune_for_serving() {}
+
+/// Makes this thread's arena (glibc gives each new thread its own) resident: its share of
+/// [`WARM_TOTAL`] among `cores`, at most [`WARM_PER_CORE`], written and freed at once. Freed,
+/// it stays in the arena (below [`KEPT_FREE`]), so the first requests' allocations neither grow
+/// the arena (one `mprotect` call per page) nor fault in fresh pages.
+pub fn warm_this_thread(cores: usize) {
+    // Blocks under the threshold for a separate mapping, so they come from the arena.
+    const BLOCK: usize = 64 * 1024;
+    let room = (WARM_TOTAL / cores.max(1)).min(WARM_PER_CORE);
+    let blocks: Vec<Vec<u8>> = (0..room / BLOCK).map(|_| vec![1u8; BLOCK]).collect();
+    drop(std::hint::black_box(blocks));
+}

@@ -28,9 +28,6 @@ use super::StartError;
 use crate::server::listener::{ConnectionServer, ConnectionSlots, accept_until};
 use crate::server::{AppState, app};
 
-/// Bytes of heap a core's thread grows its allocator arena by before it serves.
-const ARENA_ROOM: usize = 8 * 1024 * 1024;
-
 /// How many connection servers to run: one per core this process may use (its CPU affinity
 /// and cgroup quota included).
 pub fn cores() -> usize {
@@ -96,7 +93,7 @@ pub fn serve_per_core(
         let spawned = std::thread::Builder::new()
             .name(format!("wheelgate-core-{index}"))
             .spawn(move || {
-                grow_allocator_arena();
+                super::allocator::warm_this_thread(cores);
                 runtime.block_on(async move {
                     let server = ConnectionServer::new(router, &limits, metrics);
                     // Until the accept loop stops and drops its sender.
@@ -211,21 +208,4 @@ fn hand_off(
     {
         error!(%peer, "a core's connection server has stopped; the connection is closed");
     }
-}
-
-/// Grows this thread's allocator arena by [`ARENA_ROOM`] and gives the memory back at once.
-/// glibc gives each new thread its own arena and grows it one page at a time, with one
-/// `mprotect` call per page; the first uncached real-size page a fresh server parses made over
-/// 200 of them (a fifth of a millisecond and more, in `scripts/bench-proxy`'s cold figure).
-/// Grown here, the arena keeps its writable size when the memory is returned, so later growth
-/// within it makes no call; the pages themselves are released (resident memory does not grow).
-/// With another allocator this is one short allocation and free.
-fn grow_allocator_arena() {
-    // Blocks under glibc's threshold for a separate mapping (128 KiB), so they come from the
-    // arena.
-    const BLOCK: usize = 64 * 1024;
-    let blocks: Vec<Vec<u8>> = (0..ARENA_ROOM / BLOCK)
-        .map(|_| Vec::with_capacity(BLOCK))
-        .collect();
-    drop(std::hint::black_box(blocks));
 }

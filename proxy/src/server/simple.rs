@@ -40,7 +40,7 @@ use crate::sources::ProjectPages;
 const RENDERED_LIMIT: usize = 4096;
 /// And at most this many bytes of them unless [`RenderedPages::new`] says otherwise, so large
 /// pages rendered for many machines cannot add up.
-const RENDERED_BYTES: usize = 24 * 1024 * 1024;
+const RENDERED_BYTES: usize = 18 * 1024 * 1024;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
