@@ -148,10 +148,37 @@ struct Image {
 fn image() -> Image {
     let (stages, last, all) = parse_dockerfile(&read("Dockerfile"));
     assert!(stages >= 2, "the Dockerfile must be multi-stage");
+    // The image runs the binary scripts/release built and checked: its tarball, named as the
+    // script names it, verified against SHA256SUMS; nothing compiled in the image.
+    let release =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/release"))
+            .expect("scripts/release");
     assert!(
-        all.iter()
-            .any(|l| l.contains("cargo build --release -p wheelgate --locked")),
-        "the build stage must run `cargo build --release -p wheelgate --locked`"
+        release.contains(r#"tarball="wheelgate-$version-$triple.tar.gz""#)
+            && release.contains("triple=x86_64-unknown-linux-gnu"),
+        "scripts/release no longer names the tarball the Dockerfile unpacks"
+    );
+    assert!(
+        all.iter().any(|l| l.starts_with("COPY target/dist/")),
+        "the image must be made from target/dist/"
+    );
+    assert!(
+        all.iter().any(|l| l
+            .contains(r#"tarball="wheelgate-$VERSION-$arch-unknown-linux-gnu.tar.gz""#)
+            && l.contains("sha256sum -c")
+            && l.contains(r#"tar -xzf "/dist/$tarball""#)),
+        "the image must unpack the release tarball after checking it against SHA256SUMS"
+    );
+    assert!(
+        !all.iter().any(|l| l.contains("cargo ")),
+        "the image must not compile: it runs the tested binary"
+    );
+    let ignore =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.dockerignore"))
+            .expect(".dockerignore");
+    assert!(
+        ignore.lines().any(|l| l.trim() == "!target/dist/"),
+        ".dockerignore must let target/dist/ into the build context"
     );
     let get = |name: &str| {
         last.iter()
@@ -197,9 +224,15 @@ fn image() -> Image {
             .any(|(i, rest)| i == "COPY" && rest.starts_with("--from=") && rest.ends_with(&binary)),
         "the final stage must copy the binary to the ENTRYPOINT's `{binary}`"
     );
+    let cmd = exec_form(&get("CMD"), "CMD");
+    let cache = flag_value(&cmd, "--cache-dir").expect("CMD names its --cache-dir");
+    assert!(
+        get("VOLUME").contains(&format!("\"{cache}\"")),
+        "the cache directory `{cache}` must be a VOLUME"
+    );
     Image {
         entrypoint,
-        cmd: exec_form(&get("CMD"), "CMD"),
+        cmd,
         expose: get("EXPOSE")
             .trim_end_matches("/tcp")
             .parse()
