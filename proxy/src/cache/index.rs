@@ -56,6 +56,18 @@ const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(10);
 /// How long a file a newer copy of its page dropped stays downloadable.
 const RETIRED_FOR: Duration = Duration::from_hours(1);
 
+/// How long a request waits for an expired page's revalidation (with stale-while-revalidate).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Revalidation {
+    /// Up to the cache's wait: a page answered to a client shows a release published since.
+    Wait,
+    /// Not at all: the copy at once, its refresh in the background. For a file's lookup, which
+    /// needs the page only to find a file the copy already lists (one it does not list waits
+    /// for the refreshed page, `server/lookup.rs`), so a cached file is never held by its
+    /// page's revalidation.
+    Background,
+}
+
 /// One cached upstream page, parsed.
 #[derive(Debug)]
 pub struct CachedPage {
@@ -257,7 +269,21 @@ impl IndexCache {
         client: &UpstreamClient,
         url: &str,
     ) -> Result<Option<Arc<CachedPage>>, IndexError> {
+        self.get_with(client, url, Revalidation::Wait).await
+    }
+
+    /// [`IndexCache::get`], waiting for an expired page's revalidation as `revalidation` says.
+    pub async fn get_with(
+        &self,
+        client: &UpstreamClient,
+        url: &str,
+        revalidation: Revalidation,
+    ) -> Result<Option<Arc<CachedPage>>, IndexError> {
         let inner = &self.inner;
+        let revalidate_wait = match revalidation {
+            Revalidation::Wait => inner.revalidate_wait,
+            Revalidation::Background => Duration::ZERO,
+        };
         let cached = inner.cached(url).await;
         if let Some(page) = &cached {
             if inner.offline || inner.is_fresh(page) {
@@ -269,7 +295,7 @@ impl IndexCache {
                 // The revalidation's answer when it comes in time; the copy otherwise (it goes
                 // on in the background) and when the upstream fails (stale-if-error).
                 if let Ok(Ok(answer)) =
-                    tokio::time::timeout(inner.revalidate_wait, Self::wait(refresh)).await
+                    tokio::time::timeout(revalidate_wait, Self::wait(refresh)).await
                 {
                     return Ok(answer);
                 }

@@ -73,7 +73,7 @@ impl Default for LimitsConfig {
             breaker_open_secs: 15,
             header_read_timeout_secs: 10,
             max_connections: DEFAULT_MAX_CONNECTIONS,
-            revalidate_wait_ms: 2000,
+            revalidate_wait_ms: 1500,
             max_downloads: SlotLimits::default().total,
             max_downloads_per_upstream: SlotLimits::default().per_upstream,
             download_wait_secs: SlotLimits::default().wait.as_secs(),

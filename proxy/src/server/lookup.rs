@@ -8,6 +8,7 @@ use std::time::Duration;
 use wheelgate_resolver::Backend;
 use wheelgate_resolver::index::CoreMetadata;
 
+use crate::cache::index::Revalidation;
 use crate::sources::ProjectPages;
 use crate::sources::pages::OwnersFailed;
 
@@ -33,6 +34,15 @@ pub async fn project_page(
     project: &str,
     pinned: Option<&Backend>,
 ) -> Result<Option<ProjectPages>, OwnersFailed> {
+    pages_with(state, project, pinned, Revalidation::Wait).await
+}
+
+async fn pages_with(
+    state: &AppState,
+    project: &str,
+    pinned: Option<&Backend>,
+    revalidation: Revalidation,
+) -> Result<Option<ProjectPages>, OwnersFailed> {
     ProjectPages::fetch_counted(
         &state.sources,
         &state.index,
@@ -40,6 +50,7 @@ pub async fn project_page(
         project,
         pinned,
         Some(&state.source_counters),
+        revalidation,
     )
     .await
 }
@@ -52,7 +63,9 @@ pub async fn find_file(
     project: &str,
     filename: &str,
 ) -> Result<Option<FileSource>, LookupError> {
-    let Some(mut pages) = project_page(state, project, None).await? else {
+    // The copies at once: a file they list needs no newer page (the soak's cached files waited
+    // the 2 s of their page's revalidation while the upstream stalled).
+    let Some(mut pages) = pages_with(state, project, None, Revalidation::Background).await? else {
         return Ok(None);
     };
     if pages.find(filename).is_none() {

@@ -17,7 +17,7 @@ use wheelgate_resolver::index::IndexFile;
 use super::counters::{PageResult, SourceCounters};
 use super::merge::{MergedPage, merge};
 use super::{SourceId, SourceKind, Sources};
-use crate::cache::index::{CachedPage, IndexCache, IndexError};
+use crate::cache::index::{CachedPage, IndexCache, IndexError, Revalidation};
 use crate::upstream::UpstreamClient;
 
 /// One owner's page.
@@ -61,10 +61,20 @@ impl ProjectPages {
         project: &str,
         pinned: Option<&Backend>,
     ) -> Result<Option<ProjectPages>, OwnersFailed> {
-        Self::fetch_counted(sources, index, client, project, pinned, None).await
+        Self::fetch_counted(
+            sources,
+            index,
+            client,
+            project,
+            pinned,
+            None,
+            Revalidation::Wait,
+        )
+        .await
     }
 
-    /// [`ProjectPages::fetch`], counting each owner's answer in `counters`.
+    /// [`ProjectPages::fetch`], counting each owner's answer in `counters`, waiting for
+    /// expired pages' revalidation as `revalidation` says.
     pub async fn fetch_counted(
         sources: &Sources,
         index: &IndexCache,
@@ -72,6 +82,7 @@ impl ProjectPages {
         project: &str,
         pinned: Option<&Backend>,
         counters: Option<&SourceCounters>,
+        revalidation: Revalidation,
     ) -> Result<Option<ProjectPages>, OwnersFailed> {
         // A per-build source's pages are per torch release and build, fetched for a machine
         // (`crate::server::binding::by_page`), never as a project page.
@@ -83,10 +94,11 @@ impl ProjectPages {
         let answers = join_all(owners.iter().map(|&id| async move {
             let source = sources.get(id);
             let url = source.page_url(project, pinned);
-            let page = index.get(client, &url).await;
+            let page = index.get_with(client, &url, revalidation).await;
             match page {
                 Ok(None) if pinned.is_some() && source.kind == SourceKind::Pytorch => {
-                    index.get(client, &source.page_url(project, None)).await
+                    let unpinned = source.page_url(project, None);
+                    index.get_with(client, &unpinned, revalidation).await
                 }
                 other => other,
             }

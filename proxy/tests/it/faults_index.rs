@@ -85,6 +85,37 @@ async fn a_stalled_upstream_costs_clients_nothing_once_the_page_is_cached() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cached_file_never_waits_for_its_pages_revalidation() {
+    logs();
+    let rogue = healthy().await;
+    // A long revalidation wait, so that waiting for it cannot pass unseen.
+    let proxy = start(&rogue, |config| config.limits.revalidate_wait_ms = 3000).await;
+    let page_url = proxy.url("/simple/demo/");
+    let file_url = proxy.url(&format!("/files/demo/{WHEEL}"));
+    assert_eq!(get(&page_url).await.0, 200);
+    assert_eq!(get(&file_url).await.0, 200);
+
+    rogue.set("/simple/demo/", Answer::Stall);
+    expire().await;
+    // The file first: its lookup finds it on the expired copy and starts the refresh without
+    // waiting for it (the soak's cached files waited the whole revalidation while pages stalled).
+    let (status, body, took) = get(&file_url).await;
+    assert_eq!((status, body.as_slice()), (200, BYTES));
+    assert!(
+        took < Duration::from_millis(500),
+        "the file waited {took:?}"
+    );
+    // The page itself does wait for the revalidation the file started (a release published
+    // since must show) until it gives up at the test's deadline, then answers the copy.
+    let (status, _, took) = get(&page_url).await;
+    assert_eq!(status, 200);
+    assert!(
+        took >= Duration::from_secs(1),
+        "the page answered in {took:?} without waiting for its revalidation"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_dripping_upstream_is_bounded_by_the_deadline() {
     logs();
     let rogue = healthy().await;
