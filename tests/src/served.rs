@@ -1,12 +1,14 @@
 //! The release `wheelgate serve` as its own process, for the benchmarks that measure what it
 //! costs (its RSS, its latency on another runtime than the clients'): started on a free port
-//! with a configuration file, stopped when dropped.
+//! with a configuration file, stopped when dropped; and the `Range` header their fake upstreams
+//! answer.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use axum::http::{HeaderMap, header};
 
 /// A running `wheelgate serve`; killed when dropped.
 pub struct Served {
@@ -79,4 +81,25 @@ impl Served {
         };
         Some((field("VmRSS:")?, field("VmHWM:")?))
     }
+}
+
+/// `bytes=a-b` or `bytes=-n` of a file `len` long, as `start..end`.
+pub fn range_of(headers: &HeaderMap, len: usize) -> Option<(usize, usize)> {
+    let value = headers
+        .get(header::RANGE)?
+        .to_str()
+        .ok()?
+        .strip_prefix("bytes=")?;
+    let (a, b) = value.split_once('-')?;
+    if a.is_empty() {
+        let n: usize = b.parse().ok()?;
+        return Some((len.saturating_sub(n), len));
+    }
+    let start: usize = a.parse().ok()?;
+    let end = if b.is_empty() {
+        len
+    } else {
+        b.parse::<usize>().ok()? + 1
+    };
+    (start < end && end <= len).then_some((start, end))
 }

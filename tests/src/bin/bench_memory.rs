@@ -26,7 +26,7 @@ use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt as _;
 use sha2::{Digest, Sha256};
-use wheelgate_e2e::served::Served;
+use wheelgate_e2e::served::{Served, range_of};
 
 /// Files listed on each page: about 2 MB of JSON, as boto3's or botocore's pages on PyPI.
 const FILES_PER_PAGE: usize = 3100;
@@ -69,18 +69,9 @@ fn args() -> anyhow::Result<Args> {
     Ok(args)
 }
 
-/// A real wheel's bytes: deterministic and incompressible (xorshift from the file's number).
+/// A real wheel's bytes: deterministic and incompressible, as the soak's.
 fn file_bytes(n: usize, len: usize) -> Vec<u8> {
-    let mut state = (n as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        out.extend_from_slice(&state.to_le_bytes());
-    }
-    out.truncate(len);
-    out
+    wheelgate_e2e::soak::corpus::bytes(n as u64 + 1, len)
 }
 
 /// The upstream: pages by project number, and the real files' hashes by file number.
@@ -181,27 +172,6 @@ impl Upstream {
             .body(Body::from(body))
             .expect("valid response")
     }
-}
-
-/// `bytes=a-b` or `bytes=-n` of a file `len` long, as `start..end`.
-fn range_of(headers: &HeaderMap, len: usize) -> Option<(usize, usize)> {
-    let value = headers
-        .get(header::RANGE)?
-        .to_str()
-        .ok()?
-        .strip_prefix("bytes=")?;
-    let (a, b) = value.split_once('-')?;
-    if a.is_empty() {
-        let n: usize = b.parse().ok()?;
-        return Some((len.saturating_sub(n), len));
-    }
-    let start: usize = a.parse().ok()?;
-    let end = if b.is_empty() {
-        len
-    } else {
-        b.parse::<usize>().ok()? + 1
-    };
-    (start < end && end <= len).then_some((start, end))
 }
 
 /// Bytes in MiB with one decimal, as text.

@@ -25,7 +25,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use wheelgate_e2e::served::Served;
+use wheelgate_e2e::served::{Served, range_of};
 use wheelgate_e2e::wheels::sha256_hex;
 
 const FILE: &str = "demo-1.0-py3-none-any.whl";
@@ -71,27 +71,6 @@ struct Upstream {
     wholes: Arc<AtomicUsize>,
     /// Bytes of file bodies handed to the server, ranges and whole files.
     sent: Arc<AtomicUsize>,
-}
-
-/// `bytes=a-b` or `bytes=-n` of a file `len` long, as `start..end`.
-fn range_of(headers: &HeaderMap, len: usize) -> Option<(usize, usize)> {
-    let value = headers
-        .get(header::RANGE)?
-        .to_str()
-        .ok()?
-        .strip_prefix("bytes=")?;
-    let (a, b) = value.split_once('-')?;
-    if a.is_empty() {
-        let n: usize = b.parse().ok()?;
-        return Some((len.saturating_sub(n), len));
-    }
-    let start: usize = a.parse().ok()?;
-    let end = if b.is_empty() {
-        len
-    } else {
-        b.parse::<usize>().ok()? + 1
-    };
-    (start < end && end <= len).then_some((start, end))
 }
 
 fn serve(upstream: &Upstream, method: &Method, uri: &Uri, headers: &HeaderMap) -> Response {
