@@ -187,6 +187,8 @@ struct Clients {
     pages: usize,
     /// Each real file's link through wheelgate and its sha256, as the proxy's pages list them.
     files: Vec<(String, String)>,
+    /// Each file's length.
+    file_len: usize,
 }
 
 impl Clients {
@@ -223,7 +225,8 @@ impl Clients {
 
     async fn range(&self, n: usize, seed: usize) -> anyhow::Result<()> {
         let (url, _) = &self.files[n];
-        let start = seed % (1024 * 1024);
+        // Within the file whatever its size (a range past its end would be answered short).
+        let start = seed % (self.file_len - 65_536).clamp(1, 1024 * 1024);
         let response = self
             .http
             .get(url)
@@ -411,6 +414,7 @@ async fn main() -> anyhow::Result<()> {
         base: server.url(""),
         pages: args.pages,
         files: vec![(String::new(), String::new()); args.files],
+        file_len: args.file_mib * 1024 * 1024,
     };
 
     let started = Instant::now();
