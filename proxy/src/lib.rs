@@ -11,6 +11,7 @@
 //! - [`serve`]: building the state and running the server;
 //! - [`mirror`]: `wheelgate mirror sync`, a store an offline server serves completely;
 //! - [`cli`]: the `wheelgate` command line (shared by the binary and the Python package);
+//! - [`cpu_pool`]: threads for CPU-heavy work kept off the connections' threads (page parsing);
 //! - [`error_chain`] and [`units`]: small text helpers shared by the above; [`build_info`]: the
 //!   version, commit and build date of this binary.
 
@@ -18,6 +19,7 @@ pub mod build_info;
 pub mod cache;
 pub mod cli;
 pub mod config;
+pub mod cpu_pool;
 pub mod derive;
 pub mod error_chain;
 pub mod metrics;

@@ -16,6 +16,7 @@ use crate::cache::lock::{CacheDirLock, LockError};
 use crate::config::LoadedCatalog;
 use crate::config::ServeConfig;
 use crate::config::catalog::CatalogFileError;
+use crate::cpu_pool::CpuPool;
 use crate::server::simple::RenderedPages;
 use crate::server::state::Shared;
 use crate::server::{AppState, app};
@@ -64,6 +65,8 @@ pub enum StartError {
     },
     #[error("the server stopped with an error")]
     Serve(#[source] std::io::Error),
+    #[error("cannot start the threads that parse index pages; is the process out of threads?")]
+    Parsers(#[source] std::io::Error),
 }
 
 /// The machine and policy the server resolves `/simple/` for: the configured machine, else this
@@ -177,7 +180,8 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     })?
     .stale_while_revalidate(config.limits.revalidate_wait())
     .with_bucket(bucket.clone())
-    .with_memory(config.limits.parsed_page_memory());
+    .with_memory(config.limits.parsed_page_memory())
+    .with_parsers(start_parsers()?);
     let files = FileCache::open_with_bucket(
         config.cache_dir.clone(),
         config.cache_max_bytes,
@@ -209,6 +213,22 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         metrics,
         cache_lock: Arc::new(lock),
     }))
+}
+
+/// One thread per core that parses upstream pages (`cpu_pool.rs`), each with its share of the
+/// resident memory (`serve/allocator.rs`).
+fn start_parsers() -> Result<CpuPool, StartError> {
+    let cores = per_core::cores();
+    let warm = allocator::warm_share(serving_threads(cores));
+    CpuPool::start("wheelgate-parse", cores, move || {
+        allocator::warm_this_thread(warm);
+    })
+    .map_err(StartError::Parsers)
+}
+
+/// The threads that serve, on `cores` cores: each core's connection thread and its page parser.
+pub fn serving_threads(cores: usize) -> usize {
+    2 * cores
 }
 
 /// The shared bucket. A configuration the client cannot be built from stops the start; a

@@ -37,6 +37,7 @@ use wheelgate_resolver::index::{
 };
 
 use crate::cache::files::Bucket;
+use crate::cpu_pool::CpuPool;
 use crate::metrics::{IndexOutcome, PageRejection};
 use crate::upstream::{PageResponse, UpstreamClient, UpstreamError, Validators, redact};
 
@@ -185,6 +186,8 @@ struct Inner {
     /// The bucket pages are shared through, when `[object_store]` is configured.
     bucket: Option<Arc<Bucket>>,
     pages: Mutex<PageMemory>,
+    /// Where pages are parsed (`cpu_pool.rs`); here, on the caller's thread, without one.
+    parsers: Option<CpuPool>,
     /// The refresh in flight per URL; an entry lives only while its refresh runs.
     refreshing: Mutex<std::collections::HashMap<String, watch::Receiver<Option<RefreshResult>>>>,
     generations: AtomicU64,
@@ -211,6 +214,7 @@ impl IndexCache {
                 revalidate_wait: Duration::ZERO,
                 bucket: None,
                 pages: Mutex::new(PageMemory::new(MEMORY_BUDGET)),
+                parsers: None,
                 refreshing: Mutex::default(),
                 generations: AtomicU64::new(1),
             }),
@@ -244,6 +248,20 @@ impl IndexCache {
         IndexCache {
             inner: Arc::new(Inner {
                 pages: Mutex::new(PageMemory::new(budget)),
+                ..inner
+            }),
+        }
+    }
+
+    /// This cache, parsing pages (and reading their disk copies) on `parsers`' threads.
+    #[must_use]
+    pub fn with_parsers(self, parsers: CpuPool) -> IndexCache {
+        let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|_| {
+            unreachable!("called right after new(), before the cache is shared")
+        });
+        IndexCache {
+            inner: Arc::new(Inner {
+                parsers: Some(parsers),
                 ..inner
             }),
         }
@@ -498,7 +516,14 @@ impl Inner {
         stored: StoredPage,
     ) -> Result<Option<Arc<CachedPage>>, IndexError> {
         let stored = Arc::new(stored);
-        let verdict = admit(parse(&stored), cached.as_deref());
+        let parsed = match &self.parsers {
+            Some(parsers) => {
+                let stored = Arc::clone(&stored);
+                parsers.run(move || parse(&stored)).await
+            }
+            None => parse(&stored),
+        };
+        let verdict = admit(parsed, cached.as_deref());
         let page = match verdict {
             Verdict::Accept(page) => page,
             Verdict::Refuse { reason, detail } => {
@@ -596,20 +621,14 @@ impl Inner {
             return Some(page);
         }
         // Not in memory: a copy written by an earlier run (or a mirror sync) may be on disk.
-        let bytes = tokio::fs::read(self.path_for(url)).await.ok()?;
-        let stored = match StoredPage::from_bytes(&bytes) {
-            Ok(stored) => stored,
-            Err(err) => {
-                warn!(url = %redact(url), error = %err, "ignoring a cached page that cannot be read");
-                return None;
-            }
+        let path = self.path_for(url);
+        let read = {
+            let url = url.to_string();
+            move || read_stored(&path, &url)
         };
-        if stored.url != url {
-            return None;
-        }
-        let Ok(parsed) = parse(&stored) else {
-            warn!(url = %redact(url), "ignoring a cached page that does not parse");
-            return None;
+        let (stored, parsed) = match &self.parsers {
+            Some(parsers) => parsers.run(read).await?,
+            None => tokio::task::spawn_blocking(read).await.ok()??,
         };
         let page = self.build(stored_parts(&stored), parsed, Vec::new());
         self.remember(url, &page);
@@ -727,6 +746,27 @@ fn stored_parts(stored: &StoredPage) -> StoredParts {
             last_modified: stored.last_modified.clone(),
         },
     }
+}
+
+/// The copy of `url`'s page kept at `path`, parsed; `None` when there is none, or one that cannot
+/// be read (said once here: the upstream's copy replaces it).
+fn read_stored(path: &Path, url: &str) -> Option<(StoredPage, ProjectPage)> {
+    let bytes = std::fs::read(path).ok()?;
+    let stored = match StoredPage::from_bytes(&bytes) {
+        Ok(stored) => stored,
+        Err(err) => {
+            warn!(url = %redact(url), error = %err, "ignoring a cached page that cannot be read");
+            return None;
+        }
+    };
+    if stored.url != url {
+        return None;
+    }
+    let Ok(parsed) = parse(&stored) else {
+        warn!(url = %redact(url), "ignoring a cached page that does not parse");
+        return None;
+    };
+    Some((stored, parsed))
 }
 
 fn parse(stored: &StoredPage) -> Result<ProjectPage, IndexParseError> {

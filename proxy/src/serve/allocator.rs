@@ -13,19 +13,22 @@
 //!
 //! A fresh server's first uncached page spent about a third of its time faulting in fresh
 //! memory (zeroed by the kernel page by page: over 2 ms of the 9 ms a cold merged torch page
-//! took in `scripts/bench-proxy`). Each core's thread therefore writes its arena full before it
-//! serves, and glibc keeps up to [`KEPT_FREE`] of free memory at an arena's top instead of
-//! returning it, so the first page finds its memory resident. What that holds is bounded:
-//! [`WARM_TOTAL`] across all cores.
+//! took in `scripts/bench-proxy`). Each serving thread (a core's connection thread, a page
+//! parser) therefore writes its arena full before it serves, and glibc keeps up to
+//! [`KEPT_FREE`] of free memory at an arena's top instead of returning it, so the first page
+//! finds its memory resident. What that holds is bounded: [`WARM_TOTAL`] across all of them.
 
 /// Blocks this large or larger get their own mapping, whatever was freed before.
 const OWN_MAPPING_FROM: usize = 1024 * 1024;
 /// Free memory at the top of an arena kept resident rather than returned.
-const KEPT_FREE: usize = WARM_PER_CORE + 1024 * 1024;
-/// Memory made resident in the core threads' arenas before they serve, all cores together.
+const KEPT_FREE: usize = WARM_PER_THREAD + 1024 * 1024;
+/// Memory made resident in the serving threads' arenas before they serve, all threads together.
 const WARM_TOTAL: usize = 16 * 1024 * 1024;
-/// And per core at most (enough for a cold real-size torch page, merged from two sources).
-const WARM_PER_CORE: usize = 8 * 1024 * 1024;
+/// And per thread at most (enough for a cold real-size torch page, merged from two sources).
+const WARM_PER_THREAD: usize = 8 * 1024 * 1024;
+
+/// Whether [`tune_for_serving`] set the thresholds (a server, not a test or a one-off command).
+static TUNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Fixes glibc's thresholds: [`OWN_MAPPING_FROM`] for a separate mapping, [`KEPT_FREE`] for
 /// returning memory. Elsewhere (musl, macOS, Windows) there is nothing to set: their
@@ -49,21 +52,32 @@ pub fn tune_for_serving() {
                 value,
                 "the allocator refused a setting; memory may grow"
             );
+            return;
         }
     }
+    TUNED.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 pub fn tune_for_serving() {}
 
-/// Makes this thread's arena (glibc gives each new thread its own) resident: its share of
-/// [`WARM_TOTAL`] among `cores`, at most [`WARM_PER_CORE`], written and freed at once. Freed,
-/// it stays in the arena (below [`KEPT_FREE`]), so the first requests' allocations neither grow
-/// the arena (one `mprotect` call per page) nor fault in fresh pages.
-pub fn warm_this_thread(cores: usize) {
+/// How much each of `threads` threads (the cores' connection threads and the page parsers,
+/// `cpu_pool.rs`) makes resident: an even share of [`WARM_TOTAL`], at most [`WARM_PER_THREAD`];
+/// nothing when [`tune_for_serving`] has not run (glibc would return it at once).
+pub fn warm_share(threads: usize) -> usize {
+    if !TUNED.load(std::sync::atomic::Ordering::Relaxed) {
+        return 0;
+    }
+    (WARM_TOTAL / threads.max(1)).min(WARM_PER_THREAD)
+}
+
+/// Makes `bytes` of this thread's arena (glibc gives each new thread its own) resident,
+/// written and freed at once. Freed, it stays in the arena (below [`KEPT_FREE`]), so the first
+/// requests' allocations neither grow the arena (one `mprotect` call per page) nor fault in
+/// fresh pages.
+pub fn warm_this_thread(bytes: usize) {
     // Blocks under the threshold for a separate mapping, so they come from the arena.
     const BLOCK: usize = 64 * 1024;
-    let room = (WARM_TOTAL / cores.max(1)).min(WARM_PER_CORE);
-    let blocks: Vec<Vec<u8>> = (0..room / BLOCK).map(|_| vec![1u8; BLOCK]).collect();
+    let blocks: Vec<Vec<u8>> = (0..bytes / BLOCK).map(|_| vec![1u8; BLOCK]).collect();
     drop(std::hint::black_box(blocks));
 }

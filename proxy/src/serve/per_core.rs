@@ -34,6 +34,31 @@ pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }
 
+/// Threads each core's runtime starts for blocking work (the disk copies of index pages, cache
+/// files) before it serves, so that the first requests do not wait for their creation.
+const BLOCKING_THREADS_AT_START: usize = 2;
+/// How long an idle blocking thread is kept (tokio's default is 10 s).
+const BLOCKING_KEEP_ALIVE: Duration = Duration::from_mins(10);
+
+/// Starts [`BLOCKING_THREADS_AT_START`] of `runtime`'s blocking threads: as many tasks that wait
+/// for each other, so each holds a thread of its own until all have one.
+fn start_blocking_threads(runtime: &Runtime) {
+    let all_started = Arc::new(std::sync::Barrier::new(BLOCKING_THREADS_AT_START));
+    let tasks: Vec<_> = (0..BLOCKING_THREADS_AT_START)
+        .map(|_| {
+            let all_started = Arc::clone(&all_started);
+            runtime.spawn_blocking(move || {
+                all_started.wait();
+            })
+        })
+        .collect();
+    runtime.block_on(async {
+        for task in tasks {
+            let _ = task.await;
+        }
+    });
+}
+
 /// An accepted connection on its way to a core.
 struct Handoff {
     stream: std::net::TcpStream,
@@ -74,6 +99,7 @@ pub fn serve_per_core(
         .map(|_| {
             tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                .thread_keep_alive(BLOCKING_KEEP_ALIVE)
                 .build()
         })
         .collect::<Result<Vec<Runtime>, _>>()
@@ -93,7 +119,10 @@ pub fn serve_per_core(
         let spawned = std::thread::Builder::new()
             .name(format!("wheelgate-core-{index}"))
             .spawn(move || {
-                super::allocator::warm_this_thread(cores);
+                super::allocator::warm_this_thread(super::allocator::warm_share(
+                    super::serving_threads(cores),
+                ));
+                start_blocking_threads(&runtime);
                 runtime.block_on(async move {
                     let server = ConnectionServer::new(router, &limits, metrics);
                     // Until the accept loop stops and drops its sender.

@@ -1,0 +1,143 @@
+//! A few threads for CPU-heavy work that must not run on a connection's thread: parsing an
+//! upstream index page (two milliseconds and more for download.pytorch.org's torch page).
+//!
+//! Parsed on the thread that serves connections, a page held up everything else on that core,
+//! the other upstream bodies of the same request included: with the socket left unread, the
+//! kernel's receive window closed and its update waited for the delayed-ACK timer, so one cold
+//! merged torch page in four took 40 ms more (`scripts/bench-proxy`). On these threads the
+//! connection's thread keeps reading, and the pages of one request parse side by side.
+//!
+//! The threads are started (and their allocator arenas made resident, see
+//! `serve/allocator.rs`) before the server serves: a thread spawned for the first request, as
+//! tokio's blocking pool does, cost that request its creation and its fresh memory's faults.
+
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A fixed set of threads running closures in the order they come; cheap to clone (all clones
+/// share the threads). The threads end when the last clone is dropped.
+#[derive(Clone)]
+pub struct CpuPool {
+    jobs: Arc<Mutex<Sender<Job>>>,
+}
+
+impl CpuPool {
+    /// Starts `threads` threads named `<name>-<n>`, each running `prepare` first; returns once
+    /// all of them have.
+    pub fn start(
+        name: &str,
+        threads: usize,
+        prepare: impl Fn() + Send + Sync + 'static,
+    ) -> std::io::Result<CpuPool> {
+        let (jobs, queue) = channel::<Job>();
+        let queue = Arc::new(Mutex::new(queue));
+        let prepare = Arc::new(prepare);
+        let (ready, prepared) = channel::<()>();
+        let threads = threads.max(1);
+        for index in 0..threads {
+            let (queue, prepare, ready) = (Arc::clone(&queue), Arc::clone(&prepare), ready.clone());
+            std::thread::Builder::new()
+                .name(format!("{name}-{index}"))
+                .spawn(move || {
+                    prepare();
+                    let _ = ready.send(());
+                    work(&queue);
+                })?;
+        }
+        drop(ready);
+        for _ in 0..threads {
+            // A thread that panicked in `prepare` sends nothing; the others still serve.
+            if prepared.recv().is_err() {
+                break;
+            }
+        }
+        Ok(CpuPool {
+            jobs: Arc::new(Mutex::new(jobs)),
+        })
+    }
+
+    /// Runs `job` on one of the threads and waits for its result; a panic in `job` goes on in
+    /// the caller, as if it had run there. Runs it here when every thread is gone.
+    pub async fn run<R: Send + 'static>(&self, job: impl FnOnce() -> R + Send + 'static) -> R {
+        let (done, result) = tokio::sync::oneshot::channel();
+        let mut job = Some(job);
+        let queued = {
+            let job = job.take().expect("taken once");
+            let boxed: Job = Box::new(move || {
+                let _ = done.send(catch_unwind(AssertUnwindSafe(job)));
+            });
+            lock(&self.jobs).send(boxed)
+        };
+        if let Err(unsent) = queued {
+            // No thread left to take it: the job is in the returned box, which runs it here.
+            (unsent.0)();
+        }
+        match result.await {
+            Ok(Ok(value)) => value,
+            Ok(Err(panic)) => resume_unwind(panic),
+            Err(_) => unreachable!("a queued job always sends its result, or its panic"),
+        }
+    }
+}
+
+fn work(queue: &Mutex<Receiver<Job>>) {
+    loop {
+        // The lock is held only to take one job; the next thread waits for the one after.
+        let Ok(job) = lock(queue).recv() else { return };
+        job();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test]
+    async fn runs_jobs_on_its_threads_after_preparing_each() {
+        let prepared = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&prepared);
+        let pool = CpuPool::start("test-pool", 3, move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        assert_eq!(
+            prepared.load(Ordering::SeqCst),
+            3,
+            "start waits for every thread"
+        );
+        let names = futures_util::future::join_all((0..8).map(|i| {
+            let pool = pool.clone();
+            async move {
+                pool.run(move || (i * 2, std::thread::current().name().map(str::to_owned)))
+                    .await
+            }
+        }))
+        .await;
+        for (i, (value, name)) in names.into_iter().enumerate() {
+            assert_eq!(value, i * 2);
+            assert!(name.unwrap().starts_with("test-pool-"));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_job_panics_its_caller_and_the_threads_go_on() {
+        let pool = CpuPool::start("test-pool", 1, || {}).unwrap();
+        let caller = tokio::spawn({
+            let pool = pool.clone();
+            async move { pool.run(|| panic!("job failed")).await }
+        });
+        let err = caller.await.unwrap_err();
+        assert!(err.is_panic());
+        assert_eq!(pool.run(|| 7).await, 7, "the one thread survived the panic");
+    }
+}
