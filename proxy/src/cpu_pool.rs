@@ -2,10 +2,11 @@
 //! upstream index page (two milliseconds and more for download.pytorch.org's torch page).
 //!
 //! Parsed on the thread that serves connections, a page held up everything else on that core,
-//! the other upstream bodies of the same request included: with the socket left unread, the
-//! kernel's receive window closed and its update waited for the delayed-ACK timer, so one cold
-//! merged torch page in four took 40 ms more (`scripts/bench-proxy`). On these threads the
-//! connection's thread keeps reading, and the pages of one request parse side by side.
+//! the other upstream bodies of the same request included. With a socket left unread, the
+//! kernel's receive window closed and its update could wait for the delayed-ACK timer: one cold
+//! merged torch page in three took 40 ms more (`scripts/bench-proxy`, 12 of 40 fresh servers;
+//! 5 of 40 with this pool). On these threads the connection's thread keeps reading, and the
+//! pages of one request parse side by side.
 //!
 //! The threads are started (and their allocator arenas made resident, see
 //! `serve/allocator.rs`) before the server serves: a thread spawned for the first request, as
