@@ -16,6 +16,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 
+use crate::sync::lock;
+
 type Job = Box<dyn FnOnce() + Send>;
 
 /// A fixed set of threads running closures in the order they come; cheap to clone (all clones
@@ -90,12 +92,6 @@ fn work(queue: &Mutex<Receiver<Job>>) {
         let Ok(job) = lock(queue).recv() else { return };
         job();
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

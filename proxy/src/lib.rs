@@ -12,6 +12,7 @@
 //! - [`mirror`]: `wheelgate mirror sync`, a store an offline server serves completely;
 //! - [`cli`]: the `wheelgate` command line (shared by the binary and the Python package);
 //! - [`cpu_pool`]: threads for CPU-heavy work kept off the connections' threads (page parsing);
+//! - [`sync`]: locking shared by the server's maps, counters and queues;
 //! - [`error_chain`] and [`units`]: small text helpers shared by the above; [`build_info`]: the
 //!   version, commit and build date of this binary.
 
@@ -27,5 +28,6 @@ pub mod mirror;
 pub mod serve;
 pub mod server;
 pub mod sources;
+pub mod sync;
 pub mod units;
 pub mod upstream;

@@ -15,6 +15,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
+use crate::sync::lock;
 use crate::upstream::BreakerView;
 
 /// Upper bounds (seconds) of the upstream latency histogram's buckets.
@@ -231,13 +232,6 @@ pub struct Metrics {
     inferred_answers: AtomicU64,
     last_inferred_answer: AtomicU64,
     upstreams: Mutex<BTreeMap<String, UpstreamSeries>>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Plain counters stay usable after a panic elsewhere.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The `host[:port]` of a URL, without credentials: the upstream label.

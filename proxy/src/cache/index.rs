@@ -39,6 +39,7 @@ use wheelgate_resolver::index::{
 use crate::cache::files::Bucket;
 use crate::cpu_pool::CpuPool;
 use crate::metrics::{IndexOutcome, PageRejection};
+use crate::sync::lock;
 use crate::upstream::{PageResponse, UpstreamClient, UpstreamError, Validators, redact};
 
 use self::admit::{Verdict, admit};
@@ -844,13 +845,6 @@ fn remove_temporary_files(dir: &std::path::Path) {
             }
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Plain maps stay usable after a panic elsewhere.
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn now_secs() -> u64 {

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::sync::lock;
 use wheelgate_resolver::{Machine, Policy};
 
 /// Distinct (target, User-Agent) pairs remembered; the whole memo is cleared past it (a client
@@ -76,12 +77,6 @@ impl TargetMemo {
     fn len(&self) -> usize {
         lock(&self.entries).len()
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
