@@ -24,8 +24,11 @@ const OWN_MAPPING_FROM: usize = 1024 * 1024;
 const KEPT_FREE: usize = WARM_PER_THREAD + 1024 * 1024;
 /// Memory made resident in the serving threads' arenas before they serve, all threads together.
 const WARM_TOTAL: usize = 16 * 1024 * 1024;
-/// And per thread at most (enough for a cold real-size torch page, merged from two sources).
-const WARM_PER_THREAD: usize = 8 * 1024 * 1024;
+/// And per thread at most: enough for a cold real-size torch page's part on each thread (its
+/// parse on a parser thread, merge, selection and rendering on a core's). It also bounds what
+/// every arena keeps free ([`KEPT_FREE`]): with 8 MiB, the parser threads' two arenas took the
+/// long mixed run's peak from 129–133 to 139–146 MB (`scripts/bench-memory`).
+const WARM_PER_THREAD: usize = 4 * 1024 * 1024;
 
 /// Whether [`tune_for_serving`] set the thresholds (a server, not a test or a one-off command).
 static TUNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
