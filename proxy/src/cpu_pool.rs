@@ -66,14 +66,10 @@ impl CpuPool {
     /// the caller, as if it had run there. Runs it here when every thread is gone.
     pub async fn run<R: Send + 'static>(&self, job: impl FnOnce() -> R + Send + 'static) -> R {
         let (done, result) = tokio::sync::oneshot::channel();
-        let mut job = Some(job);
-        let queued = {
-            let job = job.take().expect("taken once");
-            let boxed: Job = Box::new(move || {
-                let _ = done.send(catch_unwind(AssertUnwindSafe(job)));
-            });
-            lock(&self.jobs).send(boxed)
-        };
+        let boxed: Job = Box::new(move || {
+            let _ = done.send(catch_unwind(AssertUnwindSafe(job)));
+        });
+        let queued = lock(&self.jobs).send(boxed);
         if let Err(unsent) = queued {
             // No thread left to take it: the job is in the returned box, which runs it here.
             (unsent.0)();
