@@ -7,7 +7,9 @@
 //! `torch-2.9.0+cu128-cp312-...whl`; the PyTorch index's file is kept.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
+
+use rustc_hash::{FxBuildHasher, FxHashSet};
 
 use wheelgate_resolver::index::{IndexFile, ProjectPage};
 use wheelgate_resolver::select::FileRef;
@@ -133,7 +135,9 @@ pub fn merge(parts: &[SourcePage]) -> MergedPage<'_> {
     let mut files = Vec::with_capacity(capacity);
     let mut origins = Vec::with_capacity(capacity);
     let mut homes = Vec::with_capacity(capacity);
-    let mut seen: HashSet<&str> = HashSet::with_capacity(capacity);
+    // Fx rather than SipHash: every filename of every part is hashed, and no client chooses
+    // them (an upstream can only slow its own pages). Half the merge of a cold torch page.
+    let mut seen: FxHashSet<&str> = FxHashSet::with_capacity_and_hasher(capacity, FxBuildHasher);
     for (home, part) in parts.iter().enumerate() {
         for file in &part.cached.page.files {
             if seen.insert(&file.filename) {
@@ -163,7 +167,7 @@ pub fn drop_same_builds<'a>(
     if matches!(origins, Origins::One(_)) {
         return Vec::new();
     }
-    let mut best: HashMap<String, SourceId> = HashMap::new();
+    let mut best: HashMap<BuildKey<'a>, SourceId> = HashMap::with_capacity(kept.len());
     for &index in kept.iter() {
         let source = origins.of(index);
         best.entry(build_key(filename(index)))
@@ -185,16 +189,22 @@ pub fn drop_same_builds<'a>(
 
 /// A filename without the local label of its version: `torch-2.9.0+cu128-cp312-...` and
 /// `torch-2.9.0-cp312-...` are the same build when a selection kept both.
-fn build_key(filename: &str) -> String {
+/// Borrowed from the name, as it is made twice per kept file of a page (hundreds on a torch
+/// page) where a new string each time cost an allocation per file: the name, and the public
+/// version and the rest when it has them.
+fn build_key(filename: &str) -> BuildKey<'_> {
     let mut parts = filename.splitn(3, '-');
     match (parts.next(), parts.next(), parts.next()) {
         (Some(name), Some(version), Some(rest)) => {
             let public = version.split('+').next().unwrap_or(version);
-            format!("{name}-{public}-{rest}")
+            (name, Some((public, rest)))
         }
-        _ => filename.to_string(),
+        _ => (filename, None),
     }
 }
+
+/// What [`build_key`] compares: `name-public-rest`, or the whole name.
+type BuildKey<'a> = (&'a str, Option<(&'a str, &'a str)>);
 
 #[cfg(test)]
 mod tests {
