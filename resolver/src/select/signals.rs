@@ -67,13 +67,17 @@ pub(super) fn read_signals<'a>(
             directory_disagrees: None,
         });
     }
-    let directory = directory_of(url).and_then(|segment| {
-        parsed
-            .directories
-            .entry(segment)
-            .or_insert_with(|| segment.parse().ok())
-            .clone()
-    });
+    // Only a segment shaped like a backend is looked up: PyPI's links put each file under a
+    // directory of its own (its digest), so each would be a new entry, parsed and refused.
+    let directory = directory_of(url)
+        .filter(|segment| may_parse_as_backend(segment))
+        .and_then(|segment| {
+            parsed
+                .directories
+                .entry(segment)
+                .or_insert_with(|| segment.parse().ok())
+                .clone()
+        });
     Ok(match (label_backend, directory) {
         (Some(label), Some(directory)) if label != directory => Signals {
             backend: Some(label),
@@ -88,6 +92,12 @@ pub(super) fn read_signals<'a>(
             directory_disagrees: None,
         },
     })
+}
+
+/// Whether `text` starts as a backend name must ([`Backend`]'s parse is case-sensitive): a cheap
+/// test that rules out most directories without parsing them.
+fn may_parse_as_backend(text: &str) -> bool {
+    text.starts_with("cu") || text.starts_with("rocm") || text == "cpu" || text == "xpu"
 }
 
 /// Whether a label claims to name a backend.

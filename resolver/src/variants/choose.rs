@@ -104,7 +104,9 @@ pub fn lists_variants(files: &[FileRef<'_>]) -> bool {
 /// (name, version, python, abi, platform, label): a count of dashes, where splitting and
 /// validating every name of a real-size page again cost a tenth of a cold request's render.
 fn has_six_parts(filename: &str) -> bool {
-    filename.bytes().filter(|&b| b == b'-').nth(4).is_some()
+    memchr::memchr_iter(b'-', filename.as_bytes())
+        .nth(4)
+        .is_some()
 }
 
 /// The page indices of the `*-variants.json` files, which the caller fetches and parses.
