@@ -147,6 +147,7 @@ pub fn select_page(
     // Most files of a page are dropped (all but one build per version): sized once.
     let mut dropped = Vec::with_capacity(files.len());
     let versions = group_by_version(catalog, &project, files, &mut dropped);
+    let mut decisions = Decisions::default();
     let mut selections = Vec::new();
     for (version, files) in versions.into_iter().rev() {
         let labelled = files.by_backend.keys().any(Option::is_some);
@@ -183,7 +184,7 @@ pub fn select_page(
                 })
             })
             .collect();
-        let mut decision = decide(catalog, machine, policy, train.release, &offers);
+        let mut decision = decisions.decide(catalog, machine, policy, train.release, offers);
         if let Some(inferred) = &train.inferred {
             decision.notes.insert(0, inferred.to_string());
             decision.rests_on_inference = true;
@@ -218,11 +219,60 @@ pub fn select_page(
             kept,
         });
     }
-    dropped.sort_unstable_by_key(|(i, _)| *i);
     PageSelection {
         project,
         versions: selections,
-        dropped,
+        dropped: in_page_order(dropped, files.len()),
+    }
+}
+
+/// `dropped` in page order. Nearly every file of a page is dropped, and a sort moved each entry
+/// (the size of a [`Dropped`]) again and again; each file is dropped once at most, so each
+/// entry goes straight to its file's place, then the places are read in order.
+fn in_page_order(dropped: Vec<(usize, Dropped)>, files: usize) -> Vec<(usize, Dropped)> {
+    let count = dropped.len();
+    let mut places: Vec<Option<Dropped>> = std::iter::repeat_with(|| None).take(files).collect();
+    for (index, why) in dropped {
+        debug_assert!(places[index].is_none(), "file {index} dropped twice");
+        places[index] = Some(why);
+    }
+    let mut ordered = Vec::with_capacity(count);
+    ordered.extend(
+        places
+            .into_iter()
+            .enumerate()
+            .filter_map(|(index, why)| why.map(|why| (index, why))),
+    );
+    ordered
+}
+
+/// The decisions of one page's selection, by release line and offers: the versions of a line
+/// (`2.9.0`, `2.9.1`) mostly offer the same builds, and deciding again re-read the catalog's rules
+/// and wrote their notes anew each time (a fifth of a selection).
+#[derive(Default)]
+struct Decisions<'c> {
+    made: Vec<(&'c Release, Vec<Offer>, Decision)>,
+}
+
+impl<'c> Decisions<'c> {
+    fn decide(
+        &mut self,
+        catalog: &Catalog,
+        machine: &Machine,
+        policy: &Policy,
+        release: &'c Release,
+        offers: Vec<Offer>,
+    ) -> Decision {
+        let made = self
+            .made
+            .iter()
+            .find(|(line, made_for, _)| std::ptr::eq(*line, release) && *made_for == offers);
+        if let Some((_, _, decision)) = made {
+            return decision.clone();
+        }
+        let decision = decide(catalog, machine, policy, release, &offers);
+        self.made.push((release, offers, decision.clone()));
+        decision
     }
 }
 
@@ -269,13 +319,20 @@ fn group_by_version<'a>(
             }
         };
         let slot = *slot_of_text.entry(wheel.version).or_insert_with(|| {
-            let public = wheel.version.parse::<Version>().ok()?.without_local();
             // `2.9.0+cu128` and `2.9.0+cpu` share a slot: found by the public text, without
             // comparing versions, once the first of them made it.
-            let public_text = wheel
-                .version
-                .split_once('+')
-                .map_or(wheel.version, |(p, _)| p);
+            let (public_text, local) = match wheel.version.split_once('+') {
+                Some((public, local)) => (public, Some(local)),
+                None => (wheel.version, None),
+            };
+            // Nor parsed, then: that public text parsed already, and a label of this shape
+            // always does.
+            if local.is_none_or(is_plain_local_label)
+                && let Some(&slot) = slot_of_public.get(public_text)
+            {
+                return Some(slot);
+            }
+            let public = wheel.version.parse::<Version>().ok()?.without_local();
             Some(
                 *slot_of_public
                     .entry(public_text)
@@ -383,6 +440,15 @@ fn slot_for(slots: &mut Vec<VersionSlot<'_>>, version: Version) -> usize {
         plain: Vec::new(),
     });
     slots.len() - 1
+}
+
+/// Whether `label` is a PEP 440 local version label of the plainest form, letters and digits in
+/// segments joined by `.` (`cu128`, `rocm6.4`, `cpu`), which every version parser accepts.
+fn is_plain_local_label(label: &str) -> bool {
+    !label.is_empty()
+        && label.split('.').all(|segment| {
+            !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_alphanumeric())
+        })
 }
 
 /// Whether `filename` ends in `suffix` (`.whl`), in any case; a byte comparison, as it runs
