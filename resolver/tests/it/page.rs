@@ -289,3 +289,75 @@ fn pypi_torch_on_a_machine_without_a_gpu_keeps_the_cuda_wheel_as_a_cpu_build_of_
     let decision = selection.versions[0].decision.as_ref().unwrap();
     assert!(decision.cpu_last_resort.is_none());
 }
+
+#[test]
+fn versions_of_one_release_line_are_decided_by_their_own_offers() {
+    // 2.9.0 and 2.9.1 share a release line, and the decision made for one is reused for the
+    // other only when both offer the same builds: 2.9.1 without cu130 falls back to cu128.
+    let files = page(
+        "torch",
+        &[
+            ("2.9.0", &["cpu", "cu128", "cu130"]),
+            ("2.9.1", &["cpu", "cu128"]),
+            ("2.9.2", &["cpu", "cu128", "cu130"]),
+        ],
+    );
+    let selection = select(H100, "torch", &files);
+    for (version, chosen) in [
+        ("2.9.0", "+cu130"),
+        ("2.9.1", "+cu128"),
+        ("2.9.2", "+cu130"),
+    ] {
+        let kept = kept_names(&selection, &files, version);
+        assert!(
+            kept.iter().all(|n| n.contains(chosen)),
+            "{version}: {kept:?}"
+        );
+        assert_eq!(kept.len(), 3, "{version}: {kept:?}");
+    }
+}
+
+#[test]
+fn a_bad_local_label_is_unparseable_beside_good_ones_of_its_version() {
+    // The version `2.9.0` parsed already (from `+cu128`); a label that is not PEP 440 still
+    // makes its file unparseable rather than joining that version.
+    let mut files = page("torch", &[("2.9.0", &["cpu", "cu128"])]);
+    for label in ["cu128!", "cu128..1", "cu.", "cu128_1"] {
+        let name = format!("torch-2.9.0+{label}-cp312-cp312-manylinux_2_28_x86_64.whl");
+        files.push((name.clone(), format!("/whl/cu128/{name}")));
+    }
+    let selection = select(H100, "torch", &files);
+    let unparseable: Vec<&str> = selection
+        .dropped
+        .iter()
+        .filter(|(_, why)| matches!(why, Dropped::Unparseable(_)))
+        .map(|(i, _)| files[*i].0.as_str())
+        .collect();
+    assert_eq!(
+        unparseable,
+        [
+            "torch-2.9.0+cu128!-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "torch-2.9.0+cu128..1-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "torch-2.9.0+cu.-cp312-cp312-manylinux_2_28_x86_64.whl",
+        ],
+        "`cu128_1` is a valid label (PEP 440 allows `_` between segments)"
+    );
+}
+
+#[test]
+fn dropped_files_are_listed_in_page_order() {
+    // Versions are decided newest first, so drops are made out of page order.
+    let files = page("torch", &[TORCH_26, TORCH_29]);
+    let selection = select(H100, "torch", &files);
+    let indices: Vec<usize> = selection.dropped.iter().map(|(i, _)| *i).collect();
+    assert!(indices.is_sorted(), "{indices:?}");
+    let kept: usize = selection.versions.iter().map(|v| v.kept.len()).sum();
+    assert_eq!(
+        indices.len() + kept,
+        files.len(),
+        "every file kept or dropped, once"
+    );
+    let mut unique = indices.clone();
+    unique.dedup();
+    assert_eq!(unique, indices);
+}
