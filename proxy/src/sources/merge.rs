@@ -7,9 +7,9 @@
 //! `torch-2.9.0+cu128-cp312-...whl`; the PyTorch index's file is kept.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
-use rustc_hash::{FxBuildHasher, FxHashSet};
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use wheelgate_resolver::index::{IndexFile, ProjectPage};
 use wheelgate_resolver::select::FileRef;
@@ -167,7 +167,8 @@ pub fn drop_same_builds<'a>(
     if matches!(origins, Origins::One(_)) {
         return Vec::new();
     }
-    let mut best: HashMap<BuildKey<'a>, SourceId> = HashMap::with_capacity(kept.len());
+    let mut best: FxHashMap<BuildKey<'a>, SourceId> =
+        FxHashMap::with_capacity_and_hasher(kept.len(), FxBuildHasher);
     for &index in kept.iter() {
         let source = origins.of(index);
         best.entry(build_key(filename(index)))
