@@ -438,9 +438,9 @@ impl Inner {
         client: &UpstreamClient,
         url: &str,
     ) -> Result<Option<Arc<CachedPage>>, IndexError> {
-        // Every refresh starts after a `cached` lookup, which brought a disk copy into memory:
-        // looking on disk again cost a cold page another round trip to the parser threads.
-        let cached = lock(&self.pages).get(url);
+        // Usually in memory by now (every refresh starts after a `cached` lookup); a cold page's
+        // disk lookup is one `stat` (see `cached`).
+        let cached = self.cached(url).await;
         let validators = cached.as_ref().map(|p| p.validators.clone());
         let response = client
             .get_page(url, UPSTREAM_ACCEPT, validators.as_ref())
