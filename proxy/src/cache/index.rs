@@ -228,54 +228,45 @@ impl IndexCache {
     /// request `wait` at most (a failing one, nothing: its error is answered by the copy).
     #[must_use]
     pub fn stale_while_revalidate(self, wait: Duration) -> IndexCache {
-        let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|_| {
-            unreachable!("called right after new(), before the cache is shared")
-        });
-        IndexCache {
-            inner: Arc::new(Inner {
-                stale_while_revalidate: true,
-                revalidate_wait: wait,
-                ..inner
-            }),
-        }
+        self.configured(|inner| Inner {
+            stale_while_revalidate: true,
+            revalidate_wait: wait,
+            ..inner
+        })
     }
 
     /// This cache, holding parsed pages of at most `budget` estimated bytes in memory.
     #[must_use]
     pub fn with_memory(self, budget: usize) -> IndexCache {
-        let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|_| {
-            unreachable!("called right after new(), before the cache is shared")
-        });
-        IndexCache {
-            inner: Arc::new(Inner {
-                pages: Mutex::new(PageMemory::new(budget)),
-                ..inner
-            }),
-        }
+        self.configured(|inner| Inner {
+            pages: Mutex::new(PageMemory::new(budget)),
+            ..inner
+        })
     }
 
     /// This cache, parsing pages (and reading their disk copies) on `parsers`' threads.
     #[must_use]
     pub fn with_parsers(self, parsers: CpuPool) -> IndexCache {
-        let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|_| {
-            unreachable!("called right after new(), before the cache is shared")
-        });
-        IndexCache {
-            inner: Arc::new(Inner {
-                parsers: Some(parsers),
-                ..inner
-            }),
-        }
+        self.configured(|inner| Inner {
+            parsers: Some(parsers),
+            ..inner
+        })
     }
 
     /// This cache, sharing its pages with other replicas through `bucket` (`index/shared.rs`).
     #[must_use]
     pub fn with_bucket(self, bucket: Option<Arc<Bucket>>) -> IndexCache {
+        self.configured(|inner| Inner { bucket, ..inner })
+    }
+
+    /// This cache with `edit` applied to its settings: the builder methods run right after
+    /// `new()`, before the cache is shared.
+    fn configured(self, edit: impl FnOnce(Inner) -> Inner) -> IndexCache {
         let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|_| {
             unreachable!("called right after new(), before the cache is shared")
         });
         IndexCache {
-            inner: Arc::new(Inner { bucket, ..inner }),
+            inner: Arc::new(edit(inner)),
         }
     }
 
