@@ -73,13 +73,21 @@ pub fn assert_routing_safe(upstreams: &Upstreams) {
     );
 }
 
-/// A loopback port free now, for a server whose address the store's locks must name.
+/// A loopback port free now, for a server whose address the store's locks must name, started
+/// only after a whole mirror sync. Below Linux's ephemeral range (32768 and up): a port the
+/// kernel handed out for `127.0.0.1:0` went back to that range, and the sync's own outgoing
+/// connections, or another test's, took it before the server bound it ("Address already in
+/// use", once in a CI run). Started at a random port so concurrent tests rarely probe the same.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::hash::{BuildHasher, RandomState};
+    const LOW: u16 = 20_000;
+    const SPAN: u16 = 12_000;
+    let start = RandomState::new().hash_one(std::process::id()) % u64::from(SPAN);
+    let start = u16::try_from(start).expect("below SPAN");
+    (0..SPAN)
+        .map(|step| LOW + (start + step) % SPAN)
+        .find(|&port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
+        .expect("a free loopback port below the ephemeral range")
 }
 
 /// A machine given as JSON (as `/m/` URLs and `--machine` take it) as a TOML inline table, for
