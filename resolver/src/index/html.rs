@@ -51,21 +51,71 @@ pub fn parse_project_html(content: &str) -> Result<ProjectPage, IndexParseError>
     // Real pages spend 150 to 450 bytes per link: reserving for one per 256 bytes spares the
     // growing vector most of its copies of a page of thousands of files.
     let mut files = Vec::with_capacity((content.len() / 256).min(8192));
-    let head = walk(content, |anchor, text| {
-        if let Some(file) = anchor.to_file(text) {
-            files.push(file);
-            check_link_count(files.len())?;
+    let head = walk(content, |anchor, text| push_file(&mut files, anchor, text))?;
+    Ok(project_page(head, files))
+}
+
+/// A [PEP 503] project page read while it arrives. Each [`read`](Self::read) takes the anchors
+/// the text so far completes, so a page of thousands of links is mostly parsed by the time its
+/// last bytes land instead of after; [`finish`](Self::finish) gives what
+/// [`parse_project_html`] gives for the whole text, errors included.
+#[derive(Default)]
+pub struct ProjectHtmlReader {
+    walk: Walk,
+    files: Vec<IndexFile>,
+    /// The first error the page's text gave; the walk stops there, as a whole-page parse does.
+    error: Option<IndexParseError>,
+}
+
+impl ProjectHtmlReader {
+    /// Reads what `arrived`, the page so far, completes. Each call's text must begin with the
+    /// previous call's.
+    pub fn read(&mut self, arrived: &str) {
+        if self.error.is_some() || arrived.len() > super::MAX_PAGE_BYTES {
+            return;
         }
-        Ok(())
-    })?;
-    Ok(ProjectPage {
+        let files = &mut self.files;
+        if let Err(err) = self.walk.advance(arrived, false, |anchor, text| {
+            push_file(files, anchor, text)
+        }) {
+            self.error = Some(err);
+        }
+    }
+
+    /// The page, from `content`: the whole text, which begins with everything read before.
+    pub fn finish(mut self, content: &str) -> Result<ProjectPage, IndexParseError> {
+        check_size(content)?;
+        if let Some(err) = self.error {
+            return Err(err);
+        }
+        let files = &mut self.files;
+        self.walk
+            .advance(content, true, |anchor, text| push_file(files, anchor, text))?;
+        Ok(project_page(self.walk.into_head(), self.files))
+    }
+}
+
+fn push_file(
+    files: &mut Vec<IndexFile>,
+    anchor: &Anchor<'_>,
+    text: &str,
+) -> Result<(), IndexParseError> {
+    if let Some(file) = anchor.to_file(text) {
+        files.push(file);
+        check_link_count(files.len())?;
+    }
+    Ok(())
+}
+
+fn project_page(head: Head, files: Vec<IndexFile>) -> ProjectPage {
+    ProjectPage {
         name: head.name.unwrap_or_default(),
         files,
         versions: Vec::new(),
         meta: head.meta,
         base: head.base,
         status: head.status,
-    })
+    }
 }
 
 /// Reads a [PEP 503] root page: one anchor per project, the anchor text its name.
@@ -271,6 +321,7 @@ fn escape_into(out: &mut String, s: &str) {
 // Reading: page walk
 
 /// What a page says outside its anchors.
+#[derive(Default)]
 struct Head {
     name: Option<String>,
     meta: Meta,
@@ -405,82 +456,144 @@ impl<'a> Anchor<'a> {
 /// decoded text, and returns what the page says outside its anchors.
 fn walk<'a>(
     content: &'a str,
-    mut on_anchor: impl FnMut(&Anchor<'a>, &str) -> Result<(), IndexParseError>,
+    on_anchor: impl FnMut(&Anchor<'a>, &str) -> Result<(), IndexParseError>,
 ) -> Result<Head, IndexParseError> {
-    let mut head = Head {
-        name: None,
-        meta: Meta::default(),
-        base: None,
-        status: None,
-    };
-    let mut status_reason: Option<String> = None;
-    let mut scanner = Scanner::new(content);
-    // The open anchor, and one text buffer reused for every anchor and heading.
-    let mut open: Option<Anchor<'a>> = None;
-    let mut heading_open = false;
-    let mut text = String::new();
-    let mut finish = |open: &mut Option<Anchor<'a>>, text: &mut String| {
-        let result = match open.take() {
-            Some(anchor) => on_anchor(&anchor, text.trim()),
-            None => Ok(()),
-        };
-        text.clear();
-        result
-    };
+    let mut walk = Walk::default();
+    walk.advance(content, true, on_anchor)?;
+    Ok(walk.into_head())
+}
 
-    while let Some(token) = scanner.next_token() {
-        match token {
-            Token::Text(raw) => {
-                if open.is_some() || heading_open {
-                    decode_into(&mut text, raw);
-                }
-            }
-            Token::Start(tag) => {
-                if tag.eq_ignore_ascii_case("a") {
-                    // An `<a>` inside an open one closes it, as in HTML.
-                    finish(&mut open, &mut text)?;
-                    heading_open = false;
-                    open = Some(Anchor::from_attrs(&scanner.attrs));
-                } else if tag.eq_ignore_ascii_case("base") {
-                    if head.base.is_none() {
-                        head.base = attr(&scanner.attrs, "href")
-                            .map(|href| decode(href.trim_matches(is_html_space)).into_owned());
-                    }
-                } else if tag.eq_ignore_ascii_case("meta") {
-                    read_meta(&scanner.attrs, &mut head, &mut status_reason)?;
-                } else if (tag.eq_ignore_ascii_case("title") || tag.eq_ignore_ascii_case("h1"))
-                    && head.name.is_none()
-                    && open.is_none()
-                {
-                    heading_open = true;
-                    text.clear();
-                }
-            }
-            Token::End(tag) => {
-                if tag.eq_ignore_ascii_case("a")
-                    || tag.eq_ignore_ascii_case("body")
-                    || tag.eq_ignore_ascii_case("html")
-                {
-                    finish(&mut open, &mut text)?;
-                } else if heading_open
-                    && (tag.eq_ignore_ascii_case("title") || tag.eq_ignore_ascii_case("h1"))
-                {
-                    heading_open = false;
-                    // PyPI and download.pytorch.org title their pages `Links for <name>`;
-                    // any other heading does not name the project.
-                    if let Some(name) = text.trim().strip_prefix("Links for") {
-                        head.name = Some(name.trim().to_owned());
-                    }
-                    text.clear();
-                }
+/// How many bytes past a token the input must hold before a walk over a page still arriving
+/// takes the token: the scanner decides a token by at most the bytes of `</textarea` and one
+/// more after it, so a token this far from the end reads the same whatever arrives next.
+const SETTLED_MARGIN: usize = 16;
+
+/// A walk over a page, resumable: a page still arriving is walked as far as its complete tokens
+/// go, and the walk goes on from there when more has arrived. Nothing it holds borrows the
+/// text, which grows (and moves) between steps; an anchor open at a pause is read again from
+/// where its tag starts.
+#[derive(Default)]
+struct Walk {
+    head: Head,
+    status_reason: Option<String>,
+    /// Where the next token starts, and the raw-text element (`<script>`...) it is inside.
+    pos: usize,
+    raw_text_of: Option<&'static str>,
+    /// Where the open anchor's `<a` tag starts, with the scanner's raw-text state there.
+    open_at: Option<(usize, Option<&'static str>)>,
+    heading_open: bool,
+    /// The open anchor's or heading's text so far, decoded.
+    text: String,
+}
+
+impl Walk {
+    /// Takes `content`'s tokens from where the walk stopped; when `at_end` is false, `content`
+    /// may be a prefix of the page and the walk stops before the first token that more text
+    /// could change. `content` must extend the text of earlier steps.
+    fn advance<'a>(
+        &mut self,
+        content: &'a str,
+        at_end: bool,
+        mut on_anchor: impl FnMut(&Anchor<'a>, &str) -> Result<(), IndexParseError>,
+    ) -> Result<(), IndexParseError> {
+        let mut scanner = Scanner::new(content);
+        let mut open: Option<Anchor<'a>> = None;
+        if let Some((at, raw_text_of)) = self.open_at {
+            scanner.pos = at;
+            scanner.raw_text_of = raw_text_of;
+            if let Some(Token::Start(_)) = scanner.next_token() {
+                open = Some(Anchor::from_attrs(&scanner.attrs));
             }
         }
+        scanner.pos = self.pos;
+        scanner.raw_text_of = self.raw_text_of;
+        let head = &mut self.head;
+        let text = &mut self.text;
+        let mut finish = |open: &mut Option<Anchor<'a>>, text: &mut String| {
+            let result = match open.take() {
+                Some(anchor) => on_anchor(&anchor, text.trim()),
+                None => Ok(()),
+            };
+            text.clear();
+            result
+        };
+
+        loop {
+            let (token_start, raw_text_of) = (scanner.pos, scanner.raw_text_of);
+            let token = scanner.next_token();
+            if !at_end && (token.is_none() || scanner.pos + SETTLED_MARGIN > content.len()) {
+                scanner.pos = token_start;
+                scanner.raw_text_of = raw_text_of;
+                break;
+            }
+            let Some(token) = token else { break };
+            match token {
+                Token::Text(raw) => {
+                    if open.is_some() || self.heading_open {
+                        decode_into(text, raw);
+                    }
+                }
+                Token::Start(tag) => {
+                    if tag.eq_ignore_ascii_case("a") {
+                        // An `<a>` inside an open one closes it, as in HTML.
+                        finish(&mut open, text)?;
+                        self.heading_open = false;
+                        open = Some(Anchor::from_attrs(&scanner.attrs));
+                        self.open_at = Some((token_start, raw_text_of));
+                    } else if tag.eq_ignore_ascii_case("base") {
+                        if head.base.is_none() {
+                            head.base = attr(&scanner.attrs, "href")
+                                .map(|href| decode(href.trim_matches(is_html_space)).into_owned());
+                        }
+                    } else if tag.eq_ignore_ascii_case("meta") {
+                        read_meta(&scanner.attrs, head, &mut self.status_reason)?;
+                    } else if (tag.eq_ignore_ascii_case("title") || tag.eq_ignore_ascii_case("h1"))
+                        && head.name.is_none()
+                        && open.is_none()
+                    {
+                        self.heading_open = true;
+                        text.clear();
+                    }
+                }
+                Token::End(tag) => {
+                    if tag.eq_ignore_ascii_case("a")
+                        || tag.eq_ignore_ascii_case("body")
+                        || tag.eq_ignore_ascii_case("html")
+                    {
+                        finish(&mut open, text)?;
+                    } else if self.heading_open
+                        && (tag.eq_ignore_ascii_case("title") || tag.eq_ignore_ascii_case("h1"))
+                    {
+                        self.heading_open = false;
+                        // PyPI and download.pytorch.org title their pages `Links for <name>`;
+                        // any other heading does not name the project.
+                        if let Some(name) = text.trim().strip_prefix("Links for") {
+                            head.name = Some(name.trim().to_owned());
+                        }
+                        text.clear();
+                    }
+                }
+            }
+            if open.is_none() {
+                self.open_at = None;
+            }
+        }
+        if at_end {
+            finish(&mut open, text)?;
+            self.open_at = None;
+        }
+        self.pos = scanner.pos;
+        self.raw_text_of = scanner.raw_text_of;
+        Ok(())
     }
-    finish(&mut open, &mut text)?;
-    if let Some(status) = &mut head.status {
-        status.reason = status_reason;
+
+    fn into_head(self) -> Head {
+        let mut head = self.head;
+        if let Some(status) = &mut head.status {
+            status.reason = self.status_reason;
+        }
+        head
     }
-    Ok(head)
 }
 
 fn read_meta(

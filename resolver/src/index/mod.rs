@@ -22,7 +22,8 @@ pub mod model;
 pub use error::{IndexParseError, MAX_LINKS, MAX_PAGE_BYTES};
 pub use hashes::Hashes;
 pub use html::{
-    parse_project_html, parse_project_list_html, render_project_html, render_project_list_html,
+    ProjectHtmlReader, parse_project_html, parse_project_list_html, render_project_html,
+    render_project_list_html,
 };
 pub use json::{
     parse_project_json, parse_project_list_json, render_project_json, render_project_list_json,

@@ -1,5 +1,6 @@
 //! Integration tests of wheelgate-resolver, one module per area.
 
+mod arriving_html;
 mod bad_input;
 mod garbage;
 mod invariant;
