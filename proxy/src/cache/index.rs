@@ -20,6 +20,7 @@
 //!   replica published, and a copy fetched or revalidated upstream is published for the others.
 
 mod admit;
+mod arriving;
 mod memory;
 mod shared;
 mod stored;
@@ -43,6 +44,7 @@ use crate::sync::lock;
 use crate::upstream::{PageResponse, UpstreamClient, UpstreamError, Validators, redact};
 
 use self::admit::{Verdict, admit};
+use self::arriving::{ArrivingPage, FINISH_HERE_BYTES};
 use self::memory::PageMemory;
 use self::stored::StoredPage;
 
@@ -433,8 +435,14 @@ impl Inner {
         // disk lookup is one `stat` (see `cached`).
         let cached = self.cached(url).await;
         let validators = cached.as_ref().map(|p| p.validators.clone());
+        let mut arriving = ArrivingPage::default();
         let response = client
-            .get_page(url, UPSTREAM_ACCEPT, validators.as_ref())
+            .get_page(
+                url,
+                UPSTREAM_ACCEPT,
+                validators.as_ref(),
+                Some(&mut arriving),
+            )
             .await;
         match response {
             Ok(PageResponse::Fresh {
@@ -450,7 +458,7 @@ impl Inner {
                     last_modified: validators.last_modified,
                     fetched_at_secs: now_secs(),
                 };
-                self.take_fresh(client, url, cached, stored).await
+                self.take_fresh(client, url, cached, stored, arriving).await
             }
             Ok(PageResponse::NotModified) => {
                 let Some(old) = cached else { return Ok(None) };
@@ -508,14 +516,15 @@ impl Inner {
         url: &str,
         cached: Option<Arc<CachedPage>>,
         stored: StoredPage,
+        arriving: ArrivingPage,
     ) -> Result<Option<Arc<CachedPage>>, IndexError> {
         let stored = Arc::new(stored);
         let parsed = match &self.parsers {
-            Some(parsers) => {
+            Some(parsers) if arriving.rest(&stored) > FINISH_HERE_BYTES => {
                 let stored = Arc::clone(&stored);
-                parsers.run(move || parse(&stored)).await
+                parsers.run(move || arriving.finish(&stored)).await
             }
-            None => parse(&stored),
+            _ => arriving.finish(&stored),
         };
         let verdict = admit(parsed, cached.as_deref());
         let page = match verdict {
@@ -770,11 +779,16 @@ fn read_stored(path: &Path, url: &str) -> Option<(StoredPage, ProjectPage)> {
 }
 
 fn parse(stored: &StoredPage) -> Result<ProjectPage, IndexParseError> {
-    if stored.content_type.contains("json") {
+    if is_json(&stored.content_type) {
         parse_project_json(&stored.body)
     } else {
         parse_project_html(&stored.body)
     }
+}
+
+/// Whether a page of this `Content-Type` is PEP 691 JSON (else it is read as HTML).
+fn is_json(content_type: &str) -> bool {
+    content_type.contains("json")
 }
 
 /// The files `old` listed (or still kept as retired) that `new` does not.

@@ -20,6 +20,7 @@ use reqwest::header::{ACCEPT, ETAG, HeaderMap, IF_MODIFIED_SINCE, IF_NONE_MATCH,
 use tracing::{debug, warn};
 
 use super::access::OriginAccess;
+use super::arriving_text::ArrivingText;
 use super::breaker::{Admission, BreakerSettings, Breakers, RequestKind};
 use super::transport::Transport;
 use crate::metrics::{Metrics, UpstreamOutcome, upstream_label};
@@ -155,6 +156,16 @@ impl UpstreamError {
 pub struct Validators {
     pub etag: Option<String>,
     pub last_modified: Option<String>,
+}
+
+/// Reads a page body while it arrives: the index cache parses an HTML page chunk by chunk, so
+/// that a page of thousands of links is parsed by the time its last bytes land.
+pub trait BodyReader: Send {
+    /// An answer's body begins (again, on a retry), of this `Content-Type`.
+    fn begin(&mut self, content_type: &str);
+    /// The body so far; each call's text begins with the last's. Not called once the body
+    /// turns out not to be UTF-8.
+    fn arrived(&mut self, so_far: &str);
 }
 
 /// The answer to a page request.
@@ -297,17 +308,19 @@ impl UpstreamClient {
             .ok()
     }
 
-    /// Fetches an index page, conditionally when `validators` are given, within the deadline.
+    /// Fetches an index page, conditionally when `validators` are given, within the deadline;
+    /// `reader` sees the body as it arrives.
     pub async fn get_page(
         &self,
         url: &str,
         accept: &str,
         validators: Option<&Validators>,
+        reader: Option<&mut dyn BodyReader>,
     ) -> Result<PageResponse, UpstreamError> {
         let retries = self.admit(url, RequestKind::Pages)?;
         let result = match tokio::time::timeout(
             self.deadline,
-            self.fetch_page(url, accept, validators, retries),
+            self.fetch_page(url, accept, validators, retries, reader),
         )
         .await
         {
@@ -355,6 +368,7 @@ impl UpstreamClient {
         accept: &str,
         validators: Option<&Validators>,
         retries: u32,
+        mut reader: Option<&mut dyn BodyReader>,
     ) -> Result<PageResponse, UpstreamError> {
         let mut headers = HeaderMap::new();
         if let Ok(value) = accept.parse() {
@@ -375,16 +389,18 @@ impl UpstreamClient {
         let mut attempt = 0;
         loop {
             let started = Instant::now();
-            let result =
-                match tokio::time::timeout(self.attempt_timeout, self.page_attempt(url, &headers))
-                    .await
-                {
-                    Ok(result) => result,
-                    Err(_) => Err(UpstreamError::Timeout {
-                        url: redact(url),
-                        secs: self.attempt_timeout.as_secs_f64(),
-                    }),
-                };
+            let result = match tokio::time::timeout(
+                self.attempt_timeout,
+                self.page_attempt(url, &headers, reader.as_deref_mut()),
+            )
+            .await
+            {
+                Ok(result) => result,
+                Err(_) => Err(UpstreamError::Timeout {
+                    url: redact(url),
+                    secs: self.attempt_timeout.as_secs_f64(),
+                }),
+            };
             let outcome = match &result {
                 Err(UpstreamError::Status { status, .. }) if status.is_server_error() => {
                     UpstreamOutcome::ServerError
@@ -411,6 +427,7 @@ impl UpstreamClient {
         &self,
         url: &str,
         headers: &HeaderMap,
+        mut reader: Option<&mut (dyn BodyReader + '_)>,
     ) -> Result<PageResponse, UpstreamError> {
         let request_error = |source| UpstreamError::Request {
             url: redact(url),
@@ -464,9 +481,12 @@ impl UpstreamClient {
         if announced.is_some_and(|len| len > self.max_page_bytes) {
             return Err(too_large());
         }
-        let mut body = Vec::with_capacity(
+        let mut body = ArrivingText::with_capacity(
             usize::try_from(announced.unwrap_or(0).min(self.max_page_bytes)).unwrap_or(0),
         );
+        if let Some(reader) = reader.as_deref_mut() {
+            reader.begin(&content_type);
+        }
         let truncated = |received: usize| UpstreamError::Truncated {
             url: redact(url),
             expected: announced.unwrap_or(0),
@@ -485,7 +505,10 @@ impl UpstreamClient {
             if u64::try_from(body.len() + chunk.len()).unwrap_or(u64::MAX) > self.max_page_bytes {
                 return Err(too_large());
             }
-            body.extend_from_slice(&chunk);
+            body.push(&chunk);
+            if let (Some(reader), Some(so_far)) = (reader.as_deref_mut(), body.so_far()) {
+                reader.arrived(so_far);
+            }
         }
         let received = u64::try_from(body.len()).unwrap_or(u64::MAX);
         if let Some(expected) = announced
@@ -497,13 +520,8 @@ impl UpstreamClient {
                 received,
             });
         }
-        let body = match String::from_utf8(body) {
-            Ok(text) => text,
-            // Parsed as it is: a page of garbage then fails to parse, or lists nothing.
-            Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),
-        };
         Ok(PageResponse::Fresh {
-            body,
+            body: body.finish(),
             content_type,
             validators,
         })

@@ -2,6 +2,7 @@
 //! private upstreams (which source owns which project is `crate::sources`).
 
 mod access;
+mod arriving_text;
 mod breaker;
 mod client;
 mod transport;
@@ -9,4 +10,6 @@ mod transport;
 pub use access::{AccessError, OriginAccess, resolve as resolve_access, resolve_sources};
 
 pub use breaker::{Admission, BreakerSettings, BreakerView, Breakers, RequestKind};
-pub use client::{ClientSettings, PageResponse, UpstreamClient, UpstreamError, Validators, redact};
+pub use client::{
+    BodyReader, ClientSettings, PageResponse, UpstreamClient, UpstreamError, Validators, redact,
+};

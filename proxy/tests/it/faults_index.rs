@@ -147,6 +147,40 @@ async fn a_dripping_upstream_is_bounded_by_the_deadline() {
     );
 }
 
+/// A page parsed as it arrives (`cache/index/arriving.rs`) is the page parsed whole: the same
+/// page, seven bytes per write, is served as when it came in one piece. Its text holds what a pause
+/// could cut wrongly: a two-byte character, character references, a comment, an attribute
+/// split anywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_page_arriving_in_pieces_is_served_as_one_sent_at_once() {
+    logs();
+    let body = format!(
+        "<!DOCTYPE html>\n<html><body>\n<h1>Links for demo</h1>\n<!-- <a href=\"/f/x\">x</a> -->\n\
+         <a href=\"/f/{WHEEL}#sha256={}\" data-requires-python=\"&gt;=3.9\" data-yanked=\"broken &amp; withdrawn, déjà\">{WHEEL}</a><br/>\n\
+         <a href=\"/f/{WHEEL2}#sha256={}\">{WHEEL2}</a><br/>\n</body></html>\n",
+        super::rogue_upstream::sha256(BYTES),
+        super::rogue_upstream::sha256(BYTES2),
+    );
+    let whole = healthy().await;
+    whole.set("/simple/demo/", Answer::Html(body.clone()));
+    let dripping = healthy().await;
+    dripping.set(
+        "/simple/demo/",
+        Answer::SlowFile {
+            body: body.into_bytes(),
+            chunk: 7,
+            every: Duration::from_millis(1),
+        },
+    );
+    let (from_whole, from_drip) = (start(&whole, |_| {}).await, start(&dripping, |_| {}).await);
+    let (status, expected, _) = get(&from_whole.url("/simple/demo/")).await;
+    assert_eq!(status, 200, "{}", text(&expected));
+    assert!(text(&expected).contains("déjà"), "{}", text(&expected));
+    let (status, served, _) = get(&from_drip.url("/simple/demo/")).await;
+    assert_eq!(status, 200, "{}", text(&served));
+    assert_eq!(text(&served), text(&expected));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_breaker_stops_paying_for_an_upstream_that_is_down() {
     logs();

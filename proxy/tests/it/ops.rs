@@ -650,6 +650,7 @@ async fn upstream_credentials_reach_the_upstream_and_nothing_else() {
             &format!("http://mirror:hunter2-secret@{failing_addr}/simple/x/"),
             "text/html",
             None,
+            None,
         )
         .await
         .unwrap_err();

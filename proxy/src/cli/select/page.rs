@@ -178,7 +178,7 @@ impl Remote {
     /// The body and content type of the page at `url` (of `project`, for messages).
     fn page(&self, url: &str, project: &str) -> Result<(String, String), IndexArgError> {
         let response = self
-            .block_on(self.client.get_page(url, UPSTREAM_ACCEPT, None))
+            .block_on(self.client.get_page(url, UPSTREAM_ACCEPT, None, None))
             .map_err(|source| IndexArgError::Fetch {
                 url: redact(url),
                 source,
