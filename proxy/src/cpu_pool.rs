@@ -62,6 +62,17 @@ impl CpuPool {
         })
     }
 
+    /// Runs `job` on one of the threads without waiting for it; here when every thread is
+    /// gone. A panic in it ends only the job.
+    pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
+        let boxed: Job = Box::new(move || {
+            let _ = catch_unwind(AssertUnwindSafe(job));
+        });
+        if let Err(unsent) = lock(&self.jobs).send(boxed) {
+            (unsent.0)();
+        }
+    }
+
     /// Runs `job` on one of the threads and waits for its result; a panic in `job` goes on in
     /// the caller, as if it had run there. Runs it here when every thread is gone.
     pub async fn run<R: Send + 'static>(&self, job: impl FnOnce() -> R + Send + 'static) -> R {

@@ -44,7 +44,7 @@ use crate::sync::lock;
 use crate::upstream::{PageResponse, UpstreamClient, UpstreamError, Validators, redact};
 
 use self::admit::{Verdict, admit};
-use self::arriving::{ArrivingPage, FINISH_HERE_BYTES};
+use self::arriving::ArrivingPage;
 use self::memory::PageMemory;
 use self::stored::StoredPage;
 
@@ -435,7 +435,7 @@ impl Inner {
         // disk lookup is one `stat` (see `cached`).
         let cached = self.cached(url).await;
         let validators = cached.as_ref().map(|p| p.validators.clone());
-        let mut arriving = ArrivingPage::default();
+        let mut arriving = ArrivingPage::new(self.parsers.clone());
         let response = client
             .get_page(
                 url,
@@ -519,13 +519,7 @@ impl Inner {
         arriving: ArrivingPage,
     ) -> Result<Option<Arc<CachedPage>>, IndexError> {
         let stored = Arc::new(stored);
-        let parsed = match &self.parsers {
-            Some(parsers) if arriving.rest(&stored) > FINISH_HERE_BYTES => {
-                let stored = Arc::clone(&stored);
-                parsers.run(move || arriving.finish(&stored)).await
-            }
-            _ => arriving.finish(&stored),
-        };
+        let parsed = arriving.finish(&stored).await;
         let verdict = admit(parsed, cached.as_deref());
         let page = match verdict {
             Verdict::Accept(page) => page,

@@ -1,9 +1,9 @@
-//! A page body decoded as UTF-8 while it arrives, so that a reader can take the page so far at
-//! each chunk (the index cache parses HTML pages as they arrive) without the body being
-//! validated twice or copied again at the end.
+//! A page body decoded as UTF-8 while it arrives: the fetch builds its text chunk by chunk
+//! instead of validating it whole at the end, and the index cache's reader (which parses an HTML
+//! page as it arrives) takes the text so far at each step.
 
 /// The text of a body so far.
-pub(super) struct ArrivingText {
+pub(crate) struct ArrivingText {
     text: String,
     /// The first bytes of a character split between two chunks (at most three).
     pending: Vec<u8>,
@@ -13,7 +13,7 @@ pub(super) struct ArrivingText {
 }
 
 impl ArrivingText {
-    pub(super) fn with_capacity(capacity: usize) -> ArrivingText {
+    pub(crate) fn with_capacity(capacity: usize) -> ArrivingText {
         ArrivingText {
             text: String::with_capacity(capacity),
             pending: Vec::new(),
@@ -22,7 +22,7 @@ impl ArrivingText {
     }
 
     /// Bytes received so far.
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match &self.broken {
             Some(bytes) => bytes.len(),
             None => self.text.len() + self.pending.len(),
@@ -31,11 +31,11 @@ impl ArrivingText {
 
     /// The body's text so far, while it is valid UTF-8 (a split character's first bytes held
     /// back); `None` once it is not.
-    pub(super) fn so_far(&self) -> Option<&str> {
+    pub(crate) fn so_far(&self) -> Option<&str> {
         self.broken.is_none().then_some(self.text.as_str())
     }
 
-    pub(super) fn push(&mut self, mut chunk: &[u8]) {
+    pub(crate) fn push(&mut self, mut chunk: &[u8]) {
         if let Some(bytes) = &mut self.broken {
             bytes.extend_from_slice(chunk);
             return;
@@ -83,7 +83,7 @@ impl ArrivingText {
     /// The whole body as text; bytes that are not UTF-8 become U+FFFD, as
     /// `String::from_utf8_lossy` makes them (a page of garbage then fails to parse, or lists
     /// nothing).
-    pub(super) fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         match self.broken {
             None if self.pending.is_empty() => self.text,
             None => {

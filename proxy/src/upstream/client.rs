@@ -158,14 +158,14 @@ pub struct Validators {
     pub last_modified: Option<String>,
 }
 
-/// Reads a page body while it arrives: the index cache parses an HTML page chunk by chunk, so
-/// that a page of thousands of links is parsed by the time its last bytes land.
+/// Sees a page body while it arrives: the index cache parses an HTML page chunk by chunk, so
+/// that a page of thousands of links is parsed by the time its last bytes land. Called on the
+/// connection's thread, between reads: whatever takes time belongs elsewhere.
 pub trait BodyReader: Send {
     /// An answer's body begins (again, on a retry), of this `Content-Type`.
     fn begin(&mut self, content_type: &str);
-    /// The body so far; each call's text begins with the last's. Not called once the body
-    /// turns out not to be UTF-8.
-    fn arrived(&mut self, so_far: &str);
+    /// The body's next bytes.
+    fn arrived(&mut self, chunk: &bytes::Bytes);
 }
 
 /// The answer to a page request.
@@ -505,10 +505,10 @@ impl UpstreamClient {
             if u64::try_from(body.len() + chunk.len()).unwrap_or(u64::MAX) > self.max_page_bytes {
                 return Err(too_large());
             }
-            body.push(&chunk);
-            if let (Some(reader), Some(so_far)) = (reader.as_deref_mut(), body.so_far()) {
-                reader.arrived(so_far);
+            if let Some(reader) = reader.as_deref_mut() {
+                reader.arrived(&chunk);
             }
+            body.push(&chunk);
         }
         let received = u64::try_from(body.len()).unwrap_or(u64::MAX);
         if let Some(expected) = announced

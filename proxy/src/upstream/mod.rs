@@ -3,6 +3,8 @@
 
 mod access;
 mod arriving_text;
+
+pub(crate) use arriving_text::ArrivingText;
 mod breaker;
 mod client;
 mod transport;

@@ -82,12 +82,6 @@ impl ProjectHtmlReader {
         }
     }
 
-    /// How many bytes of the page the reads so far have taken: what [`finish`](Self::finish)
-    /// leaves to do is the rest.
-    pub fn taken(&self) -> usize {
-        self.walk.pos
-    }
-
     /// The page, from `content`: the whole text, which begins with everything read before.
     pub fn finish(mut self, content: &str) -> Result<ProjectPage, IndexParseError> {
         check_size(content)?;

@@ -1,51 +1,233 @@
-//! An upstream page parsed while it arrives. The body of a real-size download.pytorch.org page
-//! (0.7 MB) takes about as long to arrive as to parse; read chunk by chunk, it is parsed by the
-//! time its last bytes land, instead of parsing starting only then. HTML only: PyPI's JSON pages
-//! are parsed whole, as before.
+//! An upstream HTML page parsed while it arrives. A real-size download.pytorch.org page
+//! (0.7 MB, 2,649 links) takes about as long to arrive as to parse; parsed chunk by chunk on the
+//! parser threads while the connection's thread goes on reading, it is parsed by the time its
+//! last bytes land, instead of parsing starting only then.
+//!
+//! The connection's thread only queues each chunk (and, when no read of this page is under way,
+//! starts one on the parser threads): parsing there would leave the sockets of the other pages
+//! of the request unread (see `cpu_pool.rs`). A read takes every chunk queued and parses as far
+//! as the text goes; the last step, once the whole body is in, finishes the page.
+//!
+//! PyPI's JSON pages are parsed whole, as before, on the parser threads; a small one (under
+//! [`FINISH_HERE_BYTES`]) on the connection's thread, where it costs less than the round trip.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
 use wheelgate_resolver::index::{IndexParseError, ProjectHtmlReader, ProjectPage};
 
 use super::parse;
 use super::stored::StoredPage;
-use crate::upstream::BodyReader;
+use crate::cpu_pool::CpuPool;
+use crate::sync::lock;
+use crate::upstream::{ArrivingText, BodyReader};
 
 /// Below this much left to parse, a page is finished on the thread that fetched it: a round
 /// trip to the parser threads costs more than parsing it (about 0.1 ms).
-pub(super) const FINISH_HERE_BYTES: usize = 64 * 1024;
+const FINISH_HERE_BYTES: usize = 64 * 1024;
 
 /// What an answer's body read as it arrived.
-#[derive(Default)]
 pub(super) struct ArrivingPage {
-    html: Option<ProjectHtmlReader>,
+    parsers: Option<CpuPool>,
+    /// The current attempt's HTML body, read on `parsers`; `None` for JSON or without them.
+    html: Option<Arc<Reading>>,
 }
 
-impl BodyReader for ArrivingPage {
-    fn begin(&mut self, content_type: &str) {
-        self.html = (!super::is_json(content_type)).then(ProjectHtmlReader::default);
-    }
+/// One answer's HTML body, shared between the connection's thread (which queues chunks) and
+/// the parser threads (which read them).
+#[derive(Default)]
+struct Reading {
+    queued: Mutex<Queued>,
+    parsed: Mutex<Parsed>,
+    /// Set when the body is finished or a retry replaced it: a read still queued does nothing.
+    done: AtomicBool,
+}
 
-    fn arrived(&mut self, so_far: &str) {
-        if let Some(reader) = &mut self.html {
-            reader.read(so_far);
+#[derive(Default)]
+struct Queued {
+    chunks: Vec<Bytes>,
+    /// Whether a read is queued or under way; it takes chunks queued meanwhile before it ends.
+    reading: bool,
+}
+
+struct Parsed {
+    text: ArrivingText,
+    reader: ProjectHtmlReader,
+}
+
+impl Default for Parsed {
+    fn default() -> Self {
+        Parsed {
+            text: ArrivingText::with_capacity(0),
+            reader: ProjectHtmlReader::default(),
         }
     }
 }
 
 impl ArrivingPage {
-    /// How many bytes of `stored` are left to parse.
-    pub(super) fn rest(&self, stored: &StoredPage) -> usize {
-        let taken = match &self.html {
-            Some(reader) if !super::is_json(&stored.content_type) => reader.taken(),
-            _ => 0,
-        };
-        stored.body.len().saturating_sub(taken)
+    /// A page to be read on `parsers` as it arrives; without them, parsed whole once in.
+    pub(super) fn new(parsers: Option<CpuPool>) -> ArrivingPage {
+        ArrivingPage {
+            parsers,
+            html: None,
+        }
     }
 
-    /// `stored` parsed: what was read as it arrived, finished; the whole body where nothing was.
-    pub(super) fn finish(self, stored: &StoredPage) -> Result<ProjectPage, IndexParseError> {
+    /// `stored` (the whole answer) parsed: what was read as it arrived, finished, on the parser
+    /// threads; where nothing was, the whole body, there or here by its size.
+    pub(super) async fn finish(
+        self,
+        stored: &Arc<StoredPage>,
+    ) -> Result<ProjectPage, IndexParseError> {
+        let Some(parsers) = self.parsers else {
+            return parse(stored);
+        };
         match self.html {
-            Some(reader) if !super::is_json(&stored.content_type) => reader.finish(&stored.body),
-            _ => parse(stored),
+            Some(reading) if !super::is_json(&stored.content_type) => {
+                let stored = Arc::clone(stored);
+                parsers.run(move || reading.finish(&stored)).await
+            }
+            _ if stored.body.len() <= FINISH_HERE_BYTES => parse(stored),
+            _ => {
+                let stored = Arc::clone(stored);
+                parsers.run(move || parse(&stored)).await
+            }
         }
+    }
+}
+
+impl BodyReader for ArrivingPage {
+    fn begin(&mut self, content_type: &str) {
+        if let Some(old) = self.html.take() {
+            old.done.store(true, Ordering::Relaxed);
+        }
+        if self.parsers.is_some() && !super::is_json(content_type) {
+            self.html = Some(Arc::default());
+        }
+    }
+
+    fn arrived(&mut self, chunk: &Bytes) {
+        let (Some(reading), Some(parsers)) = (&self.html, &self.parsers) else {
+            return;
+        };
+        let start = {
+            let mut queued = lock(&reading.queued);
+            queued.chunks.push(chunk.clone());
+            !std::mem::replace(&mut queued.reading, true)
+        };
+        if start {
+            let reading = Arc::clone(reading);
+            parsers.spawn(move || reading.read_queued());
+        }
+    }
+}
+
+impl Reading {
+    /// Takes the queued chunks and parses as far as they go, until none is left.
+    fn read_queued(&self) {
+        let mut parsed = lock(&self.parsed);
+        let Parsed { text, reader } = &mut *parsed;
+        loop {
+            if self.done.load(Ordering::Relaxed) {
+                lock(&self.queued).reading = false;
+                return;
+            }
+            let chunks = {
+                let mut queued = lock(&self.queued);
+                if queued.chunks.is_empty() {
+                    queued.reading = false;
+                    return;
+                }
+                std::mem::take(&mut queued.chunks)
+            };
+            for chunk in &chunks {
+                text.push(chunk);
+            }
+            // Text that is not UTF-8 is left to the end, which reads the body as the fetch
+            // decoded it.
+            if let Some(so_far) = text.so_far() {
+                reader.read(so_far);
+            }
+        }
+    }
+
+    /// The page, from the whole `stored` body, which begins with every chunk read so far.
+    fn finish(&self, stored: &StoredPage) -> Result<ProjectPage, IndexParseError> {
+        self.done.store(true, Ordering::Relaxed);
+        let mut parsed = lock(&self.parsed);
+        std::mem::take(&mut parsed.reader).finish(&stored.body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(content_type: &str, body: &str) -> Arc<StoredPage> {
+        Arc::new(StoredPage {
+            url: "http://upstream.test/whl/torch/".to_string(),
+            content_type: content_type.to_string(),
+            body: body.to_string(),
+            etag: None,
+            last_modified: None,
+            fetched_at_secs: 0,
+        })
+    }
+
+    /// `body` fed in chunks of `size` (after a first attempt cut short, which a retry replaces)
+    /// and finished on `parsers`.
+    async fn read_in_chunks(parsers: &CpuPool, body: &str, size: usize) -> ProjectPage {
+        let mut page = ArrivingPage::new(Some(parsers.clone()));
+        page.begin("text/html");
+        for chunk in body.as_bytes().chunks(size).take(3) {
+            page.arrived(&Bytes::copy_from_slice(chunk));
+        }
+        page.begin("text/html");
+        for chunk in body.as_bytes().chunks(size) {
+            page.arrived(&Bytes::copy_from_slice(chunk));
+            // Some steps wait for the parser threads to catch up, some do not.
+            if chunk.len() % 3 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        page.finish(&stored("text/html", body)).await.unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_page_read_as_it_arrives_is_the_page_parsed_whole() {
+        let parsers = CpuPool::start("test-parse", 2, || {}).unwrap();
+        let body = wheelgate_testdata::torch_page_html();
+        let whole = parse(&stored("text/html", &body)).unwrap();
+        assert!(whole.files.len() > 2000);
+        for size in [1_000, 7_919, 65_536, body.len()] {
+            assert_eq!(
+                read_in_chunks(&parsers, &body, size).await,
+                whole,
+                "chunks of {size}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn json_and_pages_without_parser_threads_are_parsed_whole() {
+        let json = r#"{"meta":{"api-version":"1.1"},"name":"demo","files":[{"filename":"demo-1.0.tar.gz","url":"https://f.test/demo-1.0.tar.gz","hashes":{}}]}"#;
+        let parsers = CpuPool::start("test-parse", 1, || {}).unwrap();
+        let mut page = ArrivingPage::new(Some(parsers));
+        page.begin("application/vnd.pypi.simple.v1+json");
+        page.arrived(&Bytes::from_static(json.as_bytes()));
+        assert!(page.html.is_none(), "JSON is not read as it arrives");
+        let json_page = page
+            .finish(&stored("application/vnd.pypi.simple.v1+json", json))
+            .await
+            .unwrap();
+        assert_eq!(json_page.files[0].filename, "demo-1.0.tar.gz");
+
+        let html = "<a href=\"/f/demo-1.0.tar.gz\">demo-1.0.tar.gz</a>";
+        let mut page = ArrivingPage::new(None);
+        page.begin("text/html");
+        page.arrived(&Bytes::from_static(html.as_bytes()));
+        let html_page = page.finish(&stored("text/html", html)).await.unwrap();
+        assert_eq!(html_page.files[0].filename, "demo-1.0.tar.gz");
     }
 }
