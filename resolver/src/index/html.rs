@@ -62,6 +62,8 @@ pub fn parse_project_html(content: &str) -> Result<ProjectPage, IndexParseError>
 #[derive(Default)]
 pub struct ProjectHtmlReader {
     walk: Walk,
+    /// How much text the last step had.
+    read_up_to: usize,
     files: Vec<IndexFile>,
     /// The first error the page's text gave; the walk stops there, as a whole-page parse does.
     error: Option<IndexParseError>,
@@ -74,6 +76,14 @@ impl ProjectHtmlReader {
         if self.error.is_some() || arrived.len() > super::MAX_PAGE_BYTES {
             return;
         }
+        // A step reads the token it stopped at again from its start: it waits until at least
+        // that much more has arrived, so that one huge token (an attribute never closed) fed a
+        // few bytes at a time costs linear time, not quadratic.
+        let pending = self.read_up_to.saturating_sub(self.walk.pos);
+        if arrived.len() < self.read_up_to + pending {
+            return;
+        }
+        self.read_up_to = arrived.len();
         let files = &mut self.files;
         if let Err(err) = self.walk.advance(arrived, false, |anchor, text| {
             push_file(files, anchor, text)

@@ -156,3 +156,18 @@ proptest! {
         prop_assert!(same(&parts, &whole), "cuts {:?}", cuts);
     }
 }
+
+#[test]
+fn a_token_longer_than_many_arrivals_reads_as_the_whole_page() {
+    // An attribute value spread over hundreds of arrivals: each step waits until as much again
+    // has arrived before reading the open tag again (linear, not quadratic, in its length).
+    let mut page = String::from("<a href=\"p-1.0.tar.gz\">p-1.0.tar.gz</a><a data-x=\"");
+    page.push_str(&"x".repeat(300_000));
+    page.push_str(
+        "\" href=\"p-2.0.tar.gz\">p-2.0.tar.gz</a><a href=\"p-3.0.tar.gz\">p-3.0.tar.gz</a>",
+    );
+    let whole = parse_project_html(&page);
+    assert_eq!(whole.as_ref().map(|page| page.files.len()).ok(), Some(3));
+    let cuts: Vec<usize> = (1..=page.len() / 1_000).map(|i| i * 1_000).collect();
+    assert!(same(&read_in_parts(&page, &cuts), &whole));
+}

@@ -77,13 +77,13 @@ impl ArrivingPage {
     /// `stored` (the whole answer) parsed: what was read as it arrived, finished, on the parser
     /// threads; where nothing was, the whole body, there or here by its size.
     pub(super) async fn finish(
-        self,
+        mut self,
         stored: &Arc<StoredPage>,
     ) -> Result<ProjectPage, IndexParseError> {
-        let Some(parsers) = self.parsers else {
+        let Some(parsers) = self.parsers.take() else {
             return parse(stored);
         };
-        match self.html {
+        match self.html.take() {
             Some(reading) if !super::is_json(&stored.content_type) => {
                 let stored = Arc::clone(stored);
                 parsers.run(move || reading.finish(&stored)).await
@@ -93,6 +93,16 @@ impl ArrivingPage {
                 let stored = Arc::clone(stored);
                 parsers.run(move || parse(&stored)).await
             }
+        }
+    }
+}
+
+impl Drop for ArrivingPage {
+    /// A body never finished (the fetch failed, timed out or was refused): reads still queued
+    /// for it do nothing.
+    fn drop(&mut self) {
+        if let Some(reading) = &self.html {
+            reading.done.store(true, Ordering::Relaxed);
         }
     }
 }
