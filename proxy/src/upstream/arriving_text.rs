@@ -91,10 +91,7 @@ impl ArrivingText {
                 bytes.extend_from_slice(&self.pending);
                 String::from_utf8_lossy(&bytes).into_owned()
             }
-            Some(bytes) => match String::from_utf8(bytes) {
-                Ok(text) => text,
-                Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),
-            },
+            Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         }
     }
 }

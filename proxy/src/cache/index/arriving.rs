@@ -23,8 +23,8 @@ use crate::cpu_pool::CpuPool;
 use crate::sync::lock;
 use crate::upstream::{ArrivingText, BodyReader};
 
-/// Below this much left to parse, a page is finished on the thread that fetched it: a round
-/// trip to the parser threads costs more than parsing it (about 0.1 ms).
+/// A page not read as it arrived (JSON) and at most this large is parsed on the thread that
+/// fetched it: a round trip to the parser threads costs more than parsing it (about 0.1 ms).
 const FINISH_HERE_BYTES: usize = 64 * 1024;
 
 /// What an answer's body read as it arrived.
