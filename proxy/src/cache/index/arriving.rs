@@ -8,6 +8,11 @@
 //! of the request unread (see `cpu_pool.rs`). A read takes every chunk queued and parses as far
 //! as the text goes; the last step, once the whole body is in, finishes the page.
 //!
+//! The finish is queued like a chunk, and taken by the read under way when there is one. A
+//! finish that ran as a job of its own waited there for that read to end, holding a parser
+//! thread idle: the other page of a merged request (PyPI's torch page beside PyTorch's) then
+//! waited for it in the queue, and was parsed only after the torch page, a millisecond later.
+//!
 //! PyPI's JSON pages are parsed whole, as before, on the parser threads; a small one (under
 //! [`FINISH_HERE_BYTES`]) on the connection's thread, where it costs less than the round trip.
 
@@ -49,6 +54,15 @@ struct Queued {
     chunks: Vec<Bytes>,
     /// Whether a read is queued or under way; it takes chunks queued meanwhile before it ends.
     reading: bool,
+    /// The whole body, once in, and where its page goes: the read takes it last.
+    finish: Option<Finish>,
+}
+
+type Parsing = Result<ProjectPage, IndexParseError>;
+
+struct Finish {
+    stored: Arc<StoredPage>,
+    page: tokio::sync::oneshot::Sender<Parsing>,
 }
 
 struct Parsed {
@@ -85,8 +99,28 @@ impl ArrivingPage {
         };
         match self.html.take() {
             Some(reading) if !super::is_json(&stored.content_type) => {
-                let stored = Arc::clone(stored);
-                parsers.run(move || reading.finish(&stored)).await
+                let (page, parsed) = tokio::sync::oneshot::channel();
+                let finish = Finish {
+                    stored: Arc::clone(stored),
+                    page,
+                };
+                let start = {
+                    let mut queued = lock(&reading.queued);
+                    queued.finish = Some(finish);
+                    !std::mem::replace(&mut queued.reading, true)
+                };
+                if start {
+                    let reading = Arc::clone(&reading);
+                    parsers.spawn(move || reading.read_queued());
+                }
+                match parsed.await {
+                    Ok(page) => page,
+                    // The read panicked: the whole body, parsed again.
+                    Err(_) => {
+                        let stored = Arc::clone(stored);
+                        parsers.run(move || parse(&stored)).await
+                    }
+                }
             }
             _ if stored.body.len() <= FINISH_HERE_BYTES => parse(stored),
             _ => {
@@ -134,17 +168,33 @@ impl BodyReader for ArrivingPage {
 }
 
 impl Reading {
-    /// Takes the queued chunks and parses as far as they go, until none is left.
+    /// Takes the queued chunks and parses as far as they go, until none is left; finishes the
+    /// page when its whole body is in.
     fn read_queued(&self) {
+        let _unwinding = AbandonedOnPanic(self);
         let mut parsed = lock(&self.parsed);
         let Parsed { text, reader } = &mut *parsed;
         loop {
             if self.done.load(Ordering::Relaxed) {
-                lock(&self.queued).reading = false;
+                let mut queued = lock(&self.queued);
+                queued.reading = false;
+                // A finish queued after a read panicked: its waiter parses the body whole.
+                queued.finish = None;
                 return;
             }
             let chunks = {
                 let mut queued = lock(&self.queued);
+                if let Some(finish) = queued.finish.take() {
+                    queued.reading = false;
+                    drop(queued);
+                    self.done.store(true, Ordering::Relaxed);
+                    // The chunks still queued are in the whole body, which the reader reads on
+                    // from where it stopped.
+                    let page = std::mem::take(reader).finish(&finish.stored.body);
+                    // Nobody waits for it when the request went away meanwhile.
+                    let _ = finish.page.send(page);
+                    return;
+                }
                 if queued.chunks.is_empty() {
                     queued.reading = false;
                     return;
@@ -161,12 +211,20 @@ impl Reading {
             }
         }
     }
+}
 
-    /// The page, from the whole `stored` body, which begins with every chunk read so far.
-    fn finish(&self, stored: &StoredPage) -> Result<ProjectPage, IndexParseError> {
-        self.done.store(true, Ordering::Relaxed);
-        let mut parsed = lock(&self.parsed);
-        std::mem::take(&mut parsed.reader).finish(&stored.body)
+/// Ends a read that panicked so that nothing waits on it: later reads do nothing, and a finish
+/// queued is dropped (its waiter parses the whole body instead).
+struct AbandonedOnPanic<'a>(&'a Reading);
+
+impl Drop for AbandonedOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.done.store(true, Ordering::Relaxed);
+            let mut queued = lock(&self.0.queued);
+            queued.reading = false;
+            queued.finish = None;
+        }
     }
 }
 
@@ -217,6 +275,35 @@ mod tests {
                 "chunks of {size}"
             );
         }
+    }
+
+    /// The finish of a page whose read is queued goes with that read: no job of its own waits
+    /// on a parser thread for the read to end.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_finish_is_taken_by_the_read_under_way() {
+        let parsers = CpuPool::start("test-parse", 1, || {}).unwrap();
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        parsers.spawn(move || drop(held.recv()));
+        let body = wheelgate_testdata::torch_page_html();
+        let mut page = ArrivingPage::new(Some(parsers.clone()));
+        page.begin("text/html");
+        for chunk in body.as_bytes().chunks(100_000) {
+            page.arrived(&Bytes::copy_from_slice(chunk));
+        }
+        let reading = Arc::clone(page.html.as_ref().unwrap());
+        let stored = stored("text/html", &body);
+        let finishing = tokio::spawn({
+            let stored = Arc::clone(&stored);
+            async move { page.finish(&stored).await }
+        });
+        while lock(&reading.queued).finish.is_none() {
+            tokio::task::yield_now().await;
+        }
+        assert!(lock(&reading.queued).reading, "the read is still queued");
+        release.send(()).unwrap();
+        let finished = finishing.await.unwrap().unwrap();
+        assert_eq!(finished, parse(&stored).unwrap());
+        assert!(lock(&reading.queued).finish.is_none());
     }
 
     #[tokio::test]
