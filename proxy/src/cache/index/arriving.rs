@@ -113,13 +113,12 @@ impl ArrivingPage {
                     let reading = Arc::clone(&reading);
                     parsers.spawn(move || reading.read_queued());
                 }
-                match parsed.await {
-                    Ok(page) => page,
+                if let Ok(page) = parsed.await {
+                    page
+                } else {
                     // The read panicked: the whole body, parsed again.
-                    Err(_) => {
-                        let stored = Arc::clone(stored);
-                        parsers.run(move || parse(&stored)).await
-                    }
+                    let stored = Arc::clone(stored);
+                    parsers.run(move || parse(&stored)).await
                 }
             }
             _ if stored.body.len() <= FINISH_HERE_BYTES => parse(stored),
@@ -283,7 +282,9 @@ mod tests {
     async fn a_finish_is_taken_by_the_read_under_way() {
         let parsers = CpuPool::start("test-parse", 1, || {}).unwrap();
         let (release, held) = std::sync::mpsc::channel::<()>();
-        parsers.spawn(move || drop(held.recv()));
+        parsers.spawn(move || {
+            let _ = held.recv();
+        });
         let body = wheelgate_testdata::torch_page_html();
         let mut page = ArrivingPage::new(Some(parsers.clone()));
         page.begin("text/html");
