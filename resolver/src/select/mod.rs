@@ -4,6 +4,7 @@
 pub mod bind;
 mod check;
 mod decide;
+mod group;
 mod page;
 mod reason;
 mod release;
@@ -12,7 +13,10 @@ mod text_hash;
 pub mod torch_pin;
 
 pub use decide::{Considered, Decision, Offer, Policy, catalog_offers, class_order, decide};
-pub use page::{Disagreement, Dropped, FileRef, PageSelection, VersionSelection, select_page};
+pub use group::FileGroups;
+pub use page::{
+    Disagreement, Dropped, FileRef, PageSelection, VersionSelection, select_grouped, select_page,
+};
 pub use reason::{OutrankedBecause, Rejection};
 pub use release::{ReleaseSelection, select_release};
 pub use torch_pin::TorchPin;

@@ -7,14 +7,14 @@ use pep440_rs::Version;
 
 use crate::backend::{Backend, BackendParseError};
 use crate::catalog::{Catalog, Release};
-use crate::filename::{FilenameError, SdistFilename, WheelParts, normalize_name};
-use crate::machine::{Arch, Machine, Os, Platform};
+use crate::filename::{FilenameError, normalize_name};
+use crate::machine::Machine;
 use crate::platform_tags::platform_matches;
 
 use super::decide::{Decision, Offer, Policy, decide};
+use super::group::{FileGroups, VersionFiles};
 use super::reason::Rejection;
-use super::signals::{ParsedNames, Verdict, judge, read_signals};
-use super::text_hash::TextMap;
+use super::signals::{Verdict, judge};
 
 /// One file of a project page, as selection needs it.
 #[derive(Debug, Clone, Copy)]
@@ -122,19 +122,6 @@ impl PageSelection {
     }
 }
 
-/// One wheel of a version: its index on the page, its platform tags (`manylinux_2_28_x86_64`,
-/// dot-separated when several), and the backend its directory names where that disagrees with
-/// its label.
-type Wheel<'a> = (usize, &'a str, Option<Backend>);
-
-#[derive(Default)]
-struct VersionFiles<'a> {
-    /// Backend-specific wheels; `None` keys plain wheels of projects without a release train.
-    by_backend: BTreeMap<Option<Backend>, Vec<Wheel<'a>>>,
-    /// Sdists and other backend-neutral files, always kept.
-    neutral: Vec<usize>,
-}
-
 /// Chooses, for every version on a project page, the build for `machine`.
 pub fn select_page(
     catalog: &Catalog,
@@ -143,10 +130,31 @@ pub fn select_page(
     project: &str,
     files: &[FileRef<'_>],
 ) -> PageSelection {
+    let mut groups = FileGroups::default();
+    groups.add(files);
+    select_grouped(catalog, machine, policy, project, files, &groups)
+}
+
+/// [`select_page`] from the page's files already grouped (`groups`, made from `files`, or
+/// merged from the groupings of the pages `files` come from): what [`select_page`] chooses,
+/// without its per-file part.
+pub fn select_grouped(
+    catalog: &Catalog,
+    machine: &Machine,
+    policy: &Policy,
+    project: &str,
+    files: &[FileRef<'_>],
+    groups: &FileGroups,
+) -> PageSelection {
+    if groups.len() != files.len() {
+        // Groups of some other files: grouped again, rather than read out of bounds.
+        return select_page(catalog, machine, policy, project, files);
+    }
     let project = normalize_name(project);
     // Most files of a page are dropped (all but one build per version): sized once.
     let mut dropped = Vec::with_capacity(files.len());
-    let versions = group_by_version(catalog, &project, files, &mut dropped);
+    dropped.extend_from_slice(groups.dropped());
+    let versions = groups.versions(catalog, &project, files);
     let mut decisions = Decisions::default();
     let mut selections = Vec::new();
     for (version, files) in versions.into_iter().rev() {
@@ -276,189 +284,6 @@ impl<'c> Decisions<'c> {
     }
 }
 
-/// Groups a page's files by public version and backend; what cannot be served goes to `dropped`.
-///
-/// This runs over every file of a page of thousands per cold request, so each distinct text
-/// (version, label, directory) is parsed once and each file costs a few hash lookups: files are
-/// gathered per version text into slots, and only the slots are sorted by version.
-fn group_by_version<'a>(
-    catalog: &Catalog,
-    project: &str,
-    files: &[FileRef<'a>],
-    dropped: &mut Vec<(usize, Dropped)>,
-) -> BTreeMap<Version, VersionFiles<'a>> {
-    let mut slots: Vec<VersionSlot<'a>> = Vec::new();
-    // Only torch and its release-train companions have a known default build for unlabelled
-    // wheels; pytorch-triton and friends are published once, unlabelled, for every backend.
-    let has_train = catalog.is_release_train_project(project);
-    // A page repeats each version and local label once per Python and platform: each distinct
-    // version text maps to its slot (`None`: it does not parse).
-    let mut slot_of_text: TextMap<&str, Option<usize>> = TextMap::default();
-    let mut slot_of_public: TextMap<&str, usize> = TextMap::default();
-    let mut parsed_names = ParsedNames::default();
-    for (index, file) in files.iter().enumerate() {
-        if file.filename.ends_with("-variants.json") {
-            dropped.push((index, Dropped::Variant));
-            continue;
-        }
-        if !has_extension(file.filename, ".whl") {
-            match file.filename.parse::<SdistFilename>() {
-                Ok(sdist) => {
-                    let slot = slot_for(&mut slots, sdist.version.without_local());
-                    slots[slot].neutral.push(index);
-                }
-                Err(err) => dropped.push((index, Dropped::Unparseable(err))),
-            }
-            continue;
-        }
-        let wheel = match WheelParts::split(file.filename) {
-            Ok(wheel) => wheel,
-            Err(err) => {
-                dropped.push((index, Dropped::Unparseable(err)));
-                continue;
-            }
-        };
-        let slot = *slot_of_text.entry(wheel.version).or_insert_with(|| {
-            // `2.9.0+cu128` and `2.9.0+cpu` share a slot: found by the public text, without
-            // comparing versions, once the first of them made it.
-            let (public_text, local) = match wheel.version.split_once('+') {
-                Some((public, local)) => (public, Some(local)),
-                None => (wheel.version, None),
-            };
-            // Nor parsed, then: that public text parsed already, and a label of this shape
-            // always does.
-            if local.is_none_or(is_plain_local_label)
-                && let Some(&slot) = slot_of_public.get(public_text)
-            {
-                return Some(slot);
-            }
-            let public = wheel.version.parse::<Version>().ok()?.without_local();
-            Some(
-                *slot_of_public
-                    .entry(public_text)
-                    .or_insert_with(|| slot_for(&mut slots, public)),
-            )
-        });
-        let Some(slot) = slot else {
-            let err = file
-                .filename
-                .parse::<crate::filename::WheelFilename>()
-                .expect_err("the version did not parse");
-            dropped.push((index, Dropped::Unparseable(err)));
-            continue;
-        };
-        if wheel.variant_label.is_some() {
-            dropped.push((index, Dropped::Variant));
-            continue;
-        }
-        let signals = match read_signals(
-            file.filename,
-            wheel.local_label(),
-            file.url,
-            &mut parsed_names,
-        ) {
-            Ok(signals) => signals,
-            Err(error) => {
-                dropped.push((index, Dropped::UnknownBackend(error)));
-                continue;
-            }
-        };
-        let slot = &mut slots[slot];
-        let backend = match signals.backend {
-            Some(backend) => Some(backend),
-            // An unlabelled wheel of a PyTorch release is the release's default build for the
-            // wheel's platform (PyPI's torch on Linux x86_64 is a CUDA build).
-            None if has_train => slot.plain_backend(catalog, project, &wheel),
-            None => None,
-        };
-        slot.add(
-            backend,
-            (index, wheel.platform, signals.directory_disagrees),
-        );
-    }
-    slots
-        .into_iter()
-        .map(|slot| {
-            let files = VersionFiles {
-                by_backend: slot.wheels.into_iter().collect(),
-                neutral: slot.neutral,
-            };
-            (slot.version, files)
-        })
-        .collect()
-}
-
-/// The files of one public version while a page is grouped.
-struct VersionSlot<'a> {
-    version: Version,
-    neutral: Vec<usize>,
-    /// Per backend (few per version, so a list beats a map).
-    wheels: Vec<(Option<Backend>, Vec<Wheel<'a>>)>,
-    /// The default build of an unlabelled wheel, per platform.
-    plain: Vec<(Platform, Option<Backend>)>,
-}
-
-impl<'a> VersionSlot<'a> {
-    fn add(&mut self, backend: Option<Backend>, wheel: Wheel<'a>) {
-        if let Some((_, wheels)) = self.wheels.iter_mut().find(|(b, _)| *b == backend) {
-            wheels.push(wheel);
-        } else {
-            // A version's build has one wheel per Python and platform: a dozen or more.
-            let mut wheels = Vec::with_capacity(16);
-            wheels.push(wheel);
-            self.wheels.push((backend, wheels));
-        }
-    }
-
-    fn plain_backend(
-        &mut self,
-        catalog: &Catalog,
-        project: &str,
-        wheel: &WheelParts<'_>,
-    ) -> Option<Backend> {
-        let platform = wheel_platform(wheel)?;
-        if let Some((_, backend)) = self.plain.iter().find(|(p, _)| *p == platform) {
-            return backend.clone();
-        }
-        let train = catalog.train_release(project, &self.version);
-        let backend = catalog.plain_backend(train.release, platform);
-        self.plain.push((platform, backend.clone()));
-        backend
-    }
-}
-
-/// The slot of `version`, added when new (a version written two ways, `2.9` and `2.9.0`, is
-/// one version).
-fn slot_for(slots: &mut Vec<VersionSlot<'_>>, version: Version) -> usize {
-    if let Some(at) = slots.iter().position(|slot| slot.version == version) {
-        return at;
-    }
-    slots.push(VersionSlot {
-        version,
-        neutral: Vec::new(),
-        wheels: Vec::new(),
-        plain: Vec::new(),
-    });
-    slots.len() - 1
-}
-
-/// Whether `label` is a PEP 440 local version label of the plainest form, letters and digits in
-/// segments joined by `.` (`cu128`, `rocm6.4`, `cpu`), which every version parser accepts.
-fn is_plain_local_label(label: &str) -> bool {
-    !label.is_empty()
-        && label.split('.').all(|segment| {
-            !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_alphanumeric())
-        })
-}
-
-/// Whether `filename` ends in `suffix` (`.whl`), in any case; a byte comparison, as it runs
-/// for every file of a page.
-fn has_extension(filename: &str, suffix: &str) -> bool {
-    filename.len() >= suffix.len()
-        && filename.as_bytes()[filename.len() - suffix.len()..]
-            .eq_ignore_ascii_case(suffix.as_bytes())
-}
-
 /// Judges the files whose label and directory disagree (see [`super::signals`]): those the
 /// machine cannot run by the stricter reading are dropped, and a backend left without files is
 /// no longer offered. Returns the notes that explain it.
@@ -506,32 +331,4 @@ fn judge_disagreements(
     }
     files.by_backend.retain(|_, wheels| !wheels.is_empty());
     notes
-}
-
-/// The platform a wheel is built for, from its first platform tag.
-fn wheel_platform(wheel: &WheelParts<'_>) -> Option<Platform> {
-    let tag = wheel.platform_tags().next()?;
-    let (os, arch) = if tag.starts_with("macosx_") {
-        (
-            Os::Macos,
-            if tag.ends_with("_x86_64") {
-                Arch::X86_64
-            } else {
-                Arch::Aarch64
-            },
-        )
-    } else if tag == "win_amd64" {
-        (Os::Windows, Arch::X86_64)
-    } else if tag == "win_arm64" {
-        (Os::Windows, Arch::Aarch64)
-    } else if tag.ends_with("_x86_64") {
-        (Os::Linux, Arch::X86_64)
-    } else if tag.ends_with("_aarch64") {
-        (Os::Linux, Arch::Aarch64)
-    } else if tag.ends_with("_s390x") {
-        (Os::Linux, Arch::S390x)
-    } else {
-        return None;
-    };
-    Some(Platform { os, arch })
 }

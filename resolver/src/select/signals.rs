@@ -29,29 +29,24 @@ pub(super) struct Signals {
 
 /// What a page's labels and directories parse to: a page repeats each of them once per Python
 /// and platform, so each distinct text is parsed once.
-#[derive(Debug, Default)]
-pub(super) struct ParsedNames<'a> {
-    labels: TextMap<&'a str, Result<Backend, BackendParseError>>,
-    directories: TextMap<&'a str, Option<Backend>>,
+#[derive(Debug, Default, Clone)]
+pub(super) struct ParsedNames {
+    labels: TextMap<String, Result<Backend, BackendParseError>>,
+    directories: TextMap<String, Option<Backend>>,
 }
 
 /// Reads a wheel's signals. A label shaped like a backend (`cu…`, `rocm…`, `xpu…`, `cpu…`)
 /// that does not parse (`cu`, `rocm`, `xpu2`, `cu12.8`, `cpu.cxx11.abi`) is an error: such a
 /// file is of an unknown build, never the release's default one. Other labels (`+git1234`)
 /// say nothing about a backend.
-pub(super) fn read_signals<'a>(
+pub(super) fn read_signals(
     filename: &str,
-    label: Option<&'a str>,
-    url: &'a str,
-    parsed: &mut ParsedNames<'a>,
+    label: Option<&str>,
+    url: &str,
+    parsed: &mut ParsedNames,
 ) -> Result<Signals, BackendParseError> {
     let label_backend = match label {
-        Some(label) => match parsed
-            .labels
-            .entry(label)
-            .or_insert_with(|| label.parse())
-            .clone()
-        {
+        Some(label) => match remembered(&mut parsed.labels, label, str::parse) {
             Ok(backend) => Some(backend),
             Err(error) if is_backend_shaped(label) => return Err(error),
             Err(_) => None,
@@ -72,11 +67,9 @@ pub(super) fn read_signals<'a>(
     let directory = directory_of(url)
         .filter(|segment| may_parse_as_backend(segment))
         .and_then(|segment| {
-            parsed
-                .directories
-                .entry(segment)
-                .or_insert_with(|| segment.parse().ok())
-                .clone()
+            remembered(&mut parsed.directories, segment, |segment| {
+                segment.parse().ok()
+            })
         });
     Ok(match (label_backend, directory) {
         (Some(label), Some(directory)) if label != directory => Signals {
@@ -92,6 +85,16 @@ pub(super) fn read_signals<'a>(
             directory_disagrees: None,
         },
     })
+}
+
+/// What `text` parses to, parsed only the first time it is seen.
+fn remembered<T: Clone>(seen: &mut TextMap<String, T>, text: &str, parse: impl Fn(&str) -> T) -> T {
+    if let Some(parsed) = seen.get(text) {
+        return parsed.clone();
+    }
+    let parsed = parse(text);
+    seen.insert(text.to_string(), parsed.clone());
+    parsed
 }
 
 /// Whether `text` starts as a backend name must ([`Backend`]'s parse is case-sensitive): a cheap
@@ -204,7 +207,7 @@ mod tests {
     #[test]
     fn reads_labels_directories_and_their_disagreement() {
         let mut cache = ParsedNames::default();
-        let read = |label, url, cache: &mut ParsedNames<'static>| {
+        let read = |label, url, cache: &mut ParsedNames| {
             read_signals(
                 "torch-2.9.0+cu128-cp312-cp312-linux_x86_64.whl",
                 label,

@@ -3,6 +3,7 @@
 mod arriving_html;
 mod bad_input;
 mod garbage;
+mod grouped;
 mod invariant;
 mod page;
 mod scenarios;

@@ -1,0 +1,378 @@
+//! A page's files grouped by public version and backend: the per-file part of a selection
+//! (splitting each filename, reading its label and link directory), most of a selection's time.
+//!
+//! A grouping depends on the files alone, neither on the machine nor on the catalog, so it can
+//! be made where a page is parsed, while its text is still in the cache (the proxy groups an
+//! upstream page as it arrives), kept with the page, and merged with other pages' groupings
+//! for a selection ([`FileGroups::merged`], [`super::select_grouped`]). What depends on the
+//! catalog (the default build of an unlabelled torch wheel) is decided at selection.
+
+use std::collections::BTreeMap;
+
+use pep440_rs::Version;
+
+use crate::backend::Backend;
+use crate::catalog::Catalog;
+use crate::filename::{SdistFilename, WheelFilename, WheelParts};
+use crate::machine::{Arch, Os, Platform};
+
+use super::page::{Dropped, FileRef};
+use super::signals::{ParsedNames, read_signals};
+use super::text_hash::TextMap;
+
+/// One wheel of a version as selection reads it: its index on the page, its platform tags
+/// (`manylinux_2_28_x86_64`, dot-separated when several), and the backend its directory names
+/// where that disagrees with its label.
+pub(super) type Wheel<'a> = (usize, &'a str, Option<Backend>);
+
+/// The files of one public version, by backend.
+#[derive(Default)]
+pub(super) struct VersionFiles<'a> {
+    /// Backend-specific wheels; `None` keys plain wheels of projects without a release train.
+    pub(super) by_backend: BTreeMap<Option<Backend>, Vec<Wheel<'a>>>,
+    /// Sdists and other backend-neutral files, always kept.
+    pub(super) neutral: Vec<usize>,
+}
+
+/// The files of a page grouped by public version and by the backend their signals name.
+///
+/// Made file by file with [`FileGroups::add`], in page order (a page that arrives in pieces is
+/// grouped piece by piece). Each distinct text (version, label, directory) is parsed once and
+/// each file costs a few hash lookups: files are gathered per version text into slots, and only
+/// the slots are sorted by version, at selection.
+#[derive(Debug, Clone, Default)]
+pub struct FileGroups {
+    slots: Vec<Slot>,
+    /// Files that cannot be served whatever the machine, with the reason.
+    dropped: Vec<(usize, Dropped)>,
+    /// How many files were grouped: the next file's index.
+    grouped: usize,
+    /// Each distinct version text's slot (`None`: it does not parse).
+    slot_of_text: TextMap<String, Option<usize>>,
+    /// The slot of each public version text (`2.9.0` for `2.9.0+cu128` and `2.9.0+cpu`).
+    slot_of_public: TextMap<String, usize>,
+    names: ParsedNames,
+}
+
+/// The files of one public version while a page is grouped.
+#[derive(Debug, Clone)]
+struct Slot {
+    version: Version,
+    neutral: Vec<usize>,
+    /// Per backend named by the wheels' signals (few per version, so a list beats a map);
+    /// `None` for wheels that name none.
+    wheels: Vec<(Option<Backend>, Vec<GroupedWheel>)>,
+}
+
+#[derive(Debug, Clone)]
+struct GroupedWheel {
+    index: usize,
+    /// Where its platform tags lie in its filename.
+    platform: (u32, u32),
+    directory_disagrees: Option<Backend>,
+}
+
+impl FileGroups {
+    /// How many files were grouped.
+    pub fn len(&self) -> usize {
+        self.grouped
+    }
+
+    /// Whether no file was grouped.
+    pub fn is_empty(&self) -> bool {
+        self.grouped == 0
+    }
+
+    /// Groups `files`, the page's next files after those grouped so far.
+    pub fn add(&mut self, files: &[FileRef<'_>]) {
+        let first = self.grouped;
+        self.grouped += files.len();
+        self.dropped.reserve(files.len());
+        for (at, file) in files.iter().enumerate() {
+            self.add_one(first + at, file);
+        }
+    }
+
+    fn add_one(&mut self, index: usize, file: &FileRef<'_>) {
+        if file.filename.ends_with("-variants.json") {
+            self.dropped.push((index, Dropped::Variant));
+            return;
+        }
+        if !has_extension(file.filename, ".whl") {
+            match file.filename.parse::<SdistFilename>() {
+                Ok(sdist) => {
+                    let slot = slot_for(&mut self.slots, sdist.version.without_local());
+                    self.slots[slot].neutral.push(index);
+                }
+                Err(err) => self.dropped.push((index, Dropped::Unparseable(err))),
+            }
+            return;
+        }
+        let wheel = match WheelParts::split(file.filename) {
+            Ok(wheel) => wheel,
+            Err(err) => {
+                self.dropped.push((index, Dropped::Unparseable(err)));
+                return;
+            }
+        };
+        let slot = if let Some(&slot) = self.slot_of_text.get(wheel.version) {
+            slot
+        } else {
+            let slot = self.slot_of_version_text(wheel.version);
+            self.slot_of_text.insert(wheel.version.to_string(), slot);
+            slot
+        };
+        let Some(slot) = slot else {
+            let err = file
+                .filename
+                .parse::<WheelFilename>()
+                .expect_err("the version did not parse");
+            self.dropped.push((index, Dropped::Unparseable(err)));
+            return;
+        };
+        if wheel.variant_label.is_some() {
+            self.dropped.push((index, Dropped::Variant));
+            return;
+        }
+        let signals = match read_signals(
+            file.filename,
+            wheel.local_label(),
+            file.url,
+            &mut self.names,
+        ) {
+            Ok(signals) => signals,
+            Err(error) => {
+                self.dropped.push((index, Dropped::UnknownBackend(error)));
+                return;
+            }
+        };
+        let start = offset_in(file.filename, wheel.platform);
+        let wheel = GroupedWheel {
+            index,
+            platform: (
+                u32::try_from(start).unwrap_or(u32::MAX),
+                u32::try_from(start + wheel.platform.len()).unwrap_or(u32::MAX),
+            ),
+            directory_disagrees: signals.directory_disagrees,
+        };
+        self.slots[slot].add(signals.backend, wheel);
+    }
+
+    /// The slot of a version text seen for the first time; `None` when it does not parse.
+    fn slot_of_version_text(&mut self, text: &str) -> Option<usize> {
+        // `2.9.0+cu128` and `2.9.0+cpu` share a slot: found by the public text, without
+        // comparing versions, once the first of them made it.
+        let (public_text, local) = match text.split_once('+') {
+            Some((public, local)) => (public, Some(local)),
+            None => (text, None),
+        };
+        // Nor parsed, then: that public text parsed already, and a label of this shape always
+        // does.
+        if local.is_none_or(is_plain_local_label)
+            && let Some(&slot) = self.slot_of_public.get(public_text)
+        {
+            return Some(slot);
+        }
+        let public = text.parse::<Version>().ok()?.without_local();
+        if let Some(&slot) = self.slot_of_public.get(public_text) {
+            return Some(slot);
+        }
+        let slot = slot_for(&mut self.slots, public);
+        self.slot_of_public.insert(public_text.to_string(), slot);
+        Some(slot)
+    }
+
+    /// The grouping of a page made of `parts` one after another, each with where each of its
+    /// files lies on that page (`None`: left off, as a file an earlier part listed).
+    pub fn merged<'p>(
+        parts: impl IntoIterator<Item = (&'p FileGroups, &'p [Option<usize>])>,
+    ) -> FileGroups {
+        let mut merged = FileGroups::default();
+        for (part, places) in parts {
+            let place = |index: usize| places.get(index).copied().flatten();
+            merged.dropped.extend(
+                part.dropped
+                    .iter()
+                    .filter_map(|(index, why)| Some((place(*index)?, why.clone()))),
+            );
+            for slot in &part.slots {
+                let into = slot_for(&mut merged.slots, slot.version.clone());
+                let into = &mut merged.slots[into];
+                into.neutral
+                    .extend(slot.neutral.iter().filter_map(|&index| place(index)));
+                for (backend, wheels) in &slot.wheels {
+                    for wheel in wheels {
+                        if let Some(index) = place(wheel.index) {
+                            into.add(
+                                backend.clone(),
+                                GroupedWheel {
+                                    index,
+                                    ..wheel.clone()
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+            merged.grouped += places.iter().filter(|place| place.is_some()).count();
+        }
+        merged
+    }
+
+    /// The files that cannot be served whatever the machine.
+    pub(super) fn dropped(&self) -> &[(usize, Dropped)] {
+        &self.dropped
+    }
+
+    /// The grouped files by version, read from `files` (the files grouped), with the default
+    /// build of each unlabelled wheel of a release-train project (torch) decided.
+    pub(super) fn versions<'a>(
+        &self,
+        catalog: &Catalog,
+        project: &str,
+        files: &[FileRef<'a>],
+    ) -> BTreeMap<Version, VersionFiles<'a>> {
+        // Only torch and its release-train companions have a known default build for
+        // unlabelled wheels; pytorch-triton and friends are published once, unlabelled, for
+        // every backend.
+        let has_train = catalog.is_release_train_project(project);
+        let platform_of = |wheel: &GroupedWheel| {
+            let (start, end) = wheel.platform;
+            files[wheel.index]
+                .filename
+                .get(start as usize..end as usize)
+                .unwrap_or_default()
+        };
+        let read = |wheel: &GroupedWheel| -> Wheel<'a> {
+            (
+                wheel.index,
+                platform_of(wheel),
+                wheel.directory_disagrees.clone(),
+            )
+        };
+        self.slots
+            .iter()
+            .map(|slot| {
+                let mut by_backend: BTreeMap<Option<Backend>, Vec<Wheel<'a>>> = BTreeMap::new();
+                let mut plain: Vec<(Platform, Option<Backend>)> = Vec::new();
+                for (backend, wheels) in &slot.wheels {
+                    if backend.is_some() || !has_train {
+                        by_backend
+                            .entry(backend.clone())
+                            .or_default()
+                            .extend(wheels.iter().map(read));
+                        continue;
+                    }
+                    // An unlabelled wheel of a PyTorch release is the release's default build
+                    // for the wheel's platform (PyPI's torch on Linux x86_64 is a CUDA build).
+                    for wheel in wheels {
+                        let backend = wheel_platform(platform_of(wheel)).and_then(|platform| {
+                            plain_backend(catalog, project, &slot.version, platform, &mut plain)
+                        });
+                        by_backend.entry(backend).or_default().push(read(wheel));
+                    }
+                }
+                let files = VersionFiles {
+                    by_backend,
+                    neutral: slot.neutral.clone(),
+                };
+                (slot.version.clone(), files)
+            })
+            .collect()
+    }
+}
+
+impl Slot {
+    fn add(&mut self, backend: Option<Backend>, wheel: GroupedWheel) {
+        if let Some((_, wheels)) = self.wheels.iter_mut().find(|(b, _)| *b == backend) {
+            wheels.push(wheel);
+        } else {
+            // A version's build has one wheel per Python and platform: a dozen or more.
+            let mut wheels = Vec::with_capacity(16);
+            wheels.push(wheel);
+            self.wheels.push((backend, wheels));
+        }
+    }
+}
+
+/// The default build of an unlabelled wheel of `version` for `platform`, remembered per
+/// platform in `plain`.
+fn plain_backend(
+    catalog: &Catalog,
+    project: &str,
+    version: &Version,
+    platform: Platform,
+    plain: &mut Vec<(Platform, Option<Backend>)>,
+) -> Option<Backend> {
+    if let Some((_, backend)) = plain.iter().find(|(p, _)| *p == platform) {
+        return backend.clone();
+    }
+    let train = catalog.train_release(project, version);
+    let backend = catalog.plain_backend(train.release, platform);
+    plain.push((platform, backend.clone()));
+    backend
+}
+
+/// The slot of `version`, added when new (a version written two ways, `2.9` and `2.9.0`, is
+/// one version).
+fn slot_for(slots: &mut Vec<Slot>, version: Version) -> usize {
+    if let Some(at) = slots.iter().position(|slot| slot.version == version) {
+        return at;
+    }
+    slots.push(Slot {
+        version,
+        neutral: Vec::new(),
+        wheels: Vec::new(),
+    });
+    slots.len() - 1
+}
+
+/// Where `part`, a slice of `whole`, begins in it.
+fn offset_in(whole: &str, part: &str) -> usize {
+    (part.as_ptr() as usize).saturating_sub(whole.as_ptr() as usize)
+}
+
+/// Whether `label` is a PEP 440 local version label of the plainest form, letters and digits in
+/// segments joined by `.` (`cu128`, `rocm6.4`, `cpu`), which every version parser accepts.
+fn is_plain_local_label(label: &str) -> bool {
+    !label.is_empty()
+        && label.split('.').all(|segment| {
+            !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_alphanumeric())
+        })
+}
+
+/// Whether `filename` ends in `suffix` (`.whl`), in any case; a byte comparison, as it runs
+/// for every file of a page.
+fn has_extension(filename: &str, suffix: &str) -> bool {
+    filename.len() >= suffix.len()
+        && filename.as_bytes()[filename.len() - suffix.len()..]
+            .eq_ignore_ascii_case(suffix.as_bytes())
+}
+
+/// The platform a wheel is built for, from its first platform tag.
+fn wheel_platform(platform_tags: &str) -> Option<Platform> {
+    let tag = platform_tags.split('.').next()?;
+    let (os, arch) = if tag.starts_with("macosx_") {
+        (
+            Os::Macos,
+            if tag.ends_with("_x86_64") {
+                Arch::X86_64
+            } else {
+                Arch::Aarch64
+            },
+        )
+    } else if tag == "win_amd64" {
+        (Os::Windows, Arch::X86_64)
+    } else if tag == "win_arm64" {
+        (Os::Windows, Arch::Aarch64)
+    } else if tag.ends_with("_x86_64") {
+        (Os::Linux, Arch::X86_64)
+    } else if tag.ends_with("_aarch64") {
+        (Os::Linux, Arch::Aarch64)
+    } else if tag.ends_with("_s390x") {
+        (Os::Linux, Arch::S390x)
+    } else {
+        return None;
+    };
+    Some(Platform { os, arch })
+}
