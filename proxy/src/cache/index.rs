@@ -37,6 +37,8 @@ use wheelgate_resolver::index::{
     IndexFile, IndexParseError, ProjectPage, parse_project_html, parse_project_json,
 };
 
+use wheelgate_resolver::select::FileGroups;
+
 use crate::cache::files::Bucket;
 use crate::cpu_pool::CpuPool;
 use crate::metrics::{IndexOutcome, PageRejection};
@@ -54,6 +56,9 @@ pub const UPSTREAM_ACCEPT: &str = "application/vnd.pypi.simple.v1+json, applicat
 /// Parsed pages kept in memory at most (estimated bytes) unless [`IndexCache::with_memory`]
 /// says otherwise; older ones are read back from disk when asked for again.
 const MEMORY_BUDGET: usize = 30 * 1024 * 1024;
+/// Estimated memory of one file's entry in a page's `FileGroups` (its index, where its
+/// platform lies in its name, a backend where its directory disagrees), for the budget.
+const GROUPED_FILE_WEIGHT: usize = 48;
 /// After a refresh that failed or was refused, the cached copy is served without asking the
 /// upstream again for this long.
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(10);
@@ -89,6 +94,9 @@ pub struct CachedPage {
     retry_at_ms: AtomicU64,
     /// Estimated memory, for the in-memory budget.
     weight: usize,
+    /// The page's files grouped for selection (`FileGroups`), made while it was parsed when a
+    /// selected project asked for it; `None` otherwise (selection then groups them itself).
+    pub groups: Option<Arc<FileGroups>>,
 }
 
 impl CachedPage {
@@ -123,6 +131,7 @@ impl CachedPage {
             retired: Vec::new(),
             retry_at_ms: AtomicU64::new(0),
             weight: 0,
+            groups: None,
         }
     }
 
@@ -281,15 +290,17 @@ impl IndexCache {
         client: &UpstreamClient,
         url: &str,
     ) -> Result<Option<Arc<CachedPage>>, IndexError> {
-        self.get_with(client, url, Revalidation::Wait).await
+        self.get_with(client, url, Revalidation::Wait, false).await
     }
 
-    /// [`IndexCache::get`], waiting for an expired page's revalidation as `revalidation` says.
+    /// [`IndexCache::get`], waiting for an expired page's revalidation as `revalidation` says;
+    /// a page fetched now is grouped for selection when `grouped` (see `index/arriving.rs`).
     pub async fn get_with(
         &self,
         client: &UpstreamClient,
         url: &str,
         revalidation: Revalidation,
+        grouped: bool,
     ) -> Result<Option<Arc<CachedPage>>, IndexError> {
         let inner = &self.inner;
         let revalidate_wait = match revalidation {
@@ -303,7 +314,7 @@ impl IndexCache {
                 return Ok(Some(Arc::clone(page)));
             }
             if inner.stale_while_revalidate && retry_due(page) {
-                let refresh = Inner::refresh(inner, client, url);
+                let refresh = Inner::refresh(inner, client, url, grouped);
                 // The revalidation's answer when it comes in time; the copy otherwise (it goes
                 // on in the background) and when the upstream fails (stale-if-error).
                 if let Ok(Ok(answer)) =
@@ -322,7 +333,7 @@ impl IndexCache {
             return Ok(None);
         }
         // Offline, the refresh asks only the bucket: like files, it is not an upstream.
-        Self::wait(Inner::refresh(inner, client, url)).await
+        Self::wait(Inner::refresh(inner, client, url, grouped)).await
     }
 
     /// The page at `url` as the upstream has it now: joins (or starts) a refresh and waits for
@@ -342,7 +353,7 @@ impl IndexCache {
             // A refresh just failed: not again so soon.
             return Ok(Some(page));
         }
-        Self::wait(Inner::refresh(&self.inner, client, url)).await
+        Self::wait(Inner::refresh(&self.inner, client, url, false)).await
     }
 
     async fn wait(
@@ -388,6 +399,7 @@ impl Inner {
         this: &Arc<Inner>,
         client: &UpstreamClient,
         url: &str,
+        grouped: bool,
     ) -> watch::Receiver<Option<RefreshResult>> {
         let mut refreshing = lock(&this.refreshing);
         if let Some(receiver) = refreshing.get(url) {
@@ -412,30 +424,35 @@ impl Inner {
                     (Ok(Some(page)), expired)
                 }
                 None if inner.offline => (Ok(None), false),
-                None => (inner.fetch(&client, &url).await.map_err(Arc::new), false),
+                None => (
+                    inner.fetch(&client, &url, grouped).await.map_err(Arc::new),
+                    false,
+                ),
             };
             drop(entry);
             sender.send_replace(Some(result));
             // A cold replica took an expired copy from the bucket: it was served at once, and
             // is refreshed now like any stale page.
             if expired && inner.stale_while_revalidate && !inner.offline {
-                drop(Inner::refresh(&inner, &client, &url));
+                drop(Inner::refresh(&inner, &client, &url, grouped));
             }
         });
         receiver
     }
 
-    /// One refresh: asks the upstream, admits the answer or keeps the cached copy.
+    /// One refresh: asks the upstream, admits the answer (grouped for selection when
+    /// `grouped`) or keeps the cached copy.
     async fn fetch(
         self: &Arc<Self>,
         client: &UpstreamClient,
         url: &str,
+        grouped: bool,
     ) -> Result<Option<Arc<CachedPage>>, IndexError> {
         // Usually in memory by now (every refresh starts after a `cached` lookup); a cold page's
         // disk lookup is one `stat` (see `cached`).
         let cached = self.cached(url).await;
         let validators = cached.as_ref().map(|p| p.validators.clone());
-        let mut arriving = ArrivingPage::new(self.parsers.clone());
+        let mut arriving = ArrivingPage::new(self.parsers.clone(), grouped);
         let response = client
             .get_page(
                 url,
@@ -473,6 +490,7 @@ impl Inner {
                     retired: old.retired.clone(),
                     retry_at_ms: AtomicU64::new(0),
                     weight: old.weight,
+                    groups: old.groups.clone(),
                 });
                 self.remember(url, &page);
                 self.publish_revalidated(client, url, &page);
@@ -519,7 +537,10 @@ impl Inner {
         arriving: ArrivingPage,
     ) -> Result<Option<Arc<CachedPage>>, IndexError> {
         let stored = Arc::new(stored);
-        let parsed = arriving.finish(&stored).await;
+        let (parsed, groups) = match arriving.finish(&stored).await {
+            Ok((page, groups)) => (Ok(page), groups),
+            Err(err) => (Err(err), None),
+        };
         let verdict = admit(parsed, cached.as_deref());
         let page = match verdict {
             Verdict::Accept(page) => page,
@@ -535,7 +556,7 @@ impl Inner {
             }
         };
         client.metrics().index_lookup(IndexOutcome::Miss);
-        let page = self.install(url, cached.as_ref(), &stored, page);
+        let page = self.install(url, cached.as_ref(), &stored, page, groups);
         let serving = self.stale_while_revalidate;
         let finishing = {
             let (inner, client, url) = (Arc::clone(self), client.clone(), url.to_string());
@@ -597,6 +618,7 @@ impl Inner {
         cached: Option<&Arc<CachedPage>>,
         stored: &StoredPage,
         page: ProjectPage,
+        groups: Option<FileGroups>,
     ) -> Arc<CachedPage> {
         let retired = retired_files(cached.map(AsRef::as_ref), &page);
         // The same content again (an upstream without validators): the same
@@ -604,10 +626,13 @@ impl Inner {
         let same = cached.filter(|old| old.page == page);
         let generation = same.map(|old| old.generation);
         let mut page = self.build(stored_parts(stored), page, retired);
+        let built = Arc::get_mut(&mut page).expect("just built, not shared");
         if let Some(generation) = generation {
-            Arc::get_mut(&mut page)
-                .expect("just built, not shared")
-                .generation = generation;
+            built.generation = generation;
+        }
+        if let Some(groups) = groups.filter(|groups| groups.len() == built.page.files.len()) {
+            built.weight += groups.len() * GROUPED_FILE_WEIGHT;
+            built.groups = Some(Arc::new(groups));
         }
         self.remember(url, &page);
         page
@@ -653,6 +678,7 @@ impl Inner {
             validators: parts.validators,
             retired,
             retry_at_ms: AtomicU64::new(0),
+            groups: None,
         })
     }
 

@@ -19,7 +19,7 @@ use wheelgate_resolver::index::{
     ProjectLink, ProjectList, render_project_html, render_project_json, render_project_list_html,
     render_project_list_json,
 };
-use wheelgate_resolver::select::select_page;
+use wheelgate_resolver::select::{select_grouped, select_page};
 use wheelgate_resolver::variants::lists_variants;
 use wheelgate_resolver::{Backend, Machine, Policy};
 
@@ -629,7 +629,12 @@ async fn rewritten(
     let refs = merged.refs();
     // The common case, selected from the pages where they lie: no copy of a merged page.
     if select && torch.is_none() && !state.config.offline && !lists_variants(&refs) {
-        let selection = select_page(state.catalog(), machine, policy, project, &refs);
+        let selection = match merged.groups() {
+            Some(groups) => {
+                select_grouped(state.catalog(), machine, policy, project, &refs, &groups)
+            }
+            None => select_page(state.catalog(), machine, policy, project, &refs),
+        };
         let inferred = rests_on_inference(&selection);
         let mut page = rewrite_selected_files(
             project,

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use wheelgate_resolver::index::{IndexFile, ProjectPage};
-use wheelgate_resolver::select::FileRef;
+use wheelgate_resolver::select::{FileGroups, FileRef};
 
 use super::SourceId;
 use super::pages::SourcePage;
@@ -66,9 +66,29 @@ pub struct MergedPage<'a> {
     pub origins: Origins,
     /// The part each file comes from (several parts only).
     homes: Vec<usize>,
+    /// Per part, where each of its files lies in `files` (`None`: a file an earlier part
+    /// listed); several parts only.
+    places: Vec<Vec<Option<usize>>>,
 }
 
 impl<'a> MergedPage<'a> {
+    /// The merged files grouped for selection, from the groupings their pages were parsed with;
+    /// `None` when a page has none (selection then groups the files itself).
+    pub fn groups(&self) -> Option<Cow<'a, FileGroups>> {
+        if let [only] = self.parts {
+            return only.cached.groups.as_deref().map(Cow::Borrowed);
+        }
+        if self.parts.iter().any(|part| part.cached.groups.is_none()) {
+            return None;
+        }
+        let parts = self
+            .parts
+            .iter()
+            .zip(&self.places)
+            .filter_map(|(part, places)| Some((part.cached.groups.as_deref()?, &places[..])));
+        Some(Cow::Owned(FileGroups::merged(parts)))
+    }
+
     /// The first (highest-priority) page: its name, meta and status stand for the project.
     pub fn first(&self) -> &'a ProjectPage {
         &self.parts[0].cached.page
@@ -129,6 +149,7 @@ pub fn merge(parts: &[SourcePage]) -> MergedPage<'_> {
             files: only.cached.page.files.iter().collect(),
             origins: Origins::One(only.source),
             homes: Vec::new(),
+            places: Vec::new(),
         };
     }
     let capacity = parts.iter().map(|p| p.cached.page.files.len()).sum();
@@ -138,20 +159,27 @@ pub fn merge(parts: &[SourcePage]) -> MergedPage<'_> {
     // Fx rather than SipHash: every filename of every part is hashed, and no client chooses
     // them (an upstream can only slow its own pages). Half the merge of a cold torch page.
     let mut seen: FxHashSet<&str> = FxHashSet::with_capacity_and_hasher(capacity, FxBuildHasher);
+    let mut places = Vec::with_capacity(parts.len());
     for (home, part) in parts.iter().enumerate() {
+        let mut where_each = Vec::with_capacity(part.cached.page.files.len());
         for file in &part.cached.page.files {
             if seen.insert(&file.filename) {
+                where_each.push(Some(files.len()));
                 files.push(file);
                 origins.push(part.source);
                 homes.push(home);
+            } else {
+                where_each.push(None);
             }
         }
+        places.push(where_each);
     }
     MergedPage {
         parts,
         files,
         origins: Origins::PerFile(origins),
         homes,
+        places,
     }
 }
 

@@ -91,14 +91,19 @@ impl ProjectPages {
             .into_iter()
             .filter(|&id| sources.get(id).kind != SourceKind::PerBuild)
             .collect();
+        // The pages of a project whose builds are selected are grouped for selection where
+        // they are parsed (`cache/index/arriving.rs`).
+        let grouped = sources.selects(project);
         let answers = join_all(owners.iter().map(|&id| async move {
             let source = sources.get(id);
             let url = source.page_url(project, pinned);
-            let page = index.get_with(client, &url, revalidation).await;
+            let page = index.get_with(client, &url, revalidation, grouped).await;
             match page {
                 Ok(None) if pinned.is_some() && source.kind == SourceKind::Pytorch => {
                     let unpinned = source.page_url(project, None);
-                    index.get_with(client, &unpinned, revalidation).await
+                    index
+                        .get_with(client, &unpinned, revalidation, grouped)
+                        .await
                 }
                 other => other,
             }

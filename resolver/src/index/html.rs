@@ -92,6 +92,11 @@ impl ProjectHtmlReader {
         }
     }
 
+    /// The files read so far, in page order: the first files of the finished page.
+    pub fn files(&self) -> &[IndexFile] {
+        &self.files
+    }
+
     /// The page, from `content`: the whole text, which begins with everything read before.
     pub fn finish(mut self, content: &str) -> Result<ProjectPage, IndexParseError> {
         check_size(content)?;

@@ -103,6 +103,7 @@ mod tests {
             retired: Vec::new(),
             retry_at_ms: AtomicU64::new(0),
             weight: 0,
+            groups: None,
         })
     }
 

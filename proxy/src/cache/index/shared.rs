@@ -72,7 +72,8 @@ impl Inner {
             }
         };
         self.write_local(url, bytes).await;
-        let page = self.install(url, cached.as_ref(), &stored, page);
+        // Selection groups a page from the bucket itself.
+        let page = self.install(url, cached.as_ref(), &stored, page, None);
         bucket.count_page_hit();
         client.metrics().index_lookup(IndexOutcome::Bucket);
         info!(
