@@ -18,9 +18,10 @@
 //!
 //! A page whose project is selected is also grouped (`FileGroups`, the per-file part of a
 //! selection) where it is parsed, piece by piece right after each piece is read, while its
-//! files are still in the parser thread's cache. Grouped at selection instead, on the
-//! connection's thread, the torch page's fresh files cost about twice what they cost hot, on
-//! the cold request's critical path.
+//! files are still in the parser thread's cache. The connection's thread then only decides per
+//! version: 0.4 ms for the torch page instead of 1.5 for a whole selection, on every machine's
+//! first request for a cached page. (A cold page gains nothing: during its arrival the parser
+//! threads have no idle core, so the work moved there is still on its critical path.)
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -240,7 +241,12 @@ impl Reading {
 
 /// Groups the files of `files` (the page so far) after those grouped already.
 fn group_rest(groups: &mut FileGroups, files: &[IndexFile]) {
-    let rest: Vec<FileRef<'_>> = files[groups.len()..].iter().map(FileRef::from).collect();
+    let rest: Vec<FileRef<'_>> = files
+        .get(groups.len()..)
+        .unwrap_or_default()
+        .iter()
+        .map(FileRef::from)
+        .collect();
     groups.add(&rest);
 }
 
