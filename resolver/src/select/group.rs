@@ -201,17 +201,13 @@ impl FileGroups {
                 into.neutral
                     .extend(slot.neutral.iter().filter_map(|&index| place(index)));
                 for (backend, wheels) in &slot.wheels {
-                    for wheel in wheels {
-                        if let Some(index) = place(wheel.index) {
-                            into.add(
-                                backend.clone(),
-                                GroupedWheel {
-                                    index,
-                                    ..wheel.clone()
-                                },
-                            );
-                        }
-                    }
+                    let placed = wheels.iter().filter_map(|wheel| {
+                        Some(GroupedWheel {
+                            index: place(wheel.index)?,
+                            ..wheel.clone()
+                        })
+                    });
+                    into.wheels_of(backend.as_ref()).extend(placed);
                 }
             }
             merged.grouped += places.iter().filter(|place| place.is_some()).count();
@@ -292,6 +288,17 @@ impl Slot {
             wheels.push(wheel);
             self.wheels.push((backend, wheels));
         }
+    }
+
+    /// The wheels of `backend`, a list added when it has none yet.
+    fn wheels_of(&mut self, backend: Option<&Backend>) -> &mut Vec<GroupedWheel> {
+        let at = if let Some(at) = self.wheels.iter().position(|(b, _)| b.as_ref() == backend) {
+            at
+        } else {
+            self.wheels.push((backend.cloned(), Vec::new()));
+            self.wheels.len() - 1
+        };
+        &mut self.wheels[at].1
     }
 }
 
