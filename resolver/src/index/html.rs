@@ -9,6 +9,9 @@
 
 use std::borrow::Cow;
 
+mod tail;
+pub use tail::HtmlTail;
+
 use super::error::{IndexParseError, check_api_version, check_link_count, check_size};
 use super::hashes::Hashes;
 use super::model::{
@@ -85,9 +88,12 @@ impl ProjectHtmlReader {
         }
         self.read_up_to = arrived.len();
         let files = &mut self.files;
-        if let Err(err) = self.walk.advance(arrived, false, |anchor, text| {
-            push_file(files, anchor, text)
-        }) {
+        if let Err(err) = self
+            .walk
+            .advance(arrived, false, usize::MAX, |anchor, text| {
+                push_file(files, anchor, text)
+            })
+        {
             self.error = Some(err);
         }
     }
@@ -105,7 +111,9 @@ impl ProjectHtmlReader {
         }
         let files = &mut self.files;
         self.walk
-            .advance(content, true, |anchor, text| push_file(files, anchor, text))?;
+            .advance(content, true, usize::MAX, |anchor, text| {
+                push_file(files, anchor, text)
+            })?;
         Ok(project_page(self.walk.into_head(), self.files))
     }
 }
@@ -474,7 +482,7 @@ fn walk<'a>(
     on_anchor: impl FnMut(&Anchor<'a>, &str) -> Result<(), IndexParseError>,
 ) -> Result<Head, IndexParseError> {
     let mut walk = Walk::default();
-    walk.advance(content, true, on_anchor)?;
+    walk.advance(content, true, usize::MAX, on_anchor)?;
     Ok(walk.into_head())
 }
 
@@ -499,16 +507,22 @@ struct Walk {
     heading_open: bool,
     /// The open anchor's or heading's text so far, decoded.
     text: String,
+    /// Whether a tag that says something of the page rather than of a file (`<base>`, `<meta>`,
+    /// a `<title>` or `<h1>` that could name the project) was read: a page's tail read on its
+    /// own cannot know what it would have changed (`tail.rs`).
+    saw_head_tag: bool,
 }
 
 impl Walk {
-    /// Takes `content`'s tokens from where the walk stopped; when `at_end` is false, `content`
-    /// may be a prefix of the page and the walk stops before the first token that more text
-    /// could change. `content` must extend the text of earlier steps.
+    /// Takes `content`'s tokens from where the walk stopped, up to the first one that starts at
+    /// `until` or later; when `at_end` is false, `content` may be a prefix of the page and the
+    /// walk stops before the first token that more text could change. `content` must extend
+    /// the text of earlier steps.
     fn advance<'a>(
         &mut self,
         content: &'a str,
         at_end: bool,
+        until: usize,
         mut on_anchor: impl FnMut(&Anchor<'a>, &str) -> Result<(), IndexParseError>,
     ) -> Result<(), IndexParseError> {
         let mut scanner = Scanner::new(content);
@@ -535,6 +549,9 @@ impl Walk {
 
         loop {
             let (token_start, raw_text_of) = (scanner.pos, scanner.raw_text_of);
+            if token_start >= until {
+                break;
+            }
             let token = scanner.next_token();
             if !at_end && (token.is_none() || scanner.pos + SETTLED_MARGIN > content.len()) {
                 scanner.pos = token_start;
@@ -556,16 +573,19 @@ impl Walk {
                         open = Some(Anchor::from_attrs(&scanner.attrs));
                         self.open_at = Some((token_start, raw_text_of));
                     } else if tag.eq_ignore_ascii_case("base") {
+                        self.saw_head_tag = true;
                         if head.base.is_none() {
                             head.base = attr(&scanner.attrs, "href")
                                 .map(|href| decode(href.trim_matches(is_html_space)).into_owned());
                         }
                     } else if tag.eq_ignore_ascii_case("meta") {
+                        self.saw_head_tag = true;
                         read_meta(&scanner.attrs, head, &mut self.status_reason)?;
                     } else if (tag.eq_ignore_ascii_case("title") || tag.eq_ignore_ascii_case("h1"))
                         && head.name.is_none()
                         && open.is_none()
                     {
+                        self.saw_head_tag = true;
                         self.heading_open = true;
                         text.clear();
                     }

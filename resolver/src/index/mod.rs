@@ -22,7 +22,7 @@ pub mod model;
 pub use error::{IndexParseError, MAX_LINKS, MAX_PAGE_BYTES};
 pub use hashes::Hashes;
 pub use html::{
-    ProjectHtmlReader, parse_project_html, parse_project_list_html, render_project_html,
+    HtmlTail, ProjectHtmlReader, parse_project_html, parse_project_list_html, render_project_html,
     render_project_list_html,
 };
 pub use json::{

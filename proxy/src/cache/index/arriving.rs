@@ -36,6 +36,8 @@ use crate::cpu_pool::CpuPool;
 use crate::sync::lock;
 use crate::upstream::{ArrivingText, BodyReader};
 
+mod tail;
+
 /// A page not read as it arrived (JSON) and at most this large is parsed on the thread that
 /// fetched it: a round trip to the parser threads costs more than parsing it (about 0.1 ms).
 const FINISH_HERE_BYTES: usize = 64 * 1024;
@@ -52,6 +54,8 @@ pub(super) struct ArrivingPage {
 /// One answer's HTML body, shared between the connection's thread (which queues chunks) and
 /// the parser threads (which read them).
 struct Reading {
+    /// The threads it is read on (the last step may take two of them, `tail.rs`).
+    parsers: CpuPool,
     queued: Mutex<Queued>,
     parsed: Mutex<Parsed>,
     /// Set when the body is finished or a retry replaced it: a read still queued does nothing.
@@ -149,8 +153,13 @@ impl BodyReader for ArrivingPage {
         if let Some(old) = self.html.take() {
             old.done.store(true, Ordering::Relaxed);
         }
-        if self.parsers.is_some() && !super::is_json(content_type) {
+        if let Some(parsers) = self
+            .parsers
+            .as_ref()
+            .filter(|_| !super::is_json(content_type))
+        {
             self.html = Some(Arc::new(Reading {
+                parsers: parsers.clone(),
                 queued: Mutex::default(),
                 parsed: Mutex::new(Parsed {
                     text: ArrivingText::with_capacity(0),
@@ -205,15 +214,12 @@ impl Reading {
                     self.done.store(true, Ordering::Relaxed);
                     // The chunks still queued are in the whole body, which the reader reads on
                     // from where it stopped.
-                    let page = std::mem::take(reader)
-                        .finish(&finish.stored.body)
-                        .map(|page| {
-                            let groups = groups.take().map(|mut groups| {
-                                group_rest(&mut groups, &page.files);
-                                groups
-                            });
-                            (page, groups)
-                        });
+                    let page = tail::finish(
+                        std::mem::take(reader),
+                        &finish.stored,
+                        groups.take(),
+                        &self.parsers,
+                    );
                     // Nobody waits for it when the request went away meanwhile.
                     let _ = finish.page.send(page);
                     return;
