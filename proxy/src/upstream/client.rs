@@ -162,8 +162,9 @@ pub struct Validators {
 /// that a page of thousands of links is parsed by the time its last bytes land. Called on the
 /// connection's thread, between reads: whatever takes time belongs elsewhere.
 pub trait BodyReader: Send {
-    /// An answer's body begins (again, on a retry), of this `Content-Type`.
-    fn begin(&mut self, content_type: &str);
+    /// An answer's body begins (again, on a retry), of this `Content-Type`, and of this length
+    /// when the upstream announced it.
+    fn begin(&mut self, content_type: &str, length: Option<usize>);
     /// The body's next bytes.
     fn arrived(&mut self, chunk: &bytes::Bytes);
 }
@@ -481,11 +482,10 @@ impl UpstreamClient {
         if announced.is_some_and(|len| len > self.max_page_bytes) {
             return Err(too_large());
         }
-        let mut body = ArrivingText::with_capacity(
-            usize::try_from(announced.unwrap_or(0).min(self.max_page_bytes)).unwrap_or(0),
-        );
+        let length = announced.and_then(|len| usize::try_from(len).ok());
+        let mut body = ArrivingText::with_capacity(length.unwrap_or(0));
         if let Some(reader) = reader.as_deref_mut() {
-            reader.begin(&content_type);
+            reader.begin(&content_type, length);
         }
         let truncated = |received: usize| UpstreamError::Truncated {
             url: redact(url),

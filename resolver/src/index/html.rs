@@ -51,9 +51,7 @@ use super::model::{
 //     <a href="https://files.pythonhosted.org/packages/.../filelock-3.20.0-py3-none-any.whl#sha256=..." data-requires-python="&gt;=3.9" data-dist-info-metadata="sha256=..." data-core-metadata="sha256=..." data-provenance="https://pypi.org/integrity/filelock/3.20.0/filelock-3.20.0-py3-none-any.whl/provenance">filelock-3.20.0-py3-none-any.whl</a><br />
 pub fn parse_project_html(content: &str) -> Result<ProjectPage, IndexParseError> {
     check_size(content)?;
-    // Real pages spend 150 to 450 bytes per link: reserving for one per 256 bytes spares the
-    // growing vector most of its copies of a page of thousands of files.
-    let mut files = Vec::with_capacity((content.len() / 256).min(8192));
+    let mut files = Vec::with_capacity(files_expected(content.len()));
     let head = walk(content, |anchor, text| push_file(&mut files, anchor, text))?;
     Ok(project_page(head, files))
 }
@@ -73,6 +71,15 @@ pub struct ProjectHtmlReader {
 }
 
 impl ProjectHtmlReader {
+    /// A reader of a page `length` bytes long, room made for its files at once (as
+    /// [`parse_project_html`] makes it); `0` when the length is not known.
+    pub fn for_length(length: usize) -> Self {
+        ProjectHtmlReader {
+            files: Vec::with_capacity(files_expected(length)),
+            ..ProjectHtmlReader::default()
+        }
+    }
+
     /// Reads what `arrived`, the page so far, completes. Each call's text must begin with the
     /// previous call's.
     pub fn read(&mut self, arrived: &str) {
@@ -490,6 +497,13 @@ fn walk<'a>(
 /// takes the token: the scanner decides a token by at most the bytes of `</textarea` and one
 /// more after it, so a token this far from the end reads the same whatever arrives next.
 const SETTLED_MARGIN: usize = 16;
+
+/// Room for the files of a page this long. Real pages spend 150 to 450 bytes per link:
+/// reserving for one per 256 bytes spares the growing vector most of its copies of a page of
+/// thousands of files.
+fn files_expected(length: usize) -> usize {
+    (length / 256).min(8192)
+}
 
 /// A walk over a page, resumable: a page still arriving is walked as far as its complete tokens
 /// go, and the walk goes on from there when more has arrived. Nothing it holds borrows the

@@ -149,7 +149,7 @@ impl Drop for ArrivingPage {
 }
 
 impl BodyReader for ArrivingPage {
-    fn begin(&mut self, content_type: &str) {
+    fn begin(&mut self, content_type: &str, length: Option<usize>) {
         if let Some(old) = self.html.take() {
             old.done.store(true, Ordering::Relaxed);
         }
@@ -162,8 +162,9 @@ impl BodyReader for ArrivingPage {
                 parsers: parsers.clone(),
                 queued: Mutex::default(),
                 parsed: Mutex::new(Parsed {
-                    text: ArrivingText::with_capacity(0),
-                    reader: ProjectHtmlReader::default(),
+                    // Its whole length at once, where it was announced: no copies as it grows.
+                    text: ArrivingText::with_capacity(length.unwrap_or(0)),
+                    reader: ProjectHtmlReader::for_length(length.unwrap_or(0)),
                     groups: self.grouped.then(FileGroups::default),
                 }),
                 done: AtomicBool::new(false),
@@ -301,11 +302,11 @@ mod tests {
     /// and finished, grouped, on `parsers`.
     async fn read_in_chunks(parsers: &CpuPool, body: &str, size: usize) -> ParsedPage {
         let mut page = ArrivingPage::new(Some(parsers.clone()), true);
-        page.begin("text/html");
+        page.begin("text/html", None);
         for chunk in body.as_bytes().chunks(size).take(3) {
             page.arrived(&Bytes::copy_from_slice(chunk));
         }
-        page.begin("text/html");
+        page.begin("text/html", None);
         for chunk in body.as_bytes().chunks(size) {
             page.arrived(&Bytes::copy_from_slice(chunk));
             // Some steps wait for the parser threads to catch up, some do not.
@@ -364,7 +365,7 @@ mod tests {
         });
         let body = wheelgate_testdata::torch_page_html();
         let mut page = ArrivingPage::new(Some(parsers.clone()), false);
-        page.begin("text/html");
+        page.begin("text/html", None);
         for chunk in body.as_bytes().chunks(100_000) {
             page.arrived(&Bytes::copy_from_slice(chunk));
         }
@@ -390,7 +391,7 @@ mod tests {
         let json = r#"{"meta":{"api-version":"1.1"},"name":"demo","files":[{"filename":"demo-1.0.tar.gz","url":"https://f.test/demo-1.0.tar.gz","hashes":{}}]}"#;
         let parsers = CpuPool::start("test-parse", 1, || {}).unwrap();
         let mut page = ArrivingPage::new(Some(parsers), true);
-        page.begin("application/vnd.pypi.simple.v1+json");
+        page.begin("application/vnd.pypi.simple.v1+json", None);
         page.arrived(&Bytes::from_static(json.as_bytes()));
         assert!(page.html.is_none(), "JSON is not read as it arrives");
         let (json_page, groups) = page
@@ -402,7 +403,7 @@ mod tests {
 
         let html = "<a href=\"/f/demo-1.0.tar.gz\">demo-1.0.tar.gz</a>";
         let mut page = ArrivingPage::new(None, true);
-        page.begin("text/html");
+        page.begin("text/html", None);
         page.arrived(&Bytes::from_static(html.as_bytes()));
         let (html_page, groups) = page.finish(&stored("text/html", html)).await.unwrap();
         assert_eq!(html_page.files[0].filename, "demo-1.0.tar.gz");

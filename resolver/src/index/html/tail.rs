@@ -33,7 +33,8 @@ impl HtmlTail {
             pos: from,
             ..Walk::default()
         };
-        let mut files = Vec::with_capacity(content.len().saturating_sub(from) / 256);
+        let mut files =
+            Vec::with_capacity(super::files_expected(content.len().saturating_sub(from)));
         let read = walk.advance(content, true, usize::MAX, |anchor, text| {
             push_file(&mut files, anchor, text)
         });
