@@ -627,9 +627,15 @@ async fn rewritten(
 ) -> Option<(wheelgate_resolver::index::ProjectPage, bool, bool)> {
     let merged = pages.merged();
     let refs = merged.refs();
+    let plain = select && torch.is_none() && !state.config.offline;
+    let groups = plain.then(|| merged.groups()).flatten();
+    let variants = match &groups {
+        Some(groups) => groups.lists_variants(),
+        None => lists_variants(&refs),
+    };
     // The common case, selected from the pages where they lie: no copy of a merged page.
-    if select && torch.is_none() && !state.config.offline && !lists_variants(&refs) {
-        let selection = match merged.groups() {
+    if plain && !variants {
+        let selection = match groups {
             Some(groups) => {
                 select_grouped(state.catalog(), machine, policy, project, &refs, &groups)
             }

@@ -15,6 +15,7 @@ use crate::backend::Backend;
 use crate::catalog::Catalog;
 use crate::filename::{SdistFilename, WheelFilename, WheelParts};
 use crate::machine::{Arch, Os, Platform};
+use crate::variants::choose::is_variant_file;
 
 use super::page::{Dropped, FileRef};
 use super::signals::{ParsedNames, read_signals};
@@ -52,6 +53,9 @@ pub struct FileGroups {
     /// The slot of each public version text (`2.9.0` for `2.9.0+cu128` and `2.9.0+cpu`).
     slot_of_public: TextMap<String, usize>,
     names: ParsedNames,
+    /// Whether a file is a variant file (`lists_variants`), found here on the parser's thread
+    /// rather than by a second pass over the names at each selection.
+    lists_variants: bool,
 }
 
 /// The files of one public version while a page is grouped.
@@ -83,6 +87,12 @@ impl FileGroups {
         self.grouped == 0
     }
 
+    /// Whether any file grouped is a variant file: what [`crate::variants::lists_variants`]
+    /// says of the same files.
+    pub fn lists_variants(&self) -> bool {
+        self.lists_variants
+    }
+
     /// Groups `files`, the page's next files after those grouped so far.
     pub fn add(&mut self, files: &[FileRef<'_>]) {
         let first = self.grouped;
@@ -94,6 +104,7 @@ impl FileGroups {
     }
 
     fn add_one(&mut self, index: usize, file: &FileRef<'_>) {
+        self.lists_variants |= is_variant_file(file.filename);
         if file.filename.ends_with("-variants.json") {
             self.dropped.push((index, Dropped::Variant));
             return;
@@ -211,6 +222,8 @@ impl FileGroups {
                 }
             }
             merged.grouped += places.iter().filter(|place| place.is_some()).count();
+            // A file left off has the name of one placed from an earlier part.
+            merged.lists_variants |= part.lists_variants;
         }
         merged
     }

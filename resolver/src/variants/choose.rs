@@ -94,10 +94,13 @@ impl VariantChoice {
 /// Whether the page lists any variant file: a wheel with a variant label, or a
 /// `*-variants.json`.
 pub fn lists_variants(files: &[FileRef<'_>]) -> bool {
-    files.iter().any(|file| {
-        file.filename.ends_with(VARIANTS_JSON_SUFFIX)
-            || (has_six_parts(file.filename) && variant_label(file.filename).is_some())
-    })
+    files.iter().any(|file| is_variant_file(file.filename))
+}
+
+/// Whether `filename` is a variant file: a wheel with a variant label, or a `*-variants.json`.
+pub(crate) fn is_variant_file(filename: &str) -> bool {
+    filename.ends_with(VARIANTS_JSON_SUFFIX)
+        || (has_six_parts(filename) && variant_label(filename).is_some())
 }
 
 /// Whether `filename` has at least six dash-separated parts, as a variant wheel's name has

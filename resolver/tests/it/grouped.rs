@@ -125,6 +125,13 @@ fn shown(selection: &PageSelection) -> String {
 }
 
 fn assert_same_choices(files: &[FileRef<'_>], groups: &FileGroups) {
+    if groups.len() == files.len() {
+        assert_eq!(
+            groups.lists_variants(),
+            wheelgate_resolver::variants::lists_variants(files),
+            "whether the files list a variant file"
+        );
+    }
     for json in MACHINES {
         let machine = machine(json);
         let whole = select_page(
