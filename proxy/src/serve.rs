@@ -1,6 +1,7 @@
 //! Starting the server: build the state from a configuration, then serve until a signal.
 
 pub mod allocator;
+pub mod background;
 pub mod per_core;
 
 use std::sync::Arc;
@@ -67,6 +68,10 @@ pub enum StartError {
     Serve(#[source] std::io::Error),
     #[error("cannot start the threads that parse index pages; is the process out of threads?")]
     Parsers(#[source] std::io::Error),
+    #[error(
+        "cannot start the thread that writes index pages to disk; is the process out of threads?"
+    )]
+    PageWriter(#[source] std::io::Error),
 }
 
 /// The machine and policy the server resolves `/simple/` for: the configured machine, else this
@@ -181,7 +186,8 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     .stale_while_revalidate(config.limits.revalidate_wait())
     .with_bucket(bucket.clone())
     .with_memory(config.limits.parsed_page_memory())
-    .with_parsers(start_parsers()?);
+    .with_parsers(start_parsers()?)
+    .with_writer(background::start_page_writer().map_err(StartError::PageWriter)?);
     let files = FileCache::open_with_bucket(
         config.cache_dir.clone(),
         config.cache_max_bytes,

@@ -200,6 +200,9 @@ struct Inner {
     pages: Mutex<PageMemory>,
     /// Where pages are parsed (`cpu_pool.rs`); here, on the caller's thread, without one.
     parsers: Option<CpuPool>,
+    /// Where fetched pages are written to disk (`serve/background.rs`); on the runtime's
+    /// blocking threads without one.
+    writer: Option<CpuPool>,
     /// The refresh in flight per URL; an entry lives only while its refresh runs.
     refreshing: Mutex<std::collections::HashMap<String, watch::Receiver<Option<RefreshResult>>>>,
     generations: AtomicU64,
@@ -227,6 +230,7 @@ impl IndexCache {
                 bucket: None,
                 pages: Mutex::new(PageMemory::new(MEMORY_BUDGET)),
                 parsers: None,
+                writer: None,
                 refreshing: Mutex::default(),
                 generations: AtomicU64::new(1),
             }),
@@ -260,6 +264,15 @@ impl IndexCache {
     pub fn with_parsers(self, parsers: CpuPool) -> IndexCache {
         self.configured(|inner| Inner {
             parsers: Some(parsers),
+            ..inner
+        })
+    }
+
+    /// This cache, writing fetched pages to disk on `writer`'s threads.
+    #[must_use]
+    pub fn with_writer(self, writer: CpuPool) -> IndexCache {
+        self.configured(|inner| Inner {
+            writer: Some(writer),
             ..inner
         })
     }
@@ -569,13 +582,18 @@ impl Inner {
                     tokio::task::yield_now().await;
                 }
                 let path = inner.path_for(&url);
-                let writing = {
+                let write = {
                     let (path, stored) = (path.clone(), Arc::clone(&stored));
-                    tokio::task::spawn_blocking(move || {
-                        write_temp(&path, &[&stored.header(), stored.body.as_bytes()])
-                    })
+                    move || write_temp(&path, &[&stored.header(), stored.body.as_bytes()])
                 };
-                match writing.await.map_err(std::io::Error::other).flatten() {
+                let written = match &inner.writer {
+                    Some(writer) => writer.run(write).await,
+                    None => tokio::task::spawn_blocking(write)
+                        .await
+                        .map_err(std::io::Error::other)
+                        .flatten(),
+                };
+                match written {
                     Ok(temp) => inner.commit_write(&url, generation, &temp, &path).await,
                     Err(err) => {
                         warn!(url = %redact(&url), error = %err, "could not write the index page to the cache directory");
