@@ -174,20 +174,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         Some(object_store) => Some(Arc::new(open_bucket(object_store).await?)),
         None => None,
     };
-    let index = IndexCache::new(
-        &config.cache_dir,
-        Duration::from_secs(config.index_ttl_secs),
-        config.offline,
-    )
-    .map_err(|source| StartError::CacheDir {
-        path: config.cache_dir.clone(),
-        source,
-    })?
-    .stale_while_revalidate(config.limits.revalidate_wait())
-    .with_bucket(bucket.clone())
-    .with_memory(config.limits.parsed_page_memory())
-    .with_parsers(start_parsers()?)
-    .with_writer(background::start_page_writer().map_err(StartError::PageWriter)?);
+    let index = index_cache(&config, bucket.clone())?;
     let files = FileCache::open_with_bucket(
         config.cache_dir.clone(),
         config.cache_max_bytes,
@@ -219,6 +206,28 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         metrics,
         cache_lock: Arc::new(lock),
     }))
+}
+
+/// The index page cache as the server runs it: revalidating stale pages within the configured
+/// wait, parsing on its own threads, writing disk copies at the lowest priority.
+fn index_cache(
+    config: &ServeConfig,
+    bucket: Option<Arc<Bucket>>,
+) -> Result<IndexCache, StartError> {
+    Ok(IndexCache::new(
+        &config.cache_dir,
+        Duration::from_secs(config.index_ttl_secs),
+        config.offline,
+    )
+    .map_err(|source| StartError::CacheDir {
+        path: config.cache_dir.clone(),
+        source,
+    })?
+    .stale_while_revalidate(config.limits.revalidate_wait())
+    .with_bucket(bucket)
+    .with_memory(config.limits.parsed_page_memory())
+    .with_parsers(start_parsers()?)
+    .with_writer(background::start_page_writer().map_err(StartError::PageWriter)?))
 }
 
 /// One thread per core that parses upstream pages (`cpu_pool.rs`), each with its share of the
