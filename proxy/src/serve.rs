@@ -1,5 +1,6 @@
 //! Starting the server: build the state from a configuration, then serve until a signal.
 
+pub mod affinity;
 pub mod allocator;
 pub mod background;
 pub mod per_core;
@@ -230,12 +231,18 @@ fn index_cache(
     .with_writer(background::start_page_writer().map_err(StartError::PageWriter)?))
 }
 
-/// One thread per core that parses upstream pages (`cpu_pool.rs`), each with its share of the
-/// resident memory (`serve/allocator.rs`).
+/// One thread per core that parses upstream pages (`cpu_pool.rs`), each kept on a core of its
+/// own (`serve/affinity.rs`) and with its share of the resident memory (`serve/allocator.rs`).
 fn start_parsers() -> Result<CpuPool, StartError> {
     let cores = per_core::cores();
     let warm = allocator::warm_share(serving_threads(cores));
+    let allowed = affinity::allowed_cpus();
+    let next = std::sync::atomic::AtomicUsize::new(0);
     CpuPool::start("wheelgate-parse", cores, move || {
+        let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(cpu) = affinity::cpu_for(&allowed, index) {
+            affinity::pin_this_thread(cpu);
+        }
         allocator::warm_this_thread(warm);
     })
     .map_err(StartError::Parsers)
