@@ -228,6 +228,47 @@ impl FileGroups {
         merged
     }
 
+    /// Appends `tail`, the grouping of the files that follow these on the same page (grouped
+    /// on its own, from index 0): the grouping adding them here would have made, the same
+    /// slots in the same order. Takes `tail`'s parts rather than copying them, as `merged`
+    /// must for groupings it only borrows: a page read in two halves on two threads is joined
+    /// on the thread its request waits for.
+    pub fn append(&mut self, tail: FileGroups) {
+        let offset = self.grouped;
+        self.dropped.extend(
+            tail.dropped
+                .into_iter()
+                .map(|(index, why)| (index + offset, why)),
+        );
+        let mut moved_to = Vec::with_capacity(tail.slots.len());
+        for slot in tail.slots {
+            let into = slot_for(&mut self.slots, slot.version);
+            moved_to.push(into);
+            let into = &mut self.slots[into];
+            into.neutral
+                .extend(slot.neutral.into_iter().map(|index| index + offset));
+            for (backend, wheels) in slot.wheels {
+                into.wheels_of(backend.as_ref())
+                    .extend(wheels.into_iter().map(|wheel| GroupedWheel {
+                        index: wheel.index + offset,
+                        ..wheel
+                    }));
+            }
+        }
+        // What later `add`s look up: the tail's version texts, pointing at the slots here.
+        for (text, slot) in tail.slot_of_text {
+            let slot = slot.and_then(|slot| moved_to.get(slot).copied());
+            self.slot_of_text.entry(text).or_insert(slot);
+        }
+        for (text, slot) in tail.slot_of_public {
+            if let Some(&slot) = moved_to.get(slot) {
+                self.slot_of_public.entry(text).or_insert(slot);
+            }
+        }
+        self.grouped += tail.grouped;
+        self.lists_variants |= tail.lists_variants;
+    }
+
     /// The files that cannot be served whatever the machine.
     pub(super) fn dropped(&self) -> &[(usize, Dropped)] {
         &self.dropped

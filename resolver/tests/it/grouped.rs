@@ -231,8 +231,45 @@ fn a_pytorch_page_and_a_pypi_page_merged_select_as_one_page() {
     merged_selects_as_the_merged_page(&pypi, &pytorch, 1);
 }
 
+/// `files` grouped in two parts, the second on its own and appended to the first.
+fn appended_selects_as_grouped_whole(files: &[FileRef<'_>], split: usize) {
+    let split = split.min(files.len());
+    let mut head = FileGroups::default();
+    head.add(&files[..split]);
+    let mut tail = FileGroups::default();
+    tail.add(&files[split..]);
+    head.append(tail);
+    assert_eq!(head.len(), files.len());
+    assert_same_choices(files, &head);
+    // Grouping goes on after an append as after an add.
+    let mut more = head.clone();
+    more.add(files);
+    let twice: Vec<FileRef<'_>> = files.iter().chain(files).copied().collect();
+    assert_same_choices(&twice, &more);
+}
+
+#[test]
+fn the_real_page_grouped_in_two_halves_selects_as_it_grouped_whole() {
+    let page =
+        wheelgate_resolver::index::parse_project_html(&wheelgate_testdata::torch_page_html())
+            .unwrap();
+    let files: Vec<FileRef<'_>> = page.files.iter().map(FileRef::from).collect();
+    for split in [0, 1, files.len() / 2, files.len()] {
+        appended_selects_as_grouped_whole(&files, split);
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn any_page_grouped_in_two_parts_selects_as_grouped_whole(
+        picks in prop::collection::vec(0..FILES.len(), 0..40),
+        split in 0usize..40,
+    ) {
+        let files: Vec<FileRef<'static>> = picks.iter().map(|&i| refs(&[FILES[i]])[0]).collect();
+        appended_selects_as_grouped_whole(&files, split);
+    }
 
     #[test]
     fn any_two_pages_merged_select_as_one_page(

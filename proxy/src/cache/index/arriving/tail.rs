@@ -57,7 +57,10 @@ pub(super) fn finish(
     let (tail, tail_groups) = tail.take();
     let (page, joined) = reader.finish_with(body, tail)?;
     let groups = match (head_groups, tail_groups) {
-        (Some(head), Some(tail)) if joined => Some(joined_groups(&head, &tail)),
+        (Some(mut head), Some(tail)) if joined => {
+            head.append(tail);
+            Some(head)
+        }
         (Some(mut groups), _) => {
             group_rest(&mut groups, &page.files);
             Some(groups)
@@ -76,14 +79,6 @@ fn finish_here(reader: ProjectHtmlReader, body: &str, groups: Option<FileGroups>
         });
         (page, groups)
     })
-}
-
-/// The grouping of a page whose first files `head` grouped and whose last ones `tail` did.
-fn joined_groups(head: &FileGroups, tail: &FileGroups) -> FileGroups {
-    let before = head.len();
-    let head_places: Vec<Option<usize>> = (0..before).map(Some).collect();
-    let tail_places: Vec<Option<usize>> = (before..before + tail.len()).map(Some).collect();
-    FileGroups::merged([(head, &head_places[..]), (tail, &tail_places[..])])
 }
 
 /// The tail of one page, read by whichever thread comes first.
