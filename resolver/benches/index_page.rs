@@ -5,7 +5,9 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
-use wheelgate_resolver::index::{parse_project_html, render_project_html, render_project_json};
+use wheelgate_resolver::index::{
+    HtmlTail, ProjectHtmlReader, parse_project_html, render_project_html, render_project_json,
+};
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -19,6 +21,13 @@ fn bench_page(c: &mut Criterion, name: &str, html: &str) {
     group.bench_function("parse HTML", |b| {
         b.iter(|| parse_project_html(black_box(html)));
     });
+    // The proxy's last step on a page that arrived faster than it parsed: the tail from an
+    // `<a` about halfway read on a second thread (started once, as the proxy's parser threads
+    // are), while this one reads up to it.
+    let tails = TailThread::start(html);
+    group.bench_function("parse HTML, tail on a second thread", |b| {
+        b.iter(|| parse_in_two_halves(black_box(html), &tails));
+    });
     group.bench_function("render HTML", |b| {
         b.iter(|| render_project_html(black_box(&page)));
     });
@@ -26,6 +35,41 @@ fn bench_page(c: &mut Criterion, name: &str, html: &str) {
         b.iter(|| render_project_json(black_box(&page)));
     });
     group.finish();
+}
+
+/// A thread that reads the tails of one page on request.
+struct TailThread {
+    from: std::sync::mpsc::Sender<usize>,
+    tails: std::sync::mpsc::Receiver<HtmlTail>,
+}
+
+impl TailThread {
+    fn start(html: &str) -> TailThread {
+        let html: &'static str = Box::leak(html.to_owned().into_boxed_str());
+        let (from, asked) = std::sync::mpsc::channel::<usize>();
+        let (read, tails) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for from in asked {
+                if read.send(HtmlTail::read(html, from)).is_err() {
+                    return;
+                }
+            }
+        });
+        TailThread { from, tails }
+    }
+}
+
+fn parse_in_two_halves(html: &str, tails: &TailThread) -> wheelgate_resolver::index::ProjectPage {
+    let mut reader = ProjectHtmlReader::for_length(html.len());
+    let from = reader
+        .split_point(html, 0)
+        .expect("a page of anchors splits");
+    tails.from.send(from).expect("the tail thread runs");
+    reader.read_until(html, from);
+    let tail = tails.tails.recv().expect("the tail thread answers");
+    let (page, joined) = reader.finish_with(html, tail).expect("the page parses");
+    assert!(joined, "the halves join on this page");
+    page
 }
 
 fn bench_index_page(c: &mut Criterion) {
