@@ -236,7 +236,7 @@ fn index_cache(
 fn start_parsers() -> Result<CpuPool, StartError> {
     let cores = per_core::cores();
     let warm = allocator::warm_share(serving_threads(cores));
-    let allowed = affinity::allowed_cpus();
+    let allowed = affinity::cpus_to_pin_to(cores);
     let next = std::sync::atomic::AtomicUsize::new(0);
     CpuPool::start("wheelgate-parse", cores, move || {
         let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

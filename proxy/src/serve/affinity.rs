@@ -7,6 +7,27 @@
 //! cold merged torch page (two cores): the parser given the page's tail waited 3 ms behind the
 //! other parser while the other core sat idle for 0.9 ms of it. On a core of its own a parser
 //! never waits behind the other.
+//!
+//! Only where the process may run on as many CPUs as it has parsers (the whole machine, or a
+//! CPU set): under a CPU quota it may run on any of the host's CPUs, and pinned to the first
+//! few it would crowd onto them with every other such process.
+
+/// The CPUs `threads` threads (one per core the process may use) are kept to: the CPUs the
+/// process may run on, when it may run on just as many; none otherwise. A process limited by a
+/// CPU quota (a container's CPU limit without a CPU set) may run on every CPU of its host but
+/// uses only a few at a time: kept to the first few, every such process on a host would crowd
+/// onto the same ones.
+pub fn cpus_to_pin_to(threads: usize) -> Vec<usize> {
+    pin_to(allowed_cpus(), threads)
+}
+
+fn pin_to(allowed: Vec<usize>, threads: usize) -> Vec<usize> {
+    if allowed.len() == threads {
+        allowed
+    } else {
+        Vec::new()
+    }
+}
 
 /// The CPUs this process may run on, in order; empty where that cannot be known.
 #[cfg(target_os = "linux")]
@@ -61,6 +82,15 @@ pub fn cpu_for(allowed: &[usize], index: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threads_are_pinned_only_where_the_process_has_as_many_cpus_as_threads() {
+        assert_eq!(pin_to(vec![0, 1], 2), vec![0, 1]);
+        assert_eq!(pin_to(vec![4, 5, 6, 7], 4), vec![4, 5, 6, 7]);
+        // Two CPUs' worth of quota on a host of 64: left to float.
+        assert_eq!(pin_to((0..64).collect(), 2), Vec::<usize>::new());
+        assert_eq!(pin_to(Vec::new(), 2), Vec::<usize>::new());
+    }
 
     #[test]
     fn threads_take_the_allowed_cpus_in_turn() {
