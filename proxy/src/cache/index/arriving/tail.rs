@@ -5,7 +5,9 @@
 //! A cold torch page mostly arrives before the parser threads get a core (the connection's
 //! thread and the upstream take both while the bytes come in), so the finishing step parses
 //! most of the page, on one thread, while the other, done with PyPI's smaller page, waits.
-//! With the tail on the other thread the step takes about half as long.
+//! With the tail on the other thread the halves run side by side (in a loop, 1.04 ms for the
+//! real-size page against 1.25 whole: the tail's files, made there, are moved and later freed
+//! across threads; in fresh servers the two parsers' CPU times came out even).
 //!
 //! Nothing waits on a thread that may never come: when this thread is done with its part and
 //! the tail has not started (the other thread is busy, or there is only one), it reads the
