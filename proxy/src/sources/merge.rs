@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::collections::hash_map::Entry;
 
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
@@ -152,18 +153,63 @@ pub fn merge(parts: &[SourcePage]) -> MergedPage<'_> {
             places: Vec::new(),
         };
     }
+    // The names' hashes, made where each page was grouped as it arrived: found shared from
+    // them, the pages' names are read only where two hash alike. Reading every name of both
+    // torch pages (cached by the other core, which parsed them) was a tenth of the work between
+    // a cold page's arrival and its answer.
+    let hashes: Option<Vec<&[u64]>> = parts
+        .iter()
+        .map(|part| {
+            let hashes = part.cached.groups.as_deref()?.name_hashes()?;
+            (hashes.len() == part.cached.page.files.len()).then_some(hashes)
+        })
+        .collect();
+    hashes
+        .and_then(|hashes| merge_by(parts, NameKeys::Hashes(&hashes)))
+        .or_else(|| merge_by(parts, NameKeys::Names))
+        .expect("a merge by the names themselves always completes")
+}
+
+/// What a merge tells files' names apart by.
+enum NameKeys<'h> {
+    /// Per part, the hash of each file's name ([`FileGroups::name_hashes`]).
+    Hashes(&'h [&'h [u64]]),
+    /// The names themselves.
+    Names,
+}
+
+/// The merge, each name's first copy kept. `None` when two different names hash alike (the
+/// caller merges by the names instead).
+fn merge_by<'a>(parts: &'a [SourcePage], keys: NameKeys<'_>) -> Option<MergedPage<'a>> {
     let capacity = parts.iter().map(|p| p.cached.page.files.len()).sum();
-    let mut files = Vec::with_capacity(capacity);
+    let mut files: Vec<&'a IndexFile> = Vec::with_capacity(capacity);
     let mut origins = Vec::with_capacity(capacity);
     let mut homes = Vec::with_capacity(capacity);
     // Fx rather than SipHash: every filename of every part is hashed, and no client chooses
-    // them (an upstream can only slow its own pages). Half the merge of a cold torch page.
-    let mut seen: FxHashSet<&str> = FxHashSet::with_capacity_and_hasher(capacity, FxBuildHasher);
+    // them (an upstream can only slow its own pages).
+    let mut seen_hashes: FxHashMap<u64, usize> = FxHashMap::default();
+    let mut seen_names: FxHashSet<&str> = FxHashSet::default();
+    match keys {
+        NameKeys::Hashes(_) => seen_hashes.reserve(capacity),
+        NameKeys::Names => seen_names.reserve(capacity),
+    }
     let mut places = Vec::with_capacity(parts.len());
     for (home, part) in parts.iter().enumerate() {
-        let mut where_each = Vec::with_capacity(part.cached.page.files.len());
-        for file in &part.cached.page.files {
-            if seen.insert(&file.filename) {
+        let page_files = &part.cached.page.files;
+        let mut where_each = Vec::with_capacity(page_files.len());
+        for (at, file) in page_files.iter().enumerate() {
+            let first = match keys {
+                NameKeys::Hashes(hashes) => match seen_hashes.entry(hashes[home][at]) {
+                    Entry::Vacant(vacant) => {
+                        vacant.insert(files.len());
+                        true
+                    }
+                    Entry::Occupied(held) if files[*held.get()].filename == file.filename => false,
+                    Entry::Occupied(_) => return None,
+                },
+                NameKeys::Names => seen_names.insert(&file.filename),
+            };
+            if first {
                 where_each.push(Some(files.len()));
                 files.push(file);
                 origins.push(part.source);
@@ -174,13 +220,13 @@ pub fn merge(parts: &[SourcePage]) -> MergedPage<'_> {
         }
         places.push(where_each);
     }
-    MergedPage {
+    Some(MergedPage {
         parts,
         files,
         origins: Origins::PerFile(origins),
         homes,
         places,
-    }
+    })
 }
 
 /// Removes from `kept` (indices of files named by `filename`) a file whose build a
@@ -252,6 +298,31 @@ mod tests {
                 parse_project_html(html).unwrap(),
             )),
         }
+    }
+
+    /// `part`, grouped as a page is where it arrives.
+    fn grouped_part(source: u16, url: &str, html: &str) -> SourcePage {
+        let page = parse_project_html(html).unwrap();
+        let mut groups = FileGroups::default();
+        let refs: Vec<FileRef<'_>> = page.files.iter().map(FileRef::from).collect();
+        groups.add(&refs);
+        let mut cached = CachedPage::for_tests(url, page);
+        cached.groups = Some(Arc::new(groups));
+        SourcePage {
+            source: SourceId(source),
+            cached: Arc::new(cached),
+        }
+    }
+
+    /// What a merge made: each file's name and source, and each part's places.
+    fn made(merged: &MergedPage<'_>) -> (Vec<(String, SourceId)>, Vec<Vec<Option<usize>>>) {
+        let files = merged
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, file)| (file.filename.clone(), merged.origins.of(i)))
+            .collect();
+        (files, merged.places.clone())
     }
 
     const PYTORCH: &str = r#"<a href="/whl/cu128/torch-2.9.0%2Bcu128-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=aa">torch-2.9.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl</a>
@@ -345,5 +416,51 @@ mod tests {
         let dropped = drop_same_builds(|i| &merged.files[i].filename, &merged.origins, &mut kept);
         assert_eq!(kept, [0, 3]);
         assert_eq!(dropped, [(2, SourceId(0))]);
+    }
+
+    #[test]
+    fn pages_merged_by_their_names_hashes_merge_as_by_their_names() {
+        // The PyPI page lists one of its names twice and one of the PyTorch page's.
+        let pypi_twice = format!("{PYPI}\n{}", PYPI.lines().next().unwrap());
+        for (first, second) in [
+            (PYTORCH, pypi_twice.as_str()),
+            (pypi_twice.as_str(), PYTORCH),
+        ] {
+            let grouped = [
+                grouped_part(0, "https://download.example/whl/torch/", first),
+                grouped_part(2, "https://pypi.example/simple/torch/", second),
+            ];
+            let by_hashes = merge(&grouped);
+            let by_names = merge_by(&grouped, NameKeys::Names).unwrap();
+            assert_eq!(made(&by_hashes), made(&by_names));
+            let plain = [
+                part(0, "https://download.example/whl/torch/", first),
+                part(2, "https://pypi.example/simple/torch/", second),
+            ];
+            assert_eq!(made(&merge(&plain)), made(&by_names));
+        }
+        let grouped = [
+            grouped_part(0, "https://download.example/whl/torch/", PYTORCH),
+            grouped_part(2, "https://pypi.example/simple/torch/", &pypi_twice),
+        ];
+        let (files, places) = made(&merge(&grouped));
+        assert_eq!(files.len(), 4, "{files:?}");
+        assert_eq!(places[1], [Some(2), None, Some(3), None]);
+    }
+
+    #[test]
+    fn different_names_that_hash_alike_are_merged_by_their_names() {
+        let parts = [
+            grouped_part(0, "https://download.example/whl/torch/", PYTORCH),
+            grouped_part(2, "https://pypi.example/simple/torch/", PYPI),
+        ];
+        // Every name hashing alike: the second name differs from the first.
+        let alike = [&[7u64; 2][..], &[7u64; 3][..]];
+        assert!(merge_by(&parts, NameKeys::Hashes(&alike)).is_none());
+        // Equal names hashing alike are one name.
+        let same = [&[1u64, 2][..], &[3u64, 2, 4][..]];
+        let (files, places) = made(&merge_by(&parts, NameKeys::Hashes(&same)).unwrap());
+        assert_eq!(files.len(), 4);
+        assert_eq!(places[1], [Some(2), None, Some(3)]);
     }
 }

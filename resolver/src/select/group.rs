@@ -56,6 +56,10 @@ pub struct FileGroups {
     /// Whether a file is a variant file (`lists_variants`), found here on the parser's thread
     /// rather than by a second pass over the names at each selection.
     lists_variants: bool,
+    /// The [`name_hash`] of each file's name, in page order, made here on the parser's thread:
+    /// a merge of pages finds the names they share from these, without reading every name of
+    /// every page on the thread the request waits for ([`FileGroups::name_hashes`]).
+    name_hashes: Vec<u64>,
 }
 
 /// The files of one public version while a page is grouped.
@@ -93,12 +97,20 @@ impl FileGroups {
         self.lists_variants
     }
 
+    /// The [`name_hash`] of each grouped file's name, in page order; `None` for a grouping
+    /// that does not have them all (merged from one that did not).
+    pub fn name_hashes(&self) -> Option<&[u64]> {
+        (self.name_hashes.len() == self.grouped).then_some(&self.name_hashes[..])
+    }
+
     /// Groups `files`, the page's next files after those grouped so far.
     pub fn add(&mut self, files: &[FileRef<'_>]) {
         let first = self.grouped;
         self.grouped += files.len();
         self.dropped.reserve(files.len());
+        self.name_hashes.reserve(files.len());
         for (at, file) in files.iter().enumerate() {
+            self.name_hashes.push(name_hash(file.filename));
             self.add_one(first + at, file);
         }
     }
@@ -199,8 +211,22 @@ impl FileGroups {
         parts: impl IntoIterator<Item = (&'p FileGroups, &'p [Option<usize>])>,
     ) -> FileGroups {
         let mut merged = FileGroups::default();
+        let mut hashed = true;
         for (part, places) in parts {
             let place = |index: usize| places.get(index).copied().flatten();
+            // Placed files keep their order, so their names' hashes follow one another.
+            match part.name_hashes() {
+                Some(hashes) if hashed && hashes.len() == places.len() => {
+                    merged.name_hashes.extend(
+                        hashes
+                            .iter()
+                            .zip(places)
+                            .filter(|(_, place)| place.is_some())
+                            .map(|(hash, _)| *hash),
+                    )
+                }
+                _ => hashed = false,
+            }
             merged.dropped.extend(
                 part.dropped
                     .iter()
@@ -224,6 +250,9 @@ impl FileGroups {
             merged.grouped += places.iter().filter(|place| place.is_some()).count();
             // A file left off has the name of one placed from an earlier part.
             merged.lists_variants |= part.lists_variants;
+        }
+        if !hashed {
+            merged.name_hashes.clear();
         }
         merged
     }
@@ -264,6 +293,11 @@ impl FileGroups {
             if let Some(&slot) = moved_to.get(slot) {
                 self.slot_of_public.entry(text).or_insert(slot);
             }
+        }
+        if self.name_hashes.len() == offset && tail.name_hashes.len() == tail.grouped {
+            self.name_hashes.extend(tail.name_hashes);
+        } else {
+            self.name_hashes.clear();
         }
         self.grouped += tail.grouped;
         self.lists_variants |= tail.lists_variants;
@@ -354,6 +388,13 @@ impl Slot {
         };
         &mut self.wheels[at].1
     }
+}
+
+/// A file name's hash as [`FileGroups::name_hashes`] holds it: Fx, as [`TextMap`] hashes
+/// texts. Equal names hash alike; names that hash alike must still be compared.
+pub fn name_hash(name: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(name)
 }
 
 /// The default build of an unlabelled wheel of `version` for `platform`, remembered per

@@ -13,7 +13,7 @@ mod text_hash;
 pub mod torch_pin;
 
 pub use decide::{Considered, Decision, Offer, Policy, catalog_offers, class_order, decide};
-pub use group::FileGroups;
+pub use group::{FileGroups, name_hash};
 pub use page::{
     Disagreement, Dropped, FileRef, PageSelection, VersionSelection, select_grouped, select_page,
 };

@@ -4,7 +4,9 @@
 //! several sources list.
 
 use proptest::prelude::*;
-use wheelgate_resolver::select::{FileGroups, FileRef, PageSelection, select_grouped, select_page};
+use wheelgate_resolver::select::{
+    FileGroups, FileRef, PageSelection, name_hash, select_grouped, select_page,
+};
 use wheelgate_resolver::{Catalog, Machine, Policy};
 
 const MACHINES: &[&str] = &[
@@ -131,6 +133,9 @@ fn assert_same_choices(files: &[FileRef<'_>], groups: &FileGroups) {
             wheelgate_resolver::variants::lists_variants(files),
             "whether the files list a variant file"
         );
+        // What a merge of pages tells the files' names apart by.
+        let hashes: Vec<u64> = files.iter().map(|file| name_hash(file.filename)).collect();
+        assert_eq!(groups.name_hashes(), Some(&hashes[..]), "the names' hashes");
     }
     for json in MACHINES {
         let machine = machine(json);
