@@ -5,7 +5,10 @@ use std::collections::BTreeSet;
 
 use pep440_rs::Version;
 use wheelgate_resolver::filename::DistFilename;
-use wheelgate_resolver::index::{IndexFile, ProjectPage};
+use wheelgate_resolver::index::{
+    IndexFile, LinkedPage, ProjectPage, render_linked_html, render_linked_json,
+    render_project_html, render_project_json,
+};
 use wheelgate_resolver::select::{FileRef, PageSelection, select_page};
 use wheelgate_resolver::{Catalog, Machine, Policy};
 
@@ -52,6 +55,18 @@ pub fn rewrite_selected_files(
     origins: &Origins,
     selection: &PageSelection,
 ) -> ProjectPage {
+    link_selected_files(project, files, first, origins, selection).to_page()
+}
+
+/// [`rewrite_selected_files`] with the kept files borrowed where they lie: rendered as it is,
+/// nothing of them is copied.
+pub fn link_selected_files<'a>(
+    project: &str,
+    files: &[&'a IndexFile],
+    first: &ProjectPage,
+    origins: &Origins,
+    selection: &PageSelection,
+) -> LinkedPage<'a> {
     let mut kept: Vec<usize> = selection
         .versions
         .iter()
@@ -69,6 +84,41 @@ pub fn rewrite_selected_files(
     versions.sort();
     let versions = versions.into_iter().map(Version::to_string).collect();
     linked(project, files, first, kept, versions)
+}
+
+/// A page whose files are not selected, or a selection that must change further (extras,
+/// variants, binding): rendered from a copy, or from the files where they lie.
+pub enum Rewritten<'a> {
+    /// The kept files where they lie, links rewritten beside them.
+    Linked(LinkedPage<'a>),
+    /// A copy of them, links rewritten in it.
+    Copied(ProjectPage),
+}
+
+impl Rewritten<'_> {
+    /// Whether the page lists no file.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Rewritten::Linked(page) => page.is_empty(),
+            Rewritten::Copied(page) => page.files.is_empty(),
+        }
+    }
+
+    /// The page as PEP 691 JSON.
+    pub fn render_json(&self) -> String {
+        match self {
+            Rewritten::Linked(page) => render_linked_json(page),
+            Rewritten::Copied(page) => render_project_json(page),
+        }
+    }
+
+    /// The page as PEP 503 HTML.
+    pub fn render_html(&self) -> String {
+        match self {
+            Rewritten::Linked(page) => render_linked_html(page),
+            Rewritten::Copied(page) => render_project_html(page),
+        }
+    }
 }
 
 /// `upstream` whole (a project whose builds are not selected), linked to the proxy. Its
@@ -94,44 +144,32 @@ fn rewrite_whole(project: &str, upstream: &ProjectPage) -> ProjectPage {
         (0..files.len()).collect(),
         versions,
     )
+    .to_page()
 }
 
 /// Files `kept` of `files` with their links pointing at the proxy, every other field kept;
 /// `upstream` gives the page's meta and status.
-fn linked(
+fn linked<'a>(
     project: &str,
-    files: &[&IndexFile],
+    files: &[&'a IndexFile],
     upstream: &ProjectPage,
     kept: Vec<usize>,
     versions: Vec<String>,
-) -> ProjectPage {
-    let files = kept
-        .into_iter()
-        .map(|index| {
-            let source = files[index];
-            // Field by field: the upstream's link is replaced, so it is not copied first.
-            IndexFile {
-                filename: source.filename.clone(),
-                url: file_link(project, &source.filename),
-                hashes: source.hashes.clone(),
-                requires_python: source.requires_python.clone(),
-                yanked: source.yanked.clone(),
-                core_metadata: source.core_metadata.clone(),
-                gpg_sig: source.gpg_sig,
-                size: source.size,
-                upload_time: source.upload_time.clone(),
-                provenance: source.provenance.clone(),
-            }
-        })
-        .collect();
-    ProjectPage {
-        name: project.to_string(),
-        files,
+) -> LinkedPage<'a> {
+    let mut page = LinkedPage::new(
+        project.to_string(),
         versions,
-        meta: upstream.meta.clone(),
-        base: None,
-        status: upstream.status.clone(),
+        upstream.meta.clone(),
+        upstream.status.clone(),
+    );
+    // `/files/<project>/` and a filename of a few dozen bytes, a `+` of it encoded.
+    page.reserve(kept.len(), project.len() + 80);
+    for index in kept {
+        page.push(files[index], |link| {
+            push_file_link(link, project, &files[index].filename);
+        });
     }
+    page
 }
 
 /// The selection the proxy rewrites `upstream` by, for one machine: shared with
@@ -151,11 +189,16 @@ pub fn select_files(
 /// route prefix; the filename percent-encoded (`+` as `%2B`, as download.pytorch.org does).
 pub fn file_link(project: &str, filename: &str) -> String {
     let mut link = String::with_capacity(filename.len() + project.len() + 16);
+    push_file_link(&mut link, project, filename);
+    link
+}
+
+/// Appends [`file_link`] to `link`.
+fn push_file_link(link: &mut String, project: &str, filename: &str) {
     link.push_str("/files/");
     link.push_str(project);
     link.push('/');
-    push_encoded(&mut link, filename);
-    link
+    push_encoded(link, filename);
 }
 
 /// Appends `segment` to `link` as one path segment: RFC 3986 unreserved bytes as they are,

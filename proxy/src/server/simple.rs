@@ -30,7 +30,9 @@ use super::explain::{explain_url, page_comment, with_leading_comment};
 use super::lookup::project_page;
 use super::negotiate::{Format, negotiate};
 use super::precompressed::{Precompressed, accepts_gzip};
-use super::rewrite::{rewrite_page, rewrite_selected, rewrite_selected_files, select_files};
+use super::rewrite::{
+    Rewritten, link_selected_files, rewrite_page, rewrite_selected, select_files,
+};
 use super::state::AppState;
 use super::useragent::{parse_user_agent, refine};
 use crate::config::networks::ClientNetwork;
@@ -485,15 +487,15 @@ async fn project_response(
                 .into());
         };
         let body = match format {
-            Format::Json => render_project_json(&page),
+            Format::Json => page.render_json(),
             Format::Html | Format::LegacyHtml if select => {
                 let explain = explain_url(prefix, &project);
                 with_leading_comment(
-                    &render_project_html(&page),
+                    &page.render_html(),
                     &page_comment(machine, policy, &explain),
                 )
             }
-            Format::Html | Format::LegacyHtml => render_project_html(&page),
+            Format::Html | Format::LegacyHtml => page.render_html(),
         };
         let rendered = Rendered {
             generation,
@@ -616,15 +618,15 @@ async fn bound_to_torch(
 /// machine, with the chosen variants, and whether everything it depends on was read (every
 /// bound file's metadata). `None` when it would be empty because a source failed: the
 /// installer is then told so, rather than "no versions".
-async fn rewritten(
+async fn rewritten<'p>(
     state: &AppState,
     machine: &Machine,
     policy: &Policy,
     project: &str,
-    pages: &ProjectPages,
+    pages: &'p ProjectPages,
     select: bool,
     torch: Option<&binding::TorchChoices>,
-) -> Option<(wheelgate_resolver::index::ProjectPage, bool, bool)> {
+) -> Option<(Rewritten<'p>, bool, bool)> {
     let merged = pages.merged();
     let refs = merged.refs();
     let plain = select && torch.is_none() && !state.config.offline;
@@ -635,34 +637,9 @@ async fn rewritten(
     };
     // The common case, selected from the pages where they lie: no copy of a merged page.
     if plain && !variants {
-        let selection = match groups {
-            Some(groups) => {
-                select_grouped(state.catalog(), machine, policy, project, &refs, &groups)
-            }
-            None => select_page(state.catalog(), machine, policy, project, &refs),
-        };
-        let inferred = rests_on_inference(&selection);
-        let mut page = rewrite_selected_files(
-            project,
-            &merged.files,
-            merged.first(),
-            &merged.origins,
-            &selection,
-        );
-        if !binding::extras::machine_extras(machine).is_empty() {
-            let whole = merged.page();
-            binding::extras::apply(
-                state,
-                machine,
-                project,
-                &whole,
-                merged.base_url(),
-                &mut page,
-            )
-            .await;
-        }
-        return (!page.files.is_empty() || pages.failed.is_empty())
-            .then_some((page, true, inferred));
+        let (page, inferred) =
+            selected_in_place(state, (machine, policy), project, &merged, &refs, groups).await;
+        return (!page.is_empty() || pages.failed.is_empty()).then_some((page, true, inferred));
     }
     drop(refs);
     let whole = merged.page();
@@ -723,7 +700,50 @@ async fn rewritten(
         )
         .await;
     }
-    (!page.files.is_empty() || pages.failed.is_empty()).then_some((page, complete, inferred))
+    (!page.files.is_empty() || pages.failed.is_empty()).then_some((
+        Rewritten::Copied(page),
+        complete,
+        inferred,
+    ))
+}
+
+/// The selection of `merged` for the machine, its kept files linked where they lie (copied only
+/// for the machine's extras to be added), and whether its answer rests on inference.
+async fn selected_in_place<'p>(
+    state: &AppState,
+    (machine, policy): (&Machine, &Policy),
+    project: &str,
+    merged: &crate::sources::merge::MergedPage<'p>,
+    refs: &[wheelgate_resolver::select::FileRef<'p>],
+    groups: Option<Cow<'_, wheelgate_resolver::select::FileGroups>>,
+) -> (Rewritten<'p>, bool) {
+    let selection = match groups {
+        Some(groups) => select_grouped(state.catalog(), machine, policy, project, refs, &groups),
+        None => select_page(state.catalog(), machine, policy, project, refs),
+    };
+    let inferred = rests_on_inference(&selection);
+    let linked = link_selected_files(
+        project,
+        &merged.files,
+        merged.first(),
+        &merged.origins,
+        &selection,
+    );
+    if binding::extras::machine_extras(machine).is_empty() {
+        return (Rewritten::Linked(linked), inferred);
+    }
+    let mut page = linked.to_page();
+    let whole = merged.page();
+    binding::extras::apply(
+        state,
+        machine,
+        project,
+        &whole,
+        merged.base_url(),
+        &mut page,
+    )
+    .await;
+    (Rewritten::Copied(page), inferred)
 }
 
 /// The response of a rendering, counted on `/metrics` when its answer rests on inference.

@@ -171,6 +171,7 @@ pub fn merge(parts: &[SourcePage]) -> MergedPage<'_> {
 }
 
 /// What a merge tells files' names apart by.
+#[derive(Clone, Copy)]
 enum NameKeys<'h> {
     /// Per part, the hash of each file's name ([`FileGroups::name_hashes`]).
     Hashes(&'h [&'h [u64]]),
@@ -315,7 +316,9 @@ mod tests {
     }
 
     /// What a merge made: each file's name and source, and each part's places.
-    fn made(merged: &MergedPage<'_>) -> (Vec<(String, SourceId)>, Vec<Vec<Option<usize>>>) {
+    type Made = (Vec<(String, SourceId)>, Vec<Vec<Option<usize>>>);
+
+    fn made(merged: &MergedPage<'_>) -> Made {
         let files = merged
             .files
             .iter()

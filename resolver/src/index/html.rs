@@ -14,6 +14,7 @@ pub use tail::HtmlTail;
 
 use super::error::{IndexParseError, check_api_version, check_link_count, check_size};
 use super::hashes::Hashes;
+use super::linked::LinkedPage;
 use super::model::{
     CoreMetadata, DEFAULT_API_VERSION, IndexFile, Meta, ProjectLink, ProjectList, ProjectPage,
     ProjectStatus, Yanked, is_html_space, parse_api_version,
@@ -190,20 +191,37 @@ pub fn parse_project_list_html(content: &str) -> Result<ProjectList, IndexParseE
 /// [PEP 503]: https://peps.python.org/pep-0503/
 /// [PEP 714]: https://peps.python.org/pep-0714/
 pub fn render_project_html(page: &ProjectPage) -> String {
-    let mut out = String::with_capacity(512 + page.files.len() * 400);
-    render_head(
-        &mut out,
+    let files = page.files.iter().map(|file| (file, file.url.as_str()));
+    let head = (
+        &page.name[..],
         &page.meta,
         page.status.as_ref(),
         page.base.as_deref(),
     );
+    render_files_html(head, files)
+}
+
+/// Writes a [`LinkedPage`] as [`render_project_html`] writes the page of
+/// [`LinkedPage::to_page`], without that copy.
+pub fn render_linked_html(page: &LinkedPage<'_>) -> String {
+    let head = (&page.name[..], &page.meta, page.status.as_ref(), None);
+    render_files_html(head, page.files())
+}
+
+/// The page (name, meta, status, base) with `files`, each written with the link beside it.
+fn render_files_html<'f>(
+    (name, meta, status, base): (&str, &Meta, Option<&ProjectStatus>, Option<&str>),
+    files: impl ExactSizeIterator<Item = (&'f IndexFile, &'f str)>,
+) -> String {
+    let mut out = String::with_capacity(512 + files.len() * 400);
+    render_head(&mut out, meta, status, base);
     out.push_str("    <title>Links for ");
-    escape_into(&mut out, &page.name);
+    escape_into(&mut out, name);
     out.push_str("</title>\n  </head>\n  <body>\n    <h1>Links for ");
-    escape_into(&mut out, &page.name);
+    escape_into(&mut out, name);
     out.push_str("</h1>\n");
-    for file in &page.files {
-        render_file(&mut out, file);
+    for (file, link) in files {
+        render_file(&mut out, file, link);
     }
     out.push_str("  </body>\n</html>\n");
     out
@@ -268,9 +286,9 @@ fn render_head(out: &mut String, meta: &Meta, status: Option<&ProjectStatus>, ba
     }
 }
 
-fn render_file(out: &mut String, file: &IndexFile) {
+fn render_file(out: &mut String, file: &IndexFile, link: &str) {
     out.push_str("    <a href=\"");
-    escape_into(out, &file.url);
+    escape_into(out, link);
     if let Some((name, value)) = preferred_hash(&file.hashes) {
         out.push('#');
         escape_into(out, name);

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{IndexParseError, check_api_version, check_link_count, check_size};
 use super::hashes::Hashes;
+use super::linked::LinkedPage;
 use super::model::{
     CoreMetadata, DEFAULT_API_VERSION, IndexFile, JSON_API_VERSION, Meta, ProjectLink, ProjectList,
     ProjectPage, ProjectStatus, Yanked, normalize_project_name, parse_api_version, resolve_url,
@@ -98,32 +99,64 @@ pub fn parse_project_list_json(content: &str) -> Result<ProjectList, IndexParseE
 /// [PEP 691]: https://peps.python.org/pep-0691/
 /// [PEP 700]: https://peps.python.org/pep-0700/
 pub fn render_project_json(page: &ProjectPage) -> String {
+    let files = page.files.iter().map(|file| {
+        let url = match page.base.as_deref() {
+            Some(base) => Cow::Owned(resolve_url(base, &file.url)),
+            None => Cow::Borrowed(file.url.as_str()),
+        };
+        FileOut::new(file, url)
+    });
+    let head = (
+        &page.name[..],
+        &page.meta,
+        page.status.as_ref(),
+        &page.versions[..],
+    );
+    render_files_json(head, files.collect())
+}
+
+/// Writes a [`LinkedPage`] as [`render_project_json`] writes the page of
+/// [`LinkedPage::to_page`], without that copy.
+pub fn render_linked_json(page: &LinkedPage<'_>) -> String {
+    let files = page
+        .files()
+        .map(|(file, link)| FileOut::new(file, Cow::Borrowed(link)));
+    let head = (
+        &page.name[..],
+        &page.meta,
+        page.status.as_ref(),
+        &page.versions[..],
+    );
+    render_files_json(head, files.collect())
+}
+
+/// The page (name, meta, status, versions) with `files`.
+fn render_files_json(
+    (name, meta, status, versions): (&str, &Meta, Option<&ProjectStatus>, &[String]),
+    files: Vec<FileOut<'_>>,
+) -> String {
     // PEP 700 makes `size` mandatory from api-version 1.1; a page that does not know every
     // file's size (download.pytorch.org's HTML gives none) can only claim 1.0, whose clients
     // ignore the extra 1.1 keys.
-    let api_version = if page.files.iter().all(|file| file.size.is_some()) {
-        json_api_version(&page.meta)
+    let api_version = if files.iter().all(|file| file.size.is_some()) {
+        json_api_version(meta)
     } else {
         DEFAULT_API_VERSION
     };
     let wire = ProjectOut {
         meta: MetaOut {
             api_version,
-            last_serial: page.meta.last_serial,
+            last_serial: meta.last_serial,
         },
-        name: &page.name,
-        tracks: &page.meta.tracks,
-        alternate_locations: &page.meta.alternate_locations,
-        project_status: page.status.as_ref().map(|status| StatusOut {
+        name,
+        tracks: &meta.tracks,
+        alternate_locations: &meta.alternate_locations,
+        project_status: status.map(|status| StatusOut {
             status: &status.status,
             reason: status.reason.as_deref(),
         }),
-        versions: &page.versions,
-        files: page
-            .files
-            .iter()
-            .map(|file| FileOut::new(file, page.base.as_deref()))
-            .collect(),
+        versions,
+        files,
     };
     // The wire types hold only strings, numbers, booleans and string-keyed maps.
     serde_json::to_string(&wire).unwrap_or_default()
@@ -424,13 +457,11 @@ enum YankedOut<'a> {
 }
 
 impl<'a> FileOut<'a> {
-    fn new(file: &'a IndexFile, base: Option<&str>) -> Self {
+    /// `file` with the link `url`.
+    fn new(file: &'a IndexFile, url: Cow<'a, str>) -> Self {
         FileOut {
             filename: &file.filename,
-            url: match base {
-                Some(base) => Cow::Owned(resolve_url(base, &file.url)),
-                None => Cow::Borrowed(&file.url),
-            },
+            url,
             hashes: &file.hashes,
             requires_python: file.requires_python.as_deref(),
             core_metadata: match &file.core_metadata {

@@ -6,6 +6,7 @@
 //! - [`hashes`]: [`Hashes`], a file's small hash name to digest table;
 //! - [`html`]: a small byte scanner for PEP 503 pages, and the HTML renderer;
 //! - [`json`]: PEP 691 pages through serde, and the JSON renderer;
+//! - [`linked`]: [`LinkedPage`], borrowed files with links of their own, rendered as they are;
 //! - [`error`]: [`IndexParseError`] and the size limits.
 //!
 //! Choosing between the formats (`Accept` negotiation) is the proxy's job, not this module's.
@@ -17,17 +18,20 @@ pub mod error;
 pub mod hashes;
 pub mod html;
 pub mod json;
+pub mod linked;
 pub mod model;
 
 pub use error::{IndexParseError, MAX_LINKS, MAX_PAGE_BYTES};
 pub use hashes::Hashes;
 pub use html::{
-    HtmlTail, ProjectHtmlReader, parse_project_html, parse_project_list_html, render_project_html,
-    render_project_list_html,
+    HtmlTail, ProjectHtmlReader, parse_project_html, parse_project_list_html, render_linked_html,
+    render_project_html, render_project_list_html,
 };
 pub use json::{
-    parse_project_json, parse_project_list_json, render_project_json, render_project_list_json,
+    parse_project_json, parse_project_list_json, render_linked_json, render_project_json,
+    render_project_list_json,
 };
+pub use linked::LinkedPage;
 pub use model::{
     CoreMetadata, IndexFile, Meta, ProjectLink, ProjectList, ProjectPage, ProjectStatus, Yanked,
     normalize_project_name, resolve_url,

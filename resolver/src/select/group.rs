@@ -211,21 +211,21 @@ impl FileGroups {
         parts: impl IntoIterator<Item = (&'p FileGroups, &'p [Option<usize>])>,
     ) -> FileGroups {
         let mut merged = FileGroups::default();
-        let mut hashed = true;
+        let mut all_hashed = true;
         for (part, places) in parts {
             let place = |index: usize| places.get(index).copied().flatten();
             // Placed files keep their order, so their names' hashes follow one another.
             match part.name_hashes() {
-                Some(hashes) if hashed && hashes.len() == places.len() => {
+                Some(hashes) if all_hashed && hashes.len() == places.len() => {
                     merged.name_hashes.extend(
                         hashes
                             .iter()
                             .zip(places)
                             .filter(|(_, place)| place.is_some())
                             .map(|(hash, _)| *hash),
-                    )
+                    );
                 }
-                _ => hashed = false,
+                _ => all_hashed = false,
             }
             merged.dropped.extend(
                 part.dropped
@@ -251,7 +251,7 @@ impl FileGroups {
             // A file left off has the name of one placed from an earlier part.
             merged.lists_variants |= part.lists_variants;
         }
-        if !hashed {
+        if !all_hashed {
             merged.name_hashes.clear();
         }
         merged

@@ -5,6 +5,7 @@ mod bad_input;
 mod garbage;
 mod grouped;
 mod invariant;
+mod linked;
 mod page;
 mod scenarios;
 mod variant_bad_input;

@@ -1,0 +1,105 @@
+//! [`LinkedPage`]: a page whose files are held elsewhere (a cached upstream page's), each
+//! written with a link of its own. A proxy that serves a selection of an upstream page with
+//! its links rewritten renders it as it is, without copying the files it keeps: a copy of
+//! each kept file's strings, made and freed again for one rendering, was a fifth of the work
+//! between a cold torch page's arrival and its answer.
+
+use std::ops::Range;
+
+use super::model::{IndexFile, Meta, ProjectPage, ProjectStatus};
+
+/// A page of borrowed files, each with its own link. Rendered by
+/// [`super::render_linked_json`] and [`super::render_linked_html`] exactly as the
+/// [`ProjectPage`] of [`LinkedPage::to_page`] renders.
+#[derive(Debug, Clone, Default)]
+pub struct LinkedPage<'a> {
+    /// The project name.
+    pub name: String,
+    /// Every version of the project ([`ProjectPage::versions`]).
+    pub versions: Vec<String>,
+    /// The page's API version and repository metadata.
+    pub meta: Meta,
+    /// The project status marker, when the page has one.
+    pub status: Option<ProjectStatus>,
+    /// The files, in page order, each with where its link lies in `links`.
+    files: Vec<(&'a IndexFile, Range<usize>)>,
+    /// The files' links, one after another.
+    links: String,
+}
+
+impl<'a> LinkedPage<'a> {
+    /// A page without files yet ([`LinkedPage::push`] adds them).
+    pub fn new(
+        name: String,
+        versions: Vec<String>,
+        meta: Meta,
+        status: Option<ProjectStatus>,
+    ) -> Self {
+        LinkedPage {
+            name,
+            versions,
+            meta,
+            status,
+            files: Vec::new(),
+            links: String::new(),
+        }
+    }
+
+    /// Room for `files` more files with links of about `link_bytes` bytes each.
+    pub fn reserve(&mut self, files: usize, link_bytes: usize) {
+        self.files.reserve(files);
+        self.links.reserve(files * link_bytes);
+    }
+
+    /// Adds `file` with the link `write_link` appends to the string it is given.
+    pub fn push(&mut self, file: &'a IndexFile, write_link: impl FnOnce(&mut String)) {
+        let start = self.links.len();
+        write_link(&mut self.links);
+        self.files.push((file, start..self.links.len()));
+    }
+
+    /// How many files the page lists.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Whether the page lists no file.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// Each file with its link, in page order.
+    pub fn files(&self) -> impl ExactSizeIterator<Item = (&'a IndexFile, &str)> + '_ {
+        self.files
+            .iter()
+            .map(|(file, link)| (*file, self.links.get(link.clone()).unwrap_or_default()))
+    }
+
+    /// The page with each file copied, its link replaced: for what must change the page
+    /// further.
+    pub fn to_page(&self) -> ProjectPage {
+        let files = self
+            .files()
+            .map(|(file, link)| IndexFile {
+                filename: file.filename.clone(),
+                url: link.to_string(),
+                hashes: file.hashes.clone(),
+                requires_python: file.requires_python.clone(),
+                yanked: file.yanked.clone(),
+                core_metadata: file.core_metadata.clone(),
+                gpg_sig: file.gpg_sig,
+                size: file.size,
+                upload_time: file.upload_time.clone(),
+                provenance: file.provenance.clone(),
+            })
+            .collect();
+        ProjectPage {
+            name: self.name.clone(),
+            files,
+            versions: self.versions.clone(),
+            meta: self.meta.clone(),
+            base: None,
+            status: self.status.clone(),
+        }
+    }
+}
