@@ -390,7 +390,7 @@ impl Slot {
     }
 }
 
-/// A file name's hash as [`FileGroups::name_hashes`] holds it: Fx, as [`TextMap`] hashes
+/// A file name's hash as [`FileGroups::name_hashes`] holds it: Fx, as selection hashes
 /// texts. Equal names hash alike; names that hash alike must still be compared.
 pub fn name_hash(name: &str) -> u64 {
     use std::hash::BuildHasher;
