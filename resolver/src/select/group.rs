@@ -24,7 +24,26 @@ use super::text_hash::TextMap;
 /// One wheel of a version as selection reads it: its index on the page, its platform tags
 /// (`manylinux_2_28_x86_64`, dot-separated when several), and the backend its directory names
 /// where that disagrees with its label.
-pub(super) type Wheel<'a> = (usize, &'a str, Option<Backend>);
+pub(super) type Wheel<'a> = (usize, PlatformTags<'a>, Option<Backend>);
+
+/// Where a wheel's platform tags lie in its name, read only when asked for: a selection needs
+/// the tags of a few wheels of each build (until one runs here), and reading every name of a
+/// page just parsed on another core was a cache miss per file.
+#[derive(Clone, Copy)]
+pub(super) struct PlatformTags<'a> {
+    name: &'a str,
+    at: (u32, u32),
+}
+
+impl<'a> PlatformTags<'a> {
+    /// The tags, dot-separated when several.
+    pub(super) fn get(self) -> &'a str {
+        let (start, end) = self.at;
+        self.name
+            .get(start as usize..end as usize)
+            .unwrap_or_default()
+    }
+}
 
 /// The files of one public version, by backend.
 #[derive(Default)]
@@ -127,14 +146,17 @@ impl FileGroups {
                     let slot = slot_for(&mut self.slots, sdist.version.without_local());
                     self.slots[slot].neutral.push(index);
                 }
-                Err(err) => self.dropped.push((index, Dropped::Unparseable(err))),
+                Err(err) => self
+                    .dropped
+                    .push((index, Dropped::Unparseable(Box::new(err)))),
             }
             return;
         }
         let wheel = match WheelParts::split(file.filename) {
             Ok(wheel) => wheel,
             Err(err) => {
-                self.dropped.push((index, Dropped::Unparseable(err)));
+                self.dropped
+                    .push((index, Dropped::Unparseable(Box::new(err))));
                 return;
             }
         };
@@ -150,7 +172,8 @@ impl FileGroups {
                 .filename
                 .parse::<WheelFilename>()
                 .expect_err("the version did not parse");
-            self.dropped.push((index, Dropped::Unparseable(err)));
+            self.dropped
+                .push((index, Dropped::Unparseable(Box::new(err))));
             return;
         };
         if wheel.variant_label.is_some() {
@@ -320,12 +343,9 @@ impl FileGroups {
         // unlabelled wheels; pytorch-triton and friends are published once, unlabelled, for
         // every backend.
         let has_train = catalog.is_release_train_project(project);
-        let platform_of = |wheel: &GroupedWheel| {
-            let (start, end) = wheel.platform;
-            files[wheel.index]
-                .filename
-                .get(start as usize..end as usize)
-                .unwrap_or_default()
+        let platform_of = |wheel: &GroupedWheel| PlatformTags {
+            name: files[wheel.index].filename,
+            at: wheel.platform,
         };
         let read = |wheel: &GroupedWheel| -> Wheel<'a> {
             (
@@ -350,9 +370,10 @@ impl FileGroups {
                     // An unlabelled wheel of a PyTorch release is the release's default build
                     // for the wheel's platform (PyPI's torch on Linux x86_64 is a CUDA build).
                     for wheel in wheels {
-                        let backend = wheel_platform(platform_of(wheel)).and_then(|platform| {
-                            plain_backend(catalog, project, &slot.version, platform, &mut plain)
-                        });
+                        let backend =
+                            wheel_platform(platform_of(wheel).get()).and_then(|platform| {
+                                plain_backend(catalog, project, &slot.version, platform, &mut plain)
+                            });
                         by_backend.entry(backend).or_default().push(read(wheel));
                     }
                 }

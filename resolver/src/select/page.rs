@@ -45,8 +45,10 @@ pub enum Dropped {
     /// A wheel-variant file (PEP 825): plain installers cannot parse its name, so it is left to
     /// `variants::choose_variants`, which serves one variant per plain filename.
     Variant,
-    /// The filename is not a valid wheel or sdist name.
-    Unparseable(FilenameError),
+    /// The filename is not a valid wheel or sdist name. Boxed: rare, and the error (its
+    /// filename and reasons) half again the size of every other variant, in a list with an
+    /// entry for nearly every file of a page.
+    Unparseable(Box<FilenameError>),
     /// Its local label is shaped like a backend but names none (`+cu12.8`, `+xpu2`).
     UnknownBackend(BackendParseError),
     /// Its label and its directory name different backends, and the machine does not run the
@@ -186,9 +188,9 @@ pub fn select_grouped(
             .filter_map(|(backend, wheels)| {
                 backend.as_ref().map(|backend| Offer {
                     backend: backend.clone(),
-                    has_platform_file: wheels
-                        .iter()
-                        .any(|(_, platform, _)| platform_matches(machine, platform.split('.'))),
+                    has_platform_file: wheels.iter().any(|(_, platform, _)| {
+                        platform_matches(machine, platform.get().split('.'))
+                    }),
                 })
             })
             .collect();
