@@ -86,8 +86,9 @@ pub fn link_selected_files<'a>(
     linked(project, files, first, kept, versions)
 }
 
-/// A page whose files are not selected, or a selection that must change further (extras,
-/// variants, binding): rendered from a copy, or from the files where they lie.
+/// A page rewritten for a machine, ready to render: its kept files where they lie (a plain
+/// selection), or a copy of them (a page not selected, or one that something changed further:
+/// a machine's extras, variants, binding, an offline mirror's reduction).
 pub enum Rewritten<'a> {
     /// The kept files where they lie, links rewritten beside them.
     Linked(LinkedPage<'a>),
