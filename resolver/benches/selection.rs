@@ -6,7 +6,9 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
-use wheelgate_resolver::select::{FileGroups, FileRef, select_grouped, select_page};
+use wheelgate_resolver::select::{
+    FileGroups, FileRef, select_grouped, select_grouped_kept, select_page,
+};
 use wheelgate_resolver::{Catalog, Machine, Policy};
 use wheelgate_testdata::torch_files;
 
@@ -54,6 +56,14 @@ fn bench_selection(c: &mut Criterion) {
     group.bench_function("from the groups, H100 + A100, driver 580", |b| {
         b.iter(|| select_grouped(catalog, &h100, &policy, "torch", black_box(&refs), &groups));
     });
+    group.bench_function(
+        "from the groups, kept files only, H100 + A100, driver 580",
+        |b| {
+            b.iter(|| {
+                select_grouped_kept(catalog, &h100, &policy, "torch", black_box(&refs), &groups)
+            });
+        },
+    );
     group.finish();
 }
 

@@ -15,7 +15,8 @@ pub mod torch_pin;
 pub use decide::{Considered, Decision, Offer, Policy, catalog_offers, class_order, decide};
 pub use group::{FileGroups, name_hash};
 pub use page::{
-    Disagreement, Dropped, FileRef, PageSelection, VersionSelection, select_grouped, select_page,
+    Disagreement, Dropped, FileRef, PageSelection, VersionSelection, select_grouped,
+    select_grouped_kept, select_page,
 };
 pub use reason::{OutrankedBecause, Rejection};
 pub use release::{ReleaseSelection, select_release};

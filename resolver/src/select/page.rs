@@ -148,14 +148,71 @@ pub fn select_grouped(
     files: &[FileRef<'_>],
     groups: &FileGroups,
 ) -> PageSelection {
+    select_grouped_for(
+        catalog,
+        machine,
+        policy,
+        project,
+        files,
+        groups,
+        Reasons::Recorded,
+    )
+}
+
+/// [`select_grouped`] without the reasons files are dropped for: its `dropped` is empty, all
+/// else the same. What a page's rendering reads (the kept files, the versions and their
+/// decisions), for less work: nearly every file of a page is dropped, and each reason was an
+/// entry made, moved into page order and freed.
+pub fn select_grouped_kept(
+    catalog: &Catalog,
+    machine: &Machine,
+    policy: &Policy,
+    project: &str,
+    files: &[FileRef<'_>],
+    groups: &FileGroups,
+) -> PageSelection {
+    select_grouped_for(
+        catalog,
+        machine,
+        policy,
+        project,
+        files,
+        groups,
+        Reasons::Skipped,
+    )
+}
+
+/// Whether a selection keeps the reasons files are dropped for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reasons {
+    Recorded,
+    Skipped,
+}
+
+fn select_grouped_for(
+    catalog: &Catalog,
+    machine: &Machine,
+    policy: &Policy,
+    project: &str,
+    files: &[FileRef<'_>],
+    groups: &FileGroups,
+    reasons: Reasons,
+) -> PageSelection {
     if groups.len() != files.len() {
         // Groups of some other files: grouped again, rather than read out of bounds.
-        return select_page(catalog, machine, policy, project, files);
+        let mut regrouped = FileGroups::default();
+        regrouped.add(files);
+        return select_grouped_for(
+            catalog, machine, policy, project, files, &regrouped, reasons,
+        );
     }
     let project = normalize_name(project);
+    let keep_reasons = reasons == Reasons::Recorded;
     // Most files of a page are dropped (all but one build per version): sized once.
-    let mut dropped = Vec::with_capacity(files.len());
-    dropped.extend_from_slice(groups.dropped());
+    let mut dropped = Vec::with_capacity(if keep_reasons { files.len() } else { 0 });
+    if keep_reasons {
+        dropped.extend_from_slice(groups.dropped());
+    }
     let versions = groups.versions(catalog, &project, files);
     let mut decisions = Decisions::default();
     let mut selections = Vec::new();
@@ -206,6 +263,7 @@ pub fn select_grouped(
                 Some(backend) if Some(&backend) == decision.chosen.as_ref() => {
                     kept.extend(wheels.iter().map(|(i, ..)| *i));
                 }
+                Some(_) if !keep_reasons => {}
                 Some(backend) => dropped.extend(wheels.iter().map(|(i, ..)| {
                     (
                         *i,
@@ -229,6 +287,10 @@ pub fn select_grouped(
             kept,
         });
     }
+    if !keep_reasons {
+        // Those few `judge_disagreements` gave, which are reasons too.
+        dropped.clear();
+    }
     PageSelection {
         project,
         versions: selections,
@@ -240,6 +302,9 @@ pub fn select_grouped(
 /// (the size of a [`Dropped`]) again and again; each file is dropped once at most, so each
 /// entry goes straight to its file's place, then the places are read in order.
 fn in_page_order(dropped: Vec<(usize, Dropped)>, files: usize) -> Vec<(usize, Dropped)> {
+    if dropped.is_empty() {
+        return dropped;
+    }
     let count = dropped.len();
     let mut places: Vec<Option<Dropped>> = std::iter::repeat_with(|| None).take(files).collect();
     for (index, why) in dropped {

@@ -1,11 +1,11 @@
 //! A selection from files grouped ahead (`FileGroups`, `select_grouped`) chooses exactly what
 //! `select_page` chooses: for a page grouped piece by piece, as the proxy groups a page while it
 //! arrives, and for pages grouped one by one and merged, as the proxy serves a project that
-//! several sources list.
+//! several sources list; and without the reasons for dropped files, the same but for them.
 
 use proptest::prelude::*;
 use wheelgate_resolver::select::{
-    FileGroups, FileRef, PageSelection, name_hash, select_grouped, select_page,
+    FileGroups, FileRef, PageSelection, name_hash, select_grouped, select_grouped_kept, select_page,
 };
 use wheelgate_resolver::{Catalog, Machine, Policy};
 
@@ -155,6 +155,25 @@ fn assert_same_choices(files: &[FileRef<'_>], groups: &FileGroups) {
             groups,
         );
         assert_eq!(shown(&grouped), shown(&whole), "on {json}");
+        // Without the reasons: the same but for them.
+        let kept = select_grouped_kept(
+            Catalog::embedded(),
+            &machine,
+            &Policy::default(),
+            "torch",
+            files,
+            groups,
+        );
+        assert!(kept.dropped.is_empty(), "no reasons on {json}");
+        let without_reasons = PageSelection {
+            dropped: Vec::new(),
+            ..whole
+        };
+        assert_eq!(
+            shown(&kept),
+            shown(&without_reasons),
+            "kept only, on {json}"
+        );
     }
 }
 
