@@ -26,13 +26,22 @@ impl Format {
         }
     }
 
+    /// The format a media type names, in any letter case (media types are case-insensitive,
+    /// RFC 9110 section 8.3.1).
     fn from_media_type(media: &str) -> Option<Format> {
-        match media {
-            JSON_TYPE | "application/vnd.pypi.simple.latest+json" => Some(Format::Json),
-            HTML_TYPE | "application/vnd.pypi.simple.latest+html" => Some(Format::Html),
-            LEGACY_HTML_TYPE | "text/*" | "*/*" => Some(Format::LegacyHtml),
-            _ => None,
-        }
+        const NAMES: [(&str, Format); 7] = [
+            (JSON_TYPE, Format::Json),
+            ("application/vnd.pypi.simple.latest+json", Format::Json),
+            (HTML_TYPE, Format::Html),
+            ("application/vnd.pypi.simple.latest+html", Format::Html),
+            (LEGACY_HTML_TYPE, Format::LegacyHtml),
+            ("text/*", Format::LegacyHtml),
+            ("*/*", Format::LegacyHtml),
+        ];
+        NAMES
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(media))
+            .map(|&(_, format)| format)
     }
 }
 
@@ -42,6 +51,9 @@ impl Format {
 /// this server does not know is `None` (406). A missing `Accept`, or one that names no format
 /// of the simple API (`application/json`, `application/xml`), means `text/html`, as PyPI
 /// answers them (PEP 691 lets a server pick its default rather than refuse).
+///
+/// Every page request negotiates, so this allocates nothing: each entry's media type is
+/// compared in place, and its `q` read only when the type is one of the API's.
 pub fn negotiate(accept: Option<&str>, format: Option<&str>) -> Option<Format> {
     if let Some(format) = format {
         return Format::from_media_type(format.trim());
@@ -49,30 +61,32 @@ pub fn negotiate(accept: Option<&str>, format: Option<&str>) -> Option<Format> {
     let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
         return Some(Format::LegacyHtml);
     };
-    let mut best: Option<(f32, usize, Format)> = None;
-    for (position, item) in accept.split(',').enumerate() {
-        let mut parts = item.split(';');
-        let media = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
-        let mut quality = 1.0_f32;
-        for param in parts {
-            if let Some((key, value)) = param.split_once('=')
-                && key.trim().eq_ignore_ascii_case("q")
-            {
-                quality = value.trim().parse().unwrap_or(0.0);
-            }
-        }
-        let Some(format) = Format::from_media_type(&media) else {
+    let mut best: Option<(f32, Format)> = None;
+    for item in accept.split(',') {
+        let (media, params) = item.split_once(';').unwrap_or((item, ""));
+        let Some(format) = Format::from_media_type(media.trim()) else {
             continue;
         };
+        let quality = quality_of(params);
         if quality <= 0.0 {
             continue;
         }
         // Highest q wins; on a tie, the earlier entry.
-        if best.is_none_or(|(q, _, _)| quality > q) {
-            best = Some((quality, position, format));
+        if best.is_none_or(|(q, _)| quality > q) {
+            best = Some((quality, format));
         }
     }
-    Some(best.map_or(Format::LegacyHtml, |(_, _, format)| format))
+    Some(best.map_or(Format::LegacyHtml, |(_, format)| format))
+}
+
+/// The `q` of an entry's parameters (`q=0.1`, `level=1; q=0.5`): 1 when absent, 0 when
+/// unreadable.
+fn quality_of(params: &str) -> f32 {
+    params
+        .split(';')
+        .filter_map(|param| param.split_once('='))
+        .find(|(key, _)| key.trim().eq_ignore_ascii_case("q"))
+        .map_or(1.0, |(_, value)| value.trim().parse().unwrap_or(0.0))
 }
 
 #[cfg(test)]
@@ -85,6 +99,29 @@ mod tests {
         let uv = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
         assert_eq!(negotiate(Some(pip), None), Some(Format::Json));
         assert_eq!(negotiate(Some(uv), None), Some(Format::Json));
+    }
+
+    #[test]
+    fn media_types_and_q_in_any_case_and_spacing() {
+        assert_eq!(
+            negotiate(
+                Some("Application/VND.PyPI.Simple.v1+JSON ;Q=0.5, text/html;q=0.4"),
+                None
+            ),
+            Some(Format::Json)
+        );
+        assert_eq!(
+            negotiate(
+                Some("application/vnd.pypi.simple.v1+json; level=1; q=0.2, text/html"),
+                None
+            ),
+            Some(Format::LegacyHtml)
+        );
+        // An unreadable q counts as 0: that entry is not acceptable.
+        assert_eq!(
+            negotiate(Some("application/vnd.pypi.simple.v1+json;q=high"), None),
+            Some(Format::LegacyHtml)
+        );
     }
 
     #[test]

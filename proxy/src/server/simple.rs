@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
@@ -33,6 +33,7 @@ use super::rewrite::{
     Rewritten, link_selected_files, rewrite_page, rewrite_selected, select_files,
 };
 use super::state::AppState;
+use super::targets::TargetKey;
 use super::useragent::{parse_user_agent, refine};
 use crate::config::networks::ClientNetwork;
 use crate::sources::ProjectPages;
@@ -95,9 +96,9 @@ struct RenderKey {
     url: String,
     json: bool,
     prefix: String,
-    /// The machine and policy as JSON ([`super::targets::ResolvedTarget::key`]); empty for
-    /// pages served alike to every machine.
-    target: Arc<str>,
+    /// The machine and policy ([`super::targets::ResolvedTarget::key`]), or none for pages
+    /// served alike to every machine.
+    target: TargetKey,
 }
 
 #[derive(Clone)]
@@ -188,15 +189,16 @@ async fn project_default(
     State(state): State<AppState>,
     client: Client,
     Path(project): Path<String>,
-    headers: HeaderMap,
     Query(query): Query<FormatQuery>,
+    // The whole request last rather than a `HeaderMap`, which axum would copy.
+    request: Request,
 ) -> Result<Response, ApiError> {
     project_response(
         &state,
         Target::Default(client.rule),
         "/simple",
         &project,
-        &headers,
+        request.headers(),
         &query,
     )
     .await
@@ -205,8 +207,9 @@ async fn project_default(
 async fn project_pinned(
     State(state): State<AppState>,
     Path((backend, project)): Path<(String, String)>,
-    headers: HeaderMap,
     Query(query): Query<FormatQuery>,
+    // The whole request last rather than a `HeaderMap`, which axum would copy.
+    request: Request,
 ) -> Result<Response, ApiError> {
     let pinned = parse_backend(&backend)?;
     let prefix = format!("/b/{backend}/simple");
@@ -215,7 +218,7 @@ async fn project_pinned(
         Target::Pinned(pinned),
         &prefix,
         &project,
-        &headers,
+        request.headers(),
         &query,
     )
     .await
@@ -224,8 +227,9 @@ async fn project_pinned(
 async fn project_token(
     State(state): State<AppState>,
     Path((token, project)): Path<(String, String)>,
-    headers: HeaderMap,
     Query(query): Query<FormatQuery>,
+    // The whole request last rather than a `HeaderMap`, which axum would copy.
+    request: Request,
 ) -> Result<Response, ApiError> {
     let machine = parse_token(&token)?;
     let prefix = format!("/m/{token}/simple");
@@ -234,7 +238,7 @@ async fn project_token(
         Target::Token(Box::new(machine)),
         &prefix,
         &project,
-        &headers,
+        request.headers(),
         &query,
     )
     .await
@@ -459,9 +463,9 @@ async fn project_response(
             String::new()
         },
         target: if select {
-            Arc::clone(&resolved.key)
+            TargetKey::of(&resolved)
         } else {
-            Arc::from("")
+            TargetKey::any_machine()
         },
     };
     let rendered = if let Some(hit) = state.rendered.get(&key, generation) {
@@ -532,12 +536,32 @@ fn exact_bytes(mut body: String) -> Bytes {
 /// client's network once rules exist (`per_network`): a shared cache between clients and this
 /// server must not hand one network's page to another.
 fn cache_control(response: &mut Response, state: &AppState, per_network: bool) {
-    let scope = if per_network { "private" } else { "public" };
-    let value = format!("max-age={}, {scope}", state.config.index_ttl_secs);
-    response.headers_mut().insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_str(&value).expect("digits and letters"),
-    );
+    let value = cache_control_value(state.config.index_ttl_secs, per_network);
+    response.headers_mut().insert(header::CACHE_CONTROL, value);
+}
+
+/// `max-age=<ttl>, public` or `, private`, made once per thread and freshness window rather
+/// than formatted for every page answered.
+fn cache_control_value(ttl_secs: u64, private: bool) -> HeaderValue {
+    thread_local! {
+        static MADE: std::cell::RefCell<Option<(u64, [HeaderValue; 2])>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    MADE.with_borrow_mut(|made| {
+        let values = match made {
+            Some((ttl, values)) if *ttl == ttl_secs => values,
+            _ => {
+                let value = |scope: &str| {
+                    HeaderValue::from_str(&format!("max-age={ttl_secs}, {scope}"))
+                        .expect("digits and letters")
+                };
+                &mut made
+                    .insert((ttl_secs, [value("public"), value("private")]))
+                    .1
+            }
+        };
+        values[usize::from(private)].clone()
+    })
 }
 
 /// The page of a project owned by per-build sources (`binding/by_page.rs`): made from the pages
@@ -563,7 +587,7 @@ async fn per_build_response(
         url: bound.key,
         json: format == Format::Json,
         prefix: String::new(),
-        target: Arc::clone(&resolved.key),
+        target: TargetKey::of(resolved),
     };
     let rendered = if let Some(hit) = state.rendered.get(&key, bound.generation) {
         hit
@@ -873,7 +897,7 @@ mod tests {
             url: url.to_string(),
             json: true,
             prefix: String::new(),
-            target: target.into(),
+            target: TargetKey::from_json(target),
         }
     }
 

@@ -87,10 +87,16 @@ impl Source {
     /// The upstream page of `project` on this source: with a backend pinned, the PyTorch
     /// index's page of that backend (other indexes have one page per project).
     pub fn page_url(&self, project: &str, pinned: Option<&Backend>) -> String {
-        match (self.kind, pinned) {
-            (SourceKind::Pytorch, Some(backend)) => format!("{}/{backend}/{project}/", self.url),
-            _ => format!("{}/{project}/", self.url),
+        if let (SourceKind::Pytorch, Some(backend)) = (self.kind, pinned) {
+            return format!("{}/{backend}/{project}/", self.url);
         }
+        // Pushed rather than formatted: every page request makes one per owner.
+        let mut url = String::with_capacity(self.url.len() + project.len() + 2);
+        url.push_str(&self.url);
+        url.push('/');
+        url.push_str(project);
+        url.push('/');
+        url
     }
 }
 
