@@ -349,6 +349,19 @@ impl IndexCache {
         Self::wait(Inner::refresh(inner, client, url, grouped)).await
     }
 
+    /// The page at `url` when a fresh copy of it is in memory (offline: any copy), counted as
+    /// a hit; `None` otherwise, for [`IndexCache::get_with`] to find out. What nearly every page
+    /// request finds, answered without a future.
+    pub fn fresh_in_memory(&self, client: &UpstreamClient, url: &str) -> Option<Arc<CachedPage>> {
+        let inner = &self.inner;
+        let page = lock(&inner.pages).get(url)?;
+        if !(inner.offline || inner.is_fresh(&page)) {
+            return None;
+        }
+        client.metrics().index_lookup(IndexOutcome::Hit);
+        Some(page)
+    }
+
     /// The page at `url` as the upstream has it now: joins (or starts) a refresh and waits for
     /// it, falling back to the cached copy when the upstream fails. For a file the cached copy
     /// does not list, which a newer page may.

@@ -632,7 +632,7 @@ async fn bound_to_torch(
     if let Some(torch) = &torch {
         let (url, torch_generation) = torch.key();
         *pages_key = format!("{pages_key} bound to {url}");
-        *generation = crate::sources::pages::combine(&[*generation, torch_generation]);
+        *generation = crate::sources::pages::combine([*generation, torch_generation]);
     }
     Ok(Some(torch))
 }

@@ -168,14 +168,22 @@ impl Sources {
 
     /// The sources that own the normalized `project`, in priority order; never empty.
     pub fn owners(&self, project: &str) -> Vec<SourceId> {
+        self.owners_where(project, |_| true)
+    }
+
+    /// The owners of `project` whose kind `keep` accepts, in priority order: one list made in
+    /// one pass (every page request asks).
+    fn owners_where(&self, project: &str, keep: impl Fn(SourceKind) -> bool) -> Vec<SourceId> {
         let mut owners = Vec::with_capacity(1);
+        let mut owned = false;
         for (i, source) in self.list.iter().enumerate() {
             let owns = match &source.owns {
                 Owns::PytorchNames => self.catalog.routes_to_pytorch(project),
                 Owns::Patterns(patterns) => patterns.iter().any(|p| p.matches(project)),
-                Owns::Rest => owners.is_empty() || self.catalog.is_published_on_pypi(project),
+                Owns::Rest => !owned || self.catalog.is_published_on_pypi(project),
             };
-            if owns {
+            owned |= owns;
+            if owns && keep(source.kind) {
                 owners.push(id(i));
             }
         }
@@ -185,10 +193,13 @@ impl Sources {
     /// The per-build sources among `project`'s owners: where they own it, its pages are theirs,
     /// one per torch release and build (`crate::server::binding::by_page`).
     pub fn per_build_owners(&self, project: &str) -> Vec<SourceId> {
-        self.owners(project)
-            .into_iter()
-            .filter(|&id| self.get(id).kind == SourceKind::PerBuild)
-            .collect()
+        self.owners_where(project, |kind| kind == SourceKind::PerBuild)
+    }
+
+    /// The owners of `project` that serve it as a project page: all but the per-build ones,
+    /// whose pages are per torch release and build.
+    pub fn page_owners(&self, project: &str) -> Vec<SourceId> {
+        self.owners_where(project, |kind| kind != SourceKind::PerBuild)
     }
 
     /// Whether `project`'s pages are reduced to one build per version for a machine: the

@@ -86,11 +86,18 @@ impl ProjectPages {
     ) -> Result<Option<ProjectPages>, OwnersFailed> {
         // A per-build source's pages are per torch release and build, fetched for a machine
         // (`crate::server::binding::by_page`), never as a project page.
-        let owners: Vec<SourceId> = sources
-            .owners(project)
-            .into_iter()
-            .filter(|&id| sources.get(id).kind != SourceKind::PerBuild)
-            .collect();
+        let owners = sources.page_owners(project);
+        if let Some(parts) = fresh_in_memory(sources, index, client, project, pinned, &owners) {
+            if let Some(counters) = counters {
+                for part in &parts {
+                    counters.count(part.source, PageResult::Page);
+                }
+            }
+            return Ok(Some(ProjectPages {
+                parts,
+                failed: Vec::new(),
+            }));
+        }
         // The pages of a project whose builds are selected are grouped for selection where
         // they are parsed (`cache/index/arriving.rs`).
         let grouped = sources.selects(project);
@@ -168,8 +175,7 @@ impl ProjectPages {
                     }
                     url.push_str(&part.cached.url);
                 }
-                let generations: Vec<u64> = parts.iter().map(|p| p.cached.generation).collect();
-                (url, combine(&generations))
+                (url, combine(parts.iter().map(|p| p.cached.generation)))
             }
         }
     }
@@ -215,6 +221,27 @@ impl ProjectPages {
     }
 }
 
+/// Every owner's page, when each is fresh in memory: nearly every request's case, answered
+/// without the fetches' futures (a few kilobytes each, made and moved for every request
+/// otherwise); `None` when any owner's page needs [`IndexCache::get_with`].
+fn fresh_in_memory(
+    sources: &Sources,
+    index: &IndexCache,
+    client: &UpstreamClient,
+    project: &str,
+    pinned: Option<&Backend>,
+    owners: &[SourceId],
+) -> Option<Vec<SourcePage>> {
+    owners
+        .iter()
+        .map(|&source| {
+            let url = sources.get(source).page_url(project, pinned);
+            let cached = index.fresh_in_memory(client, &url)?;
+            Some(SourcePage { source, cached })
+        })
+        .collect()
+}
+
 /// The failure of `failed` (never empty), naming every owner of `project`; the first failed
 /// owner's error kept.
 fn failure(
@@ -240,7 +267,7 @@ fn failure(
 
 /// One generation standing for several (FNV-1a over their bytes): each is unique to one copy of
 /// one page, so a change of any of them changes it.
-pub fn combine(generations: &[u64]) -> u64 {
+pub fn combine(generations: impl IntoIterator<Item = u64>) -> u64 {
     let mut combined: u64 = 0xcbf2_9ce4_8422_2325;
     for generation in generations {
         for byte in generation.to_le_bytes() {

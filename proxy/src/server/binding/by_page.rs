@@ -172,7 +172,7 @@ pub async fn page(
             status: None,
         },
         key,
-        generation: crate::sources::pages::combine(&generations),
+        generation: crate::sources::pages::combine(generations),
         pages_asked: order.len(),
         complete,
         reports,
