@@ -85,7 +85,9 @@ pub struct CachedPage {
     pub page: ProjectPage,
     /// Changes whenever the page's content changes, so derived responses can be cached by it.
     pub generation: u64,
-    fetched_at: SystemTime,
+    /// When it was fetched or last revalidated, in milliseconds since the epoch: a 304 moves it
+    /// forward in place, so revalidating a page never copies it.
+    fetched_at_ms: AtomicU64,
     validators: Validators,
     /// Files an earlier copy of the page listed and this one does not, with when they were
     /// dropped: still downloadable for [`RETIRED_FOR`] (never shown on a page).
@@ -116,7 +118,14 @@ impl CachedPage {
 
     /// When the page was last fetched or revalidated.
     pub fn fetched_at(&self) -> SystemTime {
-        self.fetched_at
+        UNIX_EPOCH + Duration::from_millis(self.fetched_at_ms.load(Ordering::Relaxed))
+    }
+
+    /// Marks the page revalidated now (a 304): fresh again, and any wait after a failed refresh
+    /// over.
+    fn revalidated_now(&self) {
+        self.fetched_at_ms.store(now_ms(), Ordering::Relaxed);
+        self.retry_at_ms.store(0, Ordering::Relaxed);
     }
 
     /// Several sources' pages merged into one (`sources::merge`, links absolute), known by the
@@ -126,7 +135,7 @@ impl CachedPage {
             url: url.to_string(),
             page,
             generation,
-            fetched_at: SystemTime::now(),
+            fetched_at_ms: AtomicU64::new(now_ms()),
             validators: Validators::default(),
             retired: Vec::new(),
             retry_at_ms: AtomicU64::new(0),
@@ -416,7 +425,7 @@ impl IndexCache {
 
 impl Inner {
     fn is_fresh(&self, page: &CachedPage) -> bool {
-        younger_than(page.fetched_at, self.ttl)
+        younger_than(page.fetched_at(), self.ttl)
     }
 
     /// Joins the refresh of `url` in flight, or starts one in its own task (so a client that
@@ -507,20 +516,12 @@ impl Inner {
                 let Some(old) = cached else { return Ok(None) };
                 debug!(url = %redact(url), "index page revalidated");
                 client.metrics().index_lookup(IndexOutcome::Revalidated);
-                let page = Arc::new(CachedPage {
-                    url: old.url.clone(),
-                    page: old.page.clone(),
-                    generation: old.generation,
-                    fetched_at: SystemTime::now(),
-                    validators: old.validators.clone(),
-                    retired: old.retired.clone(),
-                    retry_at_ms: AtomicU64::new(0),
-                    weight: old.weight,
-                    groups: old.groups.clone(),
-                });
-                self.remember(url, &page);
-                self.publish_revalidated(client, url, &page);
-                Ok(Some(page))
+                // The same copy, its fetch time moved: its generation (and so every rendering
+                // made from it) stays valid, and nothing is copied, however large the page.
+                old.revalidated_now();
+                self.remember(url, &old);
+                self.publish_revalidated(client, url, &old);
+                Ok(Some(old))
             }
             Ok(PageResponse::NotFound) => {
                 if cached.is_some() {
@@ -705,7 +706,7 @@ impl Inner {
             weight: parts.body_len * 2 + page.files.len() * 256,
             page,
             generation: self.generations.fetch_add(1, Ordering::Relaxed),
-            fetched_at: UNIX_EPOCH + Duration::from_secs(parts.fetched_at_secs),
+            fetched_at_ms: AtomicU64::new(parts.fetched_at_secs.saturating_mul(1000)),
             validators: parts.validators,
             retired,
             retry_at_ms: AtomicU64::new(0),

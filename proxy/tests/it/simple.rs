@@ -581,6 +581,35 @@ async fn expired_pages_are_revalidated_conditionally() {
 }
 
 #[tokio::test]
+async fn a_revalidated_page_is_fresh_again_for_its_ttl() {
+    // The 304 moves the copy's fetch time forward (in place, the page not copied): the next
+    // requests within the TTL ask the upstream nothing.
+    let (fake, upstream) = start_fake().await;
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(upstream, cache.path(), |c| c.index_ttl_secs = 1).await;
+    let url = format!("http://{proxy}/simple/torch/");
+    let (_, _, first) = get_with(&url, &[("accept", PIP_ACCEPT)]).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let (status, _, second) = get_with(&url, &[("accept", PIP_ACCEPT)]).await;
+    assert_eq!((status, &first), (StatusCode::OK, &second));
+    assert_eq!(
+        *fake.not_modified.lock().unwrap(),
+        1,
+        "expired: revalidated"
+    );
+    let asked = fake.hits.lock().unwrap()["torch/"];
+    for _ in 0..3 {
+        let (status, _, again) = get_with(&url, &[("accept", PIP_ACCEPT)]).await;
+        assert_eq!((status, &again), (StatusCode::OK, &first));
+    }
+    assert_eq!(
+        fake.hits.lock().unwrap()["torch/"],
+        asked,
+        "fresh after the 304: not asked again within the TTL"
+    );
+}
+
+#[tokio::test]
 async fn a_malformed_upstream_page_is_a_502_and_the_next_request_after_healing_succeeds() {
     let (fake, upstream) = start_fake().await;
     let cache = tempfile::tempdir().unwrap();

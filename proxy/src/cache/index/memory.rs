@@ -88,7 +88,6 @@ impl PageMemory {
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::AtomicU64;
-    use std::time::SystemTime;
 
     use super::*;
     use crate::upstream::Validators;
@@ -98,7 +97,7 @@ mod tests {
             url: String::new(),
             page: wheelgate_resolver::index::ProjectPage::default(),
             generation: 0,
-            fetched_at: SystemTime::now(),
+            fetched_at_ms: AtomicU64::new(0),
             validators: Validators::default(),
             retired: Vec::new(),
             retry_at_ms: AtomicU64::new(0),

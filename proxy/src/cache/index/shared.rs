@@ -55,7 +55,7 @@ impl Inner {
         let stored = self.stored_from_bucket(url, &bytes)?;
         let fetched_at = UNIX_EPOCH + Duration::from_secs(stored.fetched_at_secs);
         if let Some(old) = &cached
-            && !(secs(fetched_at) > secs(old.fetched_at) && younger_than(fetched_at, self.ttl))
+            && !(secs(fetched_at) > secs(old.fetched_at()) && younger_than(fetched_at, self.ttl))
         {
             debug!(url = %redact(url), bucket = bucket.name(), "the object store holds no fresher copy of the page");
             return None;
@@ -143,7 +143,7 @@ impl Inner {
         let Some(bucket) = &self.bucket else { return };
         let (bucket, metrics) = (Arc::clone(bucket), Arc::clone(client.metrics()));
         let (path, url) = (self.path_for(url), url.to_string());
-        let (validators, fetched_at_secs) = (page.validators.clone(), secs(page.fetched_at));
+        let (validators, fetched_at_secs) = (page.validators.clone(), secs(page.fetched_at()));
         tokio::spawn(async move {
             let stored = tokio::fs::read(&path)
                 .await
