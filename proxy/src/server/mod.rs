@@ -6,6 +6,7 @@ pub mod client_addr;
 pub mod error;
 pub mod explain;
 pub mod files;
+pub mod header_list;
 pub mod limits;
 pub mod listener;
 pub mod lookup;

@@ -1,6 +1,8 @@
 //! PEP 691 content negotiation: pick the response format from `Accept` (with q-values) or a
 //! `?format=` parameter.
 
+use super::header_list::{elements, split_on, split_once_on};
+
 /// A response format of the simple API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -62,8 +64,8 @@ pub fn negotiate(accept: Option<&str>, format: Option<&str>) -> Option<Format> {
         return Some(Format::LegacyHtml);
     };
     let mut best: Option<(f32, Format)> = None;
-    for item in accept.split(',') {
-        let (media, params) = item.split_once(';').unwrap_or((item, ""));
+    for item in elements(accept) {
+        let (media, params) = split_once_on(item, b';').unwrap_or((item, ""));
         let Some(format) = Format::from_media_type(media.trim()) else {
             continue;
         };
@@ -82,9 +84,8 @@ pub fn negotiate(accept: Option<&str>, format: Option<&str>) -> Option<Format> {
 /// The `q` of an entry's parameters (`q=0.1`, `level=1; q=0.5`): 1 when absent, 0 when
 /// unreadable.
 fn quality_of(params: &str) -> f32 {
-    params
-        .split(';')
-        .filter_map(|param| param.split_once('='))
+    split_on(params, b';')
+        .filter_map(|param| split_once_on(param, b'='))
         .find(|(key, _)| key.trim().eq_ignore_ascii_case("q"))
         .map_or(1.0, |(_, value)| value.trim().parse().unwrap_or(0.0))
 }

@@ -15,6 +15,8 @@ use bytes::Bytes;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
+use super::header_list::{elements, split_on, split_once_on};
+
 /// Bodies smaller than this are sent as they are: gzip's header and the client's work would
 /// cost about what the bytes saved are worth. A page with two or three links is already above
 /// it, and gains about half.
@@ -86,11 +88,11 @@ pub fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
     };
     let mut named = None;
     let mut wildcard = None;
-    for item in value.split(',') {
-        let mut parts = item.split(';');
+    for item in elements(value) {
+        let mut parts = split_on(item, b';');
         let coding = parts.next().unwrap_or_default().trim();
         let quality = parts
-            .filter_map(|param| param.split_once('='))
+            .filter_map(|param| split_once_on(param, b'='))
             .find(|(key, _)| key.trim().eq_ignore_ascii_case("q"))
             .map_or(1.0, |(_, q)| q.trim().parse::<f32>().unwrap_or(0.0));
         if coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip") {

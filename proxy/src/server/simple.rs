@@ -444,7 +444,16 @@ async fn project_response(
     let owners = state.sources.per_build_owners(&project);
     if !owners.is_empty() {
         let bound = (&project[..], &owners[..]);
-        return per_build_response(state, &resolved, bound, (format, headers), per_network).await;
+        // Boxed, as the page's making below: what most requests never run, kept out of the
+        // future every request makes and moves.
+        return Box::pin(per_build_response(
+            state,
+            &resolved,
+            bound,
+            (format, headers),
+            per_network,
+        ))
+        .await;
     }
     let pinned = policy.pinned.clone();
     let pages = project_page(state, &project, pinned.as_ref())
@@ -473,7 +482,7 @@ async fn project_response(
     } else {
         let torch =
             torch.map(|pages| binding::torch_choices(state, machine, policy, pages.as_ref()));
-        let Some((page, complete, inferred)) = rewritten(
+        let Some((page, complete, inferred)) = Box::pin(rewritten(
             state,
             machine,
             policy,
@@ -481,7 +490,7 @@ async fn project_response(
             &pages,
             select,
             torch.as_ref(),
-        )
+        ))
         .await
         else {
             return Err(pages
@@ -489,17 +498,8 @@ async fn project_response(
                 .expect("a source failed")
                 .into());
         };
-        let body = match format {
-            Format::Json => page.render_json(),
-            Format::Html | Format::LegacyHtml if select => {
-                let explain = explain_url(prefix, &project);
-                with_leading_comment(
-                    &page.render_html(),
-                    &page_comment(machine, policy, &explain),
-                )
-            }
-            Format::Html | Format::LegacyHtml => page.render_html(),
-        };
+        let explain = explain_url(prefix, &project);
+        let body = page_body(&page, format, select.then_some((machine, policy, &explain)));
         let rendered = Rendered {
             generation,
             etag: etag_of(body.as_bytes()),
@@ -519,6 +519,23 @@ async fn project_response(
     }
     cache_control(&mut response, state, per_network);
     Ok(response)
+}
+
+/// A rewritten page's body in `format`. A page selected for a machine (`selected_for`: the
+/// machine, its policy and the page's explain URL) opens its HTML with a comment saying what it
+/// was selected for and where to ask why.
+fn page_body(
+    page: &Rewritten<'_>,
+    format: Format,
+    selected_for: Option<(&Machine, &Policy, &String)>,
+) -> String {
+    match (format, selected_for) {
+        (Format::Json, _) => page.render_json(),
+        (Format::Html | Format::LegacyHtml, Some((machine, policy, explain))) => {
+            with_leading_comment(&page.render_html(), &page_comment(machine, policy, explain))
+        }
+        (Format::Html | Format::LegacyHtml, None) => page.render_html(),
+    }
 }
 
 /// `body` as `Bytes` holding no more memory than its length: a rendering grows its buffer by
@@ -628,7 +645,9 @@ async fn bound_to_torch(
     if !binding::applies(state, project) {
         return Ok(None);
     }
-    let torch = binding::torch_pages(state, policy).await?;
+    // Boxed: only bound projects fetch torch's pages; every other request's future would
+    // hold this one's kilobytes.
+    let torch = Box::pin(binding::torch_pages(state, policy)).await?;
     if let Some(torch) = &torch {
         let (url, torch_generation) = torch.key();
         *pages_key = format!("{pages_key} bound to {url}");
@@ -842,9 +861,7 @@ fn if_none_match(headers: &HeaderMap, etag: &HeaderValue) -> bool {
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|value| {
-            value
-                .split(',')
-                .any(|tag| tag.trim() == etag || tag.trim() == "*")
+            super::header_list::elements(value).any(|tag| tag.trim() == etag || tag.trim() == "*")
         })
 }
 

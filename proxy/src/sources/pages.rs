@@ -86,18 +86,10 @@ impl ProjectPages {
     ) -> Result<Option<ProjectPages>, OwnersFailed> {
         // A per-build source's pages are per torch release and build, fetched for a machine
         // (`crate::server::binding::by_page`), never as a project page.
-        let owners = sources.page_owners(project);
-        if let Some(parts) = fresh_in_memory(sources, index, client, project, pinned, &owners) {
-            if let Some(counters) = counters {
-                for part in &parts {
-                    counters.count(part.source, PageResult::Page);
-                }
-            }
-            return Ok(Some(ProjectPages {
-                parts,
-                failed: Vec::new(),
-            }));
+        if let Some(pages) = Self::fresh(sources, index, client, project, pinned, counters) {
+            return Ok(Some(pages));
         }
+        let owners = sources.page_owners(project);
         // The pages of a project whose builds are selected are grouped for selection where
         // they are parsed (`cache/index/arriving.rs`).
         let grouped = sources.selects(project);
@@ -144,6 +136,38 @@ impl ProjectPages {
             tracing::debug!(project, source = %sources.get(*id).name, error = %crate::error_chain::source_chain(error), "a source of this project failed; serving the others' builds");
         }
         Ok(Some(ProjectPages { parts, failed }))
+    }
+
+    /// The pages of `project`'s owners when each is fresh in memory, counted in `counters` as
+    /// [`ProjectPages::fetch_counted`] counts them: nearly every request's case, answered
+    /// without a future (the fetches' futures are a few kilobytes each, made and moved for
+    /// every request otherwise). `None` when any owner's page needs fetching or revalidating.
+    pub fn fresh(
+        sources: &Sources,
+        index: &IndexCache,
+        client: &UpstreamClient,
+        project: &str,
+        pinned: Option<&Backend>,
+        counters: Option<&SourceCounters>,
+    ) -> Option<ProjectPages> {
+        let parts = sources
+            .page_owners(project)
+            .into_iter()
+            .map(|source| {
+                let url = sources.get(source).page_url(project, pinned);
+                let cached = index.fresh_in_memory(client, &url)?;
+                Some(SourcePage { source, cached })
+            })
+            .collect::<Option<Vec<SourcePage>>>()?;
+        if let Some(counters) = counters {
+            for part in &parts {
+                counters.count(part.source, PageResult::Page);
+            }
+        }
+        Some(ProjectPages {
+            parts,
+            failed: Vec::new(),
+        })
     }
 
     /// Why no build could be served: the failures of the owners that did not answer, for a
@@ -219,27 +243,6 @@ impl ProjectPages {
     pub fn first(&self) -> &SourcePage {
         &self.parts[0]
     }
-}
-
-/// Every owner's page, when each is fresh in memory: nearly every request's case, answered
-/// without the fetches' futures (a few kilobytes each, made and moved for every request
-/// otherwise); `None` when any owner's page needs [`IndexCache::get_with`].
-fn fresh_in_memory(
-    sources: &Sources,
-    index: &IndexCache,
-    client: &UpstreamClient,
-    project: &str,
-    pinned: Option<&Backend>,
-    owners: &[SourceId],
-) -> Option<Vec<SourcePage>> {
-    owners
-        .iter()
-        .map(|&source| {
-            let url = sources.get(source).page_url(project, pinned);
-            let cached = index.fresh_in_memory(client, &url)?;
-            Some(SourcePage { source, cached })
-        })
-        .collect()
 }
 
 /// The failure of `failed` (never empty), naming every owner of `project`; the first failed
