@@ -446,6 +446,23 @@ impl DistFilename {
     }
 }
 
+/// [`normalize_name`], borrowing `name` when it is normalized already (what installers ask
+/// for: the proxy normalizes every page request's name).
+pub fn normalized_name(name: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = name.as_bytes();
+    let already = bytes.first().is_none_or(|&b| b != b'-')
+        && bytes.last().is_none_or(|&b| b != b'-')
+        && !bytes.windows(2).any(|pair| pair == b"--")
+        && !bytes
+            .iter()
+            .any(|&b| b == b'_' || b == b'.' || b.is_ascii_uppercase());
+    if already {
+        std::borrow::Cow::Borrowed(name)
+    } else {
+        std::borrow::Cow::Owned(normalize_name(name))
+    }
+}
+
 /// Normalizes a project name per PEP 503: runs of `-`, `_`, `.` become one `-`, lowercased.
 pub fn normalize_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
@@ -567,6 +584,36 @@ mod tests {
             "Foo-1.0.zip".parse::<SdistFilename>().unwrap().extension,
             SdistExtension::Zip
         );
+    }
+
+    #[test]
+    fn borrows_only_names_normalized_already() {
+        for name in [
+            "torch",
+            "torch-vision",
+            "Torch",
+            "torch_vision",
+            "a.-_b",
+            "-torch",
+            "torch-",
+            "tor--ch",
+            "",
+            "-",
+            "_",
+            "nvidia-cublas-cu12",
+            "ÄBC",
+            "äbc",
+            "x.y",
+            "a-b-c",
+        ] {
+            let normalized = normalized_name(name);
+            assert_eq!(normalized, normalize_name(name), "{name:?}");
+            assert_eq!(
+                matches!(normalized, std::borrow::Cow::Borrowed(_)),
+                normalize_name(name) == name,
+                "{name:?}"
+            );
+        }
     }
 
     #[test]

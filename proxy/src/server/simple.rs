@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use bytes::Bytes;
 use serde::Deserialize;
-use wheelgate_resolver::filename::normalize_name;
+use wheelgate_resolver::filename::{normalize_name, normalized_name};
 use wheelgate_resolver::index::{
     ProjectLink, ProjectList, render_project_html, render_project_json, render_project_list_html,
     render_project_list_json,
@@ -420,7 +420,7 @@ async fn project_response(
     headers: &HeaderMap,
     query: &FormatQuery,
 ) -> Result<Response, ApiError> {
-    let project = normalize_name(raw);
+    let project = normalized_name(raw);
     // Checked before any redirect: a name with a CR/LF must never reach a `Location` header.
     check_project_name(&project, raw)?;
     if project != raw {

@@ -24,6 +24,8 @@ pub mod pages;
 mod pattern;
 pub mod template;
 
+use std::fmt::Write as _;
+
 use wheelgate_resolver::{Backend, Catalog};
 
 pub use build::SourcesError;
@@ -87,16 +89,22 @@ impl Source {
     /// The upstream page of `project` on this source: with a backend pinned, the PyTorch
     /// index's page of that backend (other indexes have one page per project).
     pub fn page_url(&self, project: &str, pinned: Option<&Backend>) -> String {
-        if let (SourceKind::Pytorch, Some(backend)) = (self.kind, pinned) {
-            return format!("{}/{backend}/{project}/", self.url);
-        }
-        // Pushed rather than formatted: every page request makes one per owner.
         let mut url = String::with_capacity(self.url.len() + project.len() + 2);
+        self.write_page_url(&mut url, project, pinned);
+        url
+    }
+
+    /// [`Source::page_url`] written into `url` (cleared first): every page request makes one
+    /// per owner, into a buffer it keeps.
+    pub fn write_page_url(&self, url: &mut String, project: &str, pinned: Option<&Backend>) {
+        url.clear();
         url.push_str(&self.url);
         url.push('/');
+        if let (SourceKind::Pytorch, Some(backend)) = (self.kind, pinned) {
+            let _ = write!(url, "{backend}/");
+        }
         url.push_str(project);
         url.push('/');
-        url
     }
 }
 
@@ -174,7 +182,8 @@ impl Sources {
     /// The owners of `project` whose kind `keep` accepts, in priority order: one list made in
     /// one pass (every page request asks).
     fn owners_where(&self, project: &str, keep: impl Fn(SourceKind) -> bool) -> Vec<SourceId> {
-        let mut owners = Vec::with_capacity(1);
+        // Allocated at the first owner kept: most lists of per-build owners are empty.
+        let mut owners = Vec::new();
         let mut owned = false;
         for (i, source) in self.list.iter().enumerate() {
             let owns = match &source.owns {

@@ -150,15 +150,21 @@ impl ProjectPages {
         pinned: Option<&Backend>,
         counters: Option<&SourceCounters>,
     ) -> Option<ProjectPages> {
-        let parts = sources
-            .page_owners(project)
-            .into_iter()
-            .map(|source| {
-                let url = sources.get(source).page_url(project, pinned);
-                let cached = index.fresh_in_memory(client, &url)?;
-                Some(SourcePage { source, cached })
-            })
-            .collect::<Option<Vec<SourcePage>>>()?;
+        // Each URL written into one buffer per thread, only to look the page up.
+        thread_local! {
+            static URL: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        }
+        let parts = URL.with_borrow_mut(|url| {
+            sources
+                .page_owners(project)
+                .into_iter()
+                .map(|source| {
+                    sources.get(source).write_page_url(url, project, pinned);
+                    let cached = index.fresh_in_memory(client, url)?;
+                    Some(SourcePage { source, cached })
+                })
+                .collect::<Option<Vec<SourcePage>>>()
+        })?;
         if let Some(counters) = counters {
             for part in &parts {
                 counters.count(part.source, PageResult::Page);
@@ -192,7 +198,8 @@ impl ProjectPages {
         match self.parts.as_slice() {
             [only] => (only.cached.url.clone(), only.cached.generation),
             parts => {
-                let mut url = String::new();
+                let length = parts.iter().map(|p| p.cached.url.len() + 1).sum();
+                let mut url = String::with_capacity(length);
                 for part in parts {
                     if !url.is_empty() {
                         url.push(' ');
