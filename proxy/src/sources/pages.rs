@@ -84,11 +84,11 @@ impl ProjectPages {
         counters: Option<&SourceCounters>,
         revalidation: Revalidation,
     ) -> Result<Option<ProjectPages>, OwnersFailed> {
-        // A per-build source's pages are per torch release and build, fetched for a machine
-        // (`crate::server::binding::by_page`), never as a project page.
         if let Some(pages) = Self::fresh(sources, index, client, project, pinned, counters) {
             return Ok(Some(pages));
         }
+        // A per-build source's pages are per torch release and build, fetched for a machine
+        // (`crate::server::binding::by_page`), never as a project page.
         let owners = sources.page_owners(project);
         // The pages of a project whose builds are selected are grouped for selection where
         // they are parsed (`cache/index/arriving.rs`).
