@@ -32,7 +32,7 @@ use crate::metrics::upstream_label;
 use crate::server::binding::by_page::{
     bound_link, is_wheel_of, pin_for, requirement, wanted_pages,
 };
-use crate::sources::{SourceId, SourceKind, Sources};
+use crate::sources::{SourceId, Sources};
 
 /// What one listed file is bound to.
 #[derive(Debug, Clone)]
@@ -123,15 +123,6 @@ impl BoundListing {
             })
             .map(|(i, _)| i)
     }
-}
-
-/// The per-build sources that own `project`.
-pub fn per_build_owners(sources: &Sources, project: &str) -> Vec<SourceId> {
-    sources
-        .owners(project)
-        .into_iter()
-        .filter(|&id| sources.get(id).kind == SourceKind::PerBuild)
-        .collect()
 }
 
 /// `project`'s files from its per-build `owners` where torch gets `torch`'s builds: the

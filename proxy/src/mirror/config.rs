@@ -464,7 +464,7 @@ impl MirrorConfig {
                 .as_ref()
                 .or(raw.variant_labels.as_ref());
             let variant_labels = parse_variant_labels(&name, labels)?;
-            let per_build = super::by_page::per_build_owners(&sources, &project);
+            let per_build = sources.per_build_owners(&project);
             // A per-build source's project is taken per machine or backend, as PyTorch's are.
             let kind = if per_build.is_empty() {
                 sources.kind(&project)

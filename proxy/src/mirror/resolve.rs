@@ -26,7 +26,7 @@ use wheelgate_resolver::select::bind::TorchChoices;
 use wheelgate_resolver::variants::lists_variants;
 
 use super::bind::Binding;
-use super::by_page::{self, BoundListing, environment_torch, per_build_owners};
+use super::by_page::{self, BoundListing, environment_torch};
 use super::candidates::{candidates, is_wheel};
 use super::config::MirrorConfig;
 use super::environment::{Build, Environment, environments};
@@ -260,7 +260,7 @@ async fn load_projects(
     let sources = fetcher.config().sources();
     let (per_build, projects): (Vec<String>, Vec<String>) = projects
         .into_iter()
-        .partition(|p| !per_build_owners(&sources, p).is_empty());
+        .partition(|p| !sources.per_build_owners(p).is_empty());
     for project in per_build {
         load_bound_project(fetcher, environment, state, &sources, project).await?;
     }
@@ -322,7 +322,7 @@ async fn load_bound_project(
         state.torch = Some(environment_torch(fetcher, environment).await?);
     }
     let torch = state.torch.as_ref().expect("set above");
-    let owners = per_build_owners(sources, &project);
+    let owners = sources.per_build_owners(&project);
     let listing = by_page::listing(fetcher, sources, &project, &owners, torch).await?;
     fetcher.add_page_urls(&project, &listing.urls);
     let (mut versions, mut files) = candidates(

@@ -34,20 +34,7 @@ pub async fn project_page(
     project: &str,
     pinned: Option<&Backend>,
 ) -> Result<Option<ProjectPages>, OwnersFailed> {
-    let fresh = ProjectPages::fresh(
-        &state.sources,
-        &state.index,
-        &state.client,
-        project,
-        pinned,
-        Some(&state.source_counters),
-    );
-    if let Some(pages) = fresh {
-        return Ok(Some(pages));
-    }
-    // Boxed: the fetch's future is kilobytes, which every caller's future would otherwise
-    // hold (and move) for every request, though nearly all find their pages fresh above.
-    Box::pin(pages_with(state, project, pinned, Revalidation::Wait)).await
+    pages_with(state, project, pinned, Revalidation::Wait).await
 }
 
 async fn pages_with(

@@ -87,6 +87,31 @@ impl ProjectPages {
         if let Some(pages) = Self::fresh(sources, index, client, project, pinned, counters) {
             return Ok(Some(pages));
         }
+        // Boxed: the fetches' futures are kilobytes, which every caller's future would otherwise
+        // hold (and move) for every request, though nearly all find their pages fresh above.
+        Box::pin(Self::fetched(
+            sources,
+            index,
+            client,
+            project,
+            pinned,
+            counters,
+            revalidation,
+        ))
+        .await
+    }
+
+    /// [`ProjectPages::fetch_counted`] for pages not all fresh in memory: each owner's through
+    /// the index cache, concurrently.
+    async fn fetched(
+        sources: &Sources,
+        index: &IndexCache,
+        client: &UpstreamClient,
+        project: &str,
+        pinned: Option<&Backend>,
+        counters: Option<&SourceCounters>,
+        revalidation: Revalidation,
+    ) -> Result<Option<ProjectPages>, OwnersFailed> {
         // A per-build source's pages are per torch release and build, fetched for a machine
         // (`crate::server::binding::by_page`), never as a project page.
         let owners = sources.page_owners(project);
