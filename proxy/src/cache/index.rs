@@ -742,6 +742,9 @@ fn page_key(url: &str) -> String {
     hex::encode(Sha256::digest(url.as_bytes()))
 }
 
+/// The most one system call of a page's disk copy writes.
+const WRITE_PIECE: usize = 64 * 1024;
+
 /// Writes `parts` (a stored page, [`StoredPage`]) one after the other to a temporary file beside
 /// `path` (the first half of an atomic write; the caller renames it into place or removes it).
 fn write_temp(path: &std::path::Path, parts: &[&[u8]]) -> std::io::Result<PathBuf> {
@@ -752,8 +755,14 @@ fn write_temp(path: &std::path::Path, parts: &[&[u8]]) -> std::io::Result<PathBu
         std::process::id(),
         WRITES.fetch_add(1, Ordering::Relaxed)
     ));
-    let written = std::fs::File::create(&temp)
-        .and_then(|mut file| parts.iter().try_for_each(|part| file.write_all(part)));
+    // In pieces: the writer thread yields its core to a waking serving thread only between
+    // system calls (`serve/background.rs`), and one call for a 0.7 MB page held it 0.15 ms.
+    let written = std::fs::File::create(&temp).and_then(|mut file| {
+        parts
+            .iter()
+            .flat_map(|part| part.chunks(WRITE_PIECE))
+            .try_for_each(|piece| file.write_all(piece))
+    });
     if let Err(err) = written {
         let _ = std::fs::remove_file(&temp);
         return Err(err);
