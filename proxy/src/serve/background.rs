@@ -31,7 +31,7 @@ fn lower_this_thread() {
     // SAFETY: sched_setscheduler reads the one sched_param passed by reference, which lives
     // across the call, and changes only this thread's policy; lowering one's own policy needs
     // no privilege. A refusal (a sandbox) leaves the policy as it was, handled below.
-    let idle = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    let idle = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &raw const param) };
     if idle == 0 {
         return;
     }
