@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::error::{IndexParseError, check_api_version, check_link_count, check_size};
 use super::hashes::Hashes;
 use super::linked::LinkedPage;
+mod write;
+
 use super::model::{
     CoreMetadata, DEFAULT_API_VERSION, IndexFile, JSON_API_VERSION, Meta, ProjectLink, ProjectList,
     ProjectPage, ProjectStatus, Yanked, normalize_project_name, parse_api_version, resolve_url,
@@ -158,8 +160,7 @@ fn render_files_json(
         versions,
         files,
     };
-    // The wire types hold only strings, numbers, booleans and string-keyed maps.
-    serde_json::to_string(&wire).unwrap_or_default()
+    write::project(&wire)
 }
 
 /// Writes a [PEP 691] JSON root page (names only).
@@ -389,7 +390,8 @@ struct NameIn {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Wire types, writing
+// Wire types, writing (by hand, `json/write.rs`; serde writes them only in the tests, to hold
+// that writer to serde_json's output)
 
 #[derive(Serialize)]
 struct MetaOut<'a> {
@@ -399,58 +401,58 @@ struct MetaOut<'a> {
     last_serial: Option<u64>,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, derive(Serialize))]
+#[cfg_attr(test, serde(rename_all = "kebab-case"))]
 struct ProjectOut<'a> {
     meta: MetaOut<'a>,
     name: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, serde(skip_serializing_if = "Option::is_none"))]
     project_status: Option<StatusOut<'a>>,
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    #[cfg_attr(test, serde(skip_serializing_if = "<[String]>::is_empty"))]
     tracks: &'a [String],
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    #[cfg_attr(test, serde(skip_serializing_if = "<[String]>::is_empty"))]
     alternate_locations: &'a [String],
     versions: &'a [String],
     files: Vec<FileOut<'a>>,
 }
 
-#[derive(Serialize)]
+#[cfg_attr(test, derive(Serialize))]
 struct StatusOut<'a> {
     status: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, serde(skip_serializing_if = "Option::is_none"))]
     reason: Option<&'a str>,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, derive(Serialize))]
+#[cfg_attr(test, serde(rename_all = "kebab-case"))]
 struct FileOut<'a> {
     filename: &'a str,
     url: Cow<'a, str>,
     hashes: &'a Hashes,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, serde(skip_serializing_if = "Option::is_none"))]
     requires_python: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, serde(skip_serializing_if = "Option::is_none"))]
     core_metadata: Option<MetadataOut<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, serde(skip_serializing_if = "Option::is_none"))]
     gpg_sig: Option<bool>,
     yanked: YankedOut<'a>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, serde(skip_serializing_if = "Option::is_none"))]
     size: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, serde(skip_serializing_if = "Option::is_none"))]
     upload_time: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, serde(skip_serializing_if = "Option::is_none"))]
     provenance: Option<&'a str>,
 }
 
-#[derive(Serialize)]
-#[serde(untagged)]
+#[cfg_attr(test, derive(Serialize))]
+#[cfg_attr(test, serde(untagged))]
 enum MetadataOut<'a> {
     Flag(bool),
     Hashes(&'a Hashes),
 }
 
-#[derive(Serialize)]
-#[serde(untagged)]
+#[cfg_attr(test, derive(Serialize))]
+#[cfg_attr(test, serde(untagged))]
 enum YankedOut<'a> {
     Flag(bool),
     Reason(&'a str),
