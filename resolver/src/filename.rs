@@ -301,7 +301,9 @@ impl<'a> WheelParts<'a> {
 
     /// The local version label as written (`cu128` for `2.9.0+cu128`).
     pub fn local_label(&self) -> Option<&'a str> {
-        self.version.split_once('+').map(|(_, local)| local)
+        // A byte search: `split_once` with a char set up a searcher for every wheel of a page.
+        let plus = memchr::memchr(b'+', self.version.as_bytes())?;
+        Some(&self.version[plus + 1..])
     }
 
     /// The platform tags of the compressed set.

@@ -824,7 +824,15 @@ fn decode(raw: &str) -> Cow<'_, str> {
 /// only to cut it off again. The link gets an allocation of its own size; the fragment is
 /// borrowed unless it holds a reference.
 fn decode_link(raw: &str) -> (String, Option<Cow<'_, str>>) {
-    let mut url = String::new();
+    // Nearly every link has no reference before its fragment: copied at once, at its size.
+    match memchr::memchr2(b'&', b'#', raw.as_bytes()) {
+        None => return (raw.to_owned(), None),
+        Some(at) if raw.as_bytes()[at] == b'#' => {
+            return (raw[..at].to_owned(), Some(decode(&raw[at + 1..])));
+        }
+        Some(_) => {}
+    }
+    let mut url = String::with_capacity(raw.len());
     let mut rest = raw;
     loop {
         let Some(at) = memchr::memchr2(b'&', b'#', rest.as_bytes()) else {
