@@ -15,7 +15,7 @@ use crate::backend::Backend;
 use crate::catalog::Catalog;
 use crate::filename::{SdistFilename, WheelFilename, WheelParts};
 use crate::machine::{Arch, Os, Platform};
-use crate::variants::choose::is_variant_file;
+use crate::variants::choose::VARIANTS_JSON_SUFFIX;
 
 use super::page::{Dropped, FileRef};
 use super::signals::{ParsedNames, read_signals};
@@ -135,8 +135,10 @@ impl FileGroups {
     }
 
     fn add_one(&mut self, index: usize, file: &FileRef<'_>) {
-        self.lists_variants |= is_variant_file(file.filename);
-        if file.filename.ends_with("-variants.json") {
+        // Whether the page lists variants (`is_variant_file`) is read off the split below,
+        // not by splitting every name a second time.
+        if file.filename.ends_with(VARIANTS_JSON_SUFFIX) {
+            self.lists_variants = true;
             self.dropped.push((index, Dropped::Variant));
             return;
         }
@@ -160,6 +162,7 @@ impl FileGroups {
                 return;
             }
         };
+        self.lists_variants |= wheel.variant_label.is_some();
         let slot = if let Some(&slot) = self.slot_of_text.get(wheel.version) {
             slot
         } else {
@@ -258,6 +261,9 @@ impl FileGroups {
             for slot in &part.slots {
                 let into = slot_for(&mut merged.slots, slot.version.clone());
                 let into = &mut merged.slots[into];
+                // Reserved first: a filtered iterator promises no length, so each list grew
+                // by doubling, several hundred reallocations for a merged torch page.
+                into.neutral.reserve(slot.neutral.len());
                 into.neutral
                     .extend(slot.neutral.iter().filter_map(|&index| place(index)));
                 for (backend, wheels) in &slot.wheels {
@@ -267,7 +273,9 @@ impl FileGroups {
                             ..wheel.clone()
                         })
                     });
-                    into.wheels_of(backend.as_ref()).extend(placed);
+                    let into = into.wheels_of(backend.as_ref());
+                    into.reserve(wheels.len());
+                    into.extend(placed);
                 }
             }
             merged.grouped += places.iter().filter(|place| place.is_some()).count();
@@ -498,4 +506,36 @@ fn wheel_platform(platform_tags: &str) -> Option<Platform> {
         return None;
     };
     Some(Platform { os, arch })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::variants::choose::lists_variants;
+
+    #[test]
+    fn a_grouping_lists_variants_exactly_when_the_page_does() {
+        let names = [
+            "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "torch-2.9.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64-cu128.whl",
+            "torch-2.9.0-1-cp312-cp312-manylinux_2_28_x86_64-cu128.whl",
+            "torch-2.9.0-1-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64-Bad.whl",
+            "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64-cu128.WHL",
+            "torch-2.9.0-variants.json",
+            "torch-2.9.0.tar.gz",
+            "torch-notaversion-cp312-cp312-any-cu128.whl",
+            "torch-2.9.0-cp312-cp312-any-x-y.whl",
+        ];
+        for name in names {
+            let files = [FileRef {
+                filename: name,
+                url: "/whl/cu128/x.whl",
+            }];
+            let mut groups = FileGroups::default();
+            groups.add(&files);
+            assert_eq!(groups.lists_variants(), lists_variants(&files), "{name}");
+        }
+    }
 }
