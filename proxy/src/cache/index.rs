@@ -43,7 +43,7 @@ use crate::cache::files::Bucket;
 use crate::cpu_pool::CpuPool;
 use crate::metrics::{IndexOutcome, PageRejection};
 use crate::sync::lock;
-use crate::upstream::{PageResponse, UpstreamClient, UpstreamError, Validators, redact};
+use crate::upstream::{PageBody, PageResponse, UpstreamClient, UpstreamError, Validators, redact};
 
 use self::admit::{Verdict, admit};
 use self::arriving::ArrivingPage;
@@ -502,15 +502,17 @@ impl Inner {
                 content_type,
                 validators,
             }) => {
+                // Its body is put in once the reader gives it back (`arriving.rs`).
                 let stored = StoredPage {
                     url: url.to_string(),
                     content_type,
-                    body,
+                    body: String::new(),
                     etag: validators.etag,
                     last_modified: validators.last_modified,
                     fetched_at_secs: now_secs(),
                 };
-                self.take_fresh(client, url, cached, stored, arriving).await
+                self.take_fresh(client, url, cached, (stored, body), arriving)
+                    .await
             }
             Ok(PageResponse::NotModified) => {
                 let Some(old) = cached else { return Ok(None) };
@@ -560,11 +562,11 @@ impl Inner {
         client: &UpstreamClient,
         url: &str,
         cached: Option<Arc<CachedPage>>,
-        stored: StoredPage,
+        (stored, body): (StoredPage, PageBody),
         arriving: ArrivingPage,
     ) -> Result<Option<Arc<CachedPage>>, IndexError> {
-        let stored = Arc::new(stored);
-        let (parsed, groups) = match arriving.finish(&stored).await {
+        let (stored, parsing) = arriving.finish(stored, body).await;
+        let (parsed, groups) = match parsing {
             Ok((page, groups)) => (Ok(page), groups),
             Err(err) => (Err(err), None),
         };

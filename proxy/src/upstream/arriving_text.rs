@@ -22,6 +22,7 @@ impl ArrivingText {
     }
 
     /// Bytes received so far.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         match &self.broken {
             Some(bytes) => bytes.len(),

@@ -167,6 +167,39 @@ pub trait BodyReader: Send {
     fn begin(&mut self, content_type: &str, length: Option<usize>);
     /// The body's next bytes.
     fn arrived(&mut self, chunk: &bytes::Bytes);
+    /// Whether it keeps the body's text itself, so that the fetch need not: the body then comes
+    /// back as the chunks it arrived in ([`PageBody::Chunks`]), shared, not copied.
+    fn keeps_text(&self) -> bool {
+        false
+    }
+}
+
+/// A page's body as the fetch hands it over.
+#[derive(Debug)]
+pub enum PageBody {
+    /// The whole text.
+    Text(String),
+    /// The chunks it arrived in, when its reader kept the text ([`BodyReader::keeps_text`]):
+    /// copying a real-size torch page here as well as on the parser threads cost the
+    /// connection's thread a sixth of its work for a cold merged page.
+    Chunks(Vec<bytes::Bytes>),
+}
+
+impl PageBody {
+    /// The whole text; bytes that are not UTF-8 become U+FFFD.
+    pub fn into_text(self) -> String {
+        match self {
+            PageBody::Text(text) => text,
+            PageBody::Chunks(chunks) => {
+                let length = chunks.iter().map(bytes::Bytes::len).sum();
+                let mut text = ArrivingText::with_capacity(length);
+                for chunk in &chunks {
+                    text.push(chunk);
+                }
+                text.finish()
+            }
+        }
+    }
 }
 
 /// The answer to a page request.
@@ -174,7 +207,7 @@ pub trait BodyReader: Send {
 pub enum PageResponse {
     /// A new body.
     Fresh {
-        body: String,
+        body: PageBody,
         content_type: String,
         validators: Validators,
     },
@@ -483,10 +516,13 @@ impl UpstreamClient {
             return Err(too_large());
         }
         let length = announced.and_then(|len| usize::try_from(len).ok());
-        let mut body = ArrivingText::with_capacity(length.unwrap_or(0));
         if let Some(reader) = reader.as_deref_mut() {
             reader.begin(&content_type, length);
         }
+        let kept = reader.as_deref().is_some_and(BodyReader::keeps_text);
+        let mut text = ArrivingText::with_capacity(if kept { 0 } else { length.unwrap_or(0) });
+        let mut chunks = Vec::new();
+        let mut received = 0usize;
         let truncated = |received: usize| UpstreamError::Truncated {
             url: redact(url),
             expected: announced.unwrap_or(0),
@@ -497,31 +533,35 @@ impl UpstreamClient {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => break,
                 // The connection closed before the announced length: a page cut short.
-                Err(_) if announced.is_some_and(|n| (body.len() as u64) < n) => {
-                    return Err(truncated(body.len()));
+                Err(_) if announced.is_some_and(|n| (received as u64) < n) => {
+                    return Err(truncated(received));
                 }
                 Err(source) => return Err(request_error(source)),
             };
-            if u64::try_from(body.len() + chunk.len()).unwrap_or(u64::MAX) > self.max_page_bytes {
+            if u64::try_from(received + chunk.len()).unwrap_or(u64::MAX) > self.max_page_bytes {
                 return Err(too_large());
             }
             if let Some(reader) = reader.as_deref_mut() {
                 reader.arrived(&chunk);
             }
-            body.push(&chunk);
+            received += chunk.len();
+            if kept {
+                chunks.push(chunk);
+            } else {
+                text.push(&chunk);
+            }
         }
-        let received = u64::try_from(body.len()).unwrap_or(u64::MAX);
         if let Some(expected) = announced
-            && expected != received
+            && expected != u64::try_from(received).unwrap_or(u64::MAX)
         {
-            return Err(UpstreamError::Truncated {
-                url: redact(url),
-                expected,
-                received,
-            });
+            return Err(truncated(received));
         }
         Ok(PageResponse::Fresh {
-            body: body.finish(),
+            body: if kept {
+                PageBody::Chunks(chunks)
+            } else {
+                PageBody::Text(text.finish())
+            },
             content_type,
             validators,
         })

@@ -13,5 +13,6 @@ pub use access::{AccessError, OriginAccess, resolve as resolve_access, resolve_s
 
 pub use breaker::{Admission, BreakerSettings, BreakerView, Breakers, RequestKind};
 pub use client::{
-    BodyReader, ClientSettings, PageResponse, UpstreamClient, UpstreamError, Validators, redact,
+    BodyReader, ClientSettings, PageBody, PageResponse, UpstreamClient, UpstreamError, Validators,
+    redact,
 };

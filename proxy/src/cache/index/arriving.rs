@@ -34,7 +34,7 @@ use super::parse;
 use super::stored::StoredPage;
 use crate::cpu_pool::CpuPool;
 use crate::sync::lock;
-use crate::upstream::{ArrivingText, BodyReader};
+use crate::upstream::{ArrivingText, BodyReader, PageBody};
 
 mod tail;
 
@@ -72,8 +72,9 @@ struct Queued {
 }
 
 struct Finish {
-    stored: Arc<StoredPage>,
-    page: tokio::sync::oneshot::Sender<Parsing>,
+    /// The answer without its body, which the read's text becomes.
+    shell: StoredPage,
+    page: tokio::sync::oneshot::Sender<(Arc<StoredPage>, Parsing)>,
 }
 
 struct Parsed {
@@ -98,43 +99,79 @@ impl ArrivingPage {
         }
     }
 
-    /// `stored` (the whole answer) parsed: what was read as it arrived, finished, on the parser
-    /// threads; where nothing was, the whole body, there or here by its size.
-    pub(super) async fn finish(mut self, stored: &Arc<StoredPage>) -> Parsing {
+    /// The answer (`shell`, its body apart) made whole and parsed. A body read as it arrived
+    /// ([`PageBody::Chunks`]) is finished on the parser threads, where its text already is, and
+    /// comes back as the stored page's body; a whole one is parsed there or here by its size.
+    pub(super) async fn finish(
+        mut self,
+        shell: StoredPage,
+        body: PageBody,
+    ) -> (Arc<StoredPage>, Parsing) {
         let grouped = self.grouped;
-        let Some(parsers) = self.parsers.take() else {
-            return parse_grouped(stored, grouped);
+        let parsers = self.parsers.take();
+        let reading = self.html.take();
+        let chunks = match body {
+            PageBody::Text(text) => {
+                if let Some(reading) = &reading {
+                    reading.done.store(true, Ordering::Relaxed);
+                }
+                let stored = Arc::new(StoredPage {
+                    body: text,
+                    ..shell
+                });
+                let parsed = parse_whole(parsers.as_ref(), &stored, grouped).await;
+                return (stored, parsed);
+            }
+            PageBody::Chunks(chunks) => chunks,
         };
-        match self.html.take() {
-            Some(reading) if !super::is_json(&stored.content_type) => {
-                let (page, parsed) = tokio::sync::oneshot::channel();
-                let finish = Finish {
-                    stored: Arc::clone(stored),
-                    page,
-                };
-                let start = {
-                    let mut queued = lock(&reading.queued);
-                    queued.finish = Some(finish);
-                    !std::mem::replace(&mut queued.reading, true)
-                };
-                if start {
-                    let reading = Arc::clone(&reading);
-                    parsers.spawn(move || reading.read_queued());
-                }
-                if let Ok(page) = parsed.await {
-                    page
-                } else {
-                    // The read panicked: the whole body, parsed again.
-                    let stored = Arc::clone(stored);
-                    parsers.run(move || parse_grouped(&stored, grouped)).await
-                }
-            }
-            _ if stored.body.len() <= FINISH_HERE_BYTES => parse_grouped(stored, grouped),
-            _ => {
-                let stored = Arc::clone(stored);
-                parsers.run(move || parse_grouped(&stored, grouped)).await
-            }
+        let (Some(parsers), Some(reading)) = (parsers, reading) else {
+            // Kept for a reader that is gone: made whole here.
+            let body = PageBody::Chunks(chunks).into_text();
+            let stored = Arc::new(StoredPage { body, ..shell });
+            return (Arc::clone(&stored), parse_grouped(&stored, grouped));
+        };
+        let fallback = StoredPage {
+            body: String::new(),
+            ..shell.clone()
+        };
+        let (page, parsed) = tokio::sync::oneshot::channel();
+        let start = {
+            let mut queued = lock(&reading.queued);
+            queued.finish = Some(Finish { shell, page });
+            !std::mem::replace(&mut queued.reading, true)
+        };
+        if start {
+            let reading = Arc::clone(&reading);
+            parsers.spawn(move || reading.read_queued());
         }
+        if let Ok(done) = parsed.await {
+            return done;
+        }
+        // The read panicked: the body made whole from its chunks, and parsed again.
+        let stored = Arc::new(StoredPage {
+            body: PageBody::Chunks(chunks).into_text(),
+            ..fallback
+        });
+        let parsed = {
+            let stored = Arc::clone(&stored);
+            parsers.run(move || parse_grouped(&stored, grouped)).await
+        };
+        (stored, parsed)
+    }
+}
+
+/// `stored` parsed whole: here when it is small or there are no parser threads, else there.
+async fn parse_whole(
+    parsers: Option<&CpuPool>,
+    stored: &Arc<StoredPage>,
+    grouped: bool,
+) -> Parsing {
+    match parsers {
+        Some(parsers) if stored.body.len() > FINISH_HERE_BYTES => {
+            let stored = Arc::clone(stored);
+            parsers.run(move || parse_grouped(&stored, grouped)).await
+        }
+        _ => parse_grouped(stored, grouped),
     }
 }
 
@@ -170,6 +207,10 @@ impl BodyReader for ArrivingPage {
                 done: AtomicBool::new(false),
             }));
         }
+    }
+
+    fn keeps_text(&self) -> bool {
+        self.html.is_some()
     }
 
     fn arrived(&mut self, chunk: &Bytes) {
@@ -211,18 +252,27 @@ impl Reading {
                 let mut queued = lock(&self.queued);
                 if let Some(finish) = queued.finish.take() {
                     queued.reading = false;
+                    let rest = std::mem::take(&mut queued.chunks);
                     drop(queued);
                     self.done.store(true, Ordering::Relaxed);
-                    // The chunks still queued are in the whole body, which the reader reads on
-                    // from where it stopped.
+                    // The text, with the chunks still queued, is the whole body: the stored
+                    // page's, which the reader reads on from where it stopped.
+                    for chunk in &rest {
+                        text.push(chunk);
+                    }
+                    let body = std::mem::replace(text, ArrivingText::with_capacity(0)).finish();
+                    let stored = Arc::new(StoredPage {
+                        body,
+                        ..finish.shell
+                    });
                     let page = tail::finish(
                         std::mem::take(reader),
-                        &finish.stored,
+                        &stored,
                         groups.take(),
                         &self.parsers,
                     );
                     // Nobody waits for it when the request went away meanwhile.
-                    let _ = finish.page.send(page);
+                    let _ = finish.page.send((stored, page));
                     return;
                 }
                 if queued.chunks.is_empty() {
@@ -289,13 +339,28 @@ mod tests {
 
     fn stored(content_type: &str, body: &str) -> Arc<StoredPage> {
         Arc::new(StoredPage {
+            body: body.to_string(),
+            ..shell(content_type)
+        })
+    }
+
+    /// An answer without its body, as the fetch hands it to `finish`.
+    fn shell(content_type: &str) -> StoredPage {
+        StoredPage {
             url: "http://upstream.test/whl/torch/".to_string(),
             content_type: content_type.to_string(),
-            body: body.to_string(),
+            body: String::new(),
             etag: None,
             last_modified: None,
             fetched_at_secs: 0,
-        })
+        }
+    }
+
+    fn chunks(body: &str, size: usize) -> Vec<Bytes> {
+        body.as_bytes()
+            .chunks(size)
+            .map(Bytes::copy_from_slice)
+            .collect()
     }
 
     /// `body` fed in chunks of `size` (after a first attempt cut short, which a retry replaces)
@@ -307,14 +372,21 @@ mod tests {
             page.arrived(&Bytes::copy_from_slice(chunk));
         }
         page.begin("text/html", None);
-        for chunk in body.as_bytes().chunks(size) {
-            page.arrived(&Bytes::copy_from_slice(chunk));
+        assert!(page.keeps_text(), "an HTML page read on the parser threads");
+        let arrived = chunks(body, size);
+        for chunk in &arrived {
+            page.arrived(chunk);
             // Some steps wait for the parser threads to catch up, some do not.
             if chunk.len() % 3 == 0 {
                 tokio::task::yield_now().await;
             }
         }
-        page.finish(&stored("text/html", body)).await.unwrap()
+        let (stored, parsed) = page
+            .finish(shell("text/html"), PageBody::Chunks(arrived))
+            .await;
+        // The text the read kept is the stored page's body.
+        assert_eq!(stored.body, body);
+        parsed.unwrap()
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -365,22 +437,26 @@ mod tests {
         });
         let body = wheelgate_testdata::torch_page_html();
         let mut page = ArrivingPage::new(Some(parsers.clone()), false);
-        page.begin("text/html", None);
-        for chunk in body.as_bytes().chunks(100_000) {
-            page.arrived(&Bytes::copy_from_slice(chunk));
+        page.begin("text/html", Some(body.len()));
+        let arrived = chunks(&body, 100_000);
+        for chunk in &arrived {
+            page.arrived(chunk);
         }
         let reading = Arc::clone(page.html.as_ref().unwrap());
-        let stored = stored("text/html", &body);
-        let finishing = tokio::spawn({
-            let stored = Arc::clone(&stored);
-            async move { page.finish(&stored).await }
+        let finishing = tokio::spawn(async move {
+            page.finish(shell("text/html"), PageBody::Chunks(arrived))
+                .await
         });
         while lock(&reading.queued).finish.is_none() {
             tokio::task::yield_now().await;
         }
         assert!(lock(&reading.queued).reading, "the read is still queued");
         release.send(()).unwrap();
-        let (finished, groups) = finishing.await.unwrap().unwrap();
+        let (stored, parsed) = finishing.await.unwrap();
+        assert_eq!(stored.body, body);
+        // Of its announced length: sized once, never grown.
+        assert_eq!(stored.body.capacity(), body.len());
+        let (finished, groups) = parsed.unwrap();
         assert_eq!(finished, parse(&stored).unwrap());
         assert!(groups.is_none(), "not asked to be grouped");
         assert!(lock(&reading.queued).finish.is_none());
@@ -394,10 +470,15 @@ mod tests {
         page.begin("application/vnd.pypi.simple.v1+json", None);
         page.arrived(&Bytes::from_static(json.as_bytes()));
         assert!(page.html.is_none(), "JSON is not read as it arrives");
-        let (json_page, groups) = page
-            .finish(&stored("application/vnd.pypi.simple.v1+json", json))
-            .await
-            .unwrap();
+        assert!(!page.keeps_text(), "the fetch keeps a JSON page's text");
+        let (stored, parsed) = page
+            .finish(
+                shell("application/vnd.pypi.simple.v1+json"),
+                PageBody::Text(json.to_string()),
+            )
+            .await;
+        assert_eq!(stored.body, json);
+        let (json_page, groups) = parsed.unwrap();
         assert_eq!(json_page.files[0].filename, "demo-1.0.tar.gz");
         assert_eq!(groups.map(|groups| groups.len()), Some(1), "grouped whole");
 
@@ -405,8 +486,42 @@ mod tests {
         let mut page = ArrivingPage::new(None, true);
         page.begin("text/html", None);
         page.arrived(&Bytes::from_static(html.as_bytes()));
-        let (html_page, groups) = page.finish(&stored("text/html", html)).await.unwrap();
+        assert!(!page.keeps_text(), "no parser threads read it");
+        let (_, parsed) = page
+            .finish(shell("text/html"), PageBody::Text(html.to_string()))
+            .await;
+        let (html_page, groups) = parsed.unwrap();
         assert_eq!(html_page.files[0].filename, "demo-1.0.tar.gz");
         assert_eq!(groups.map(|groups| groups.len()), Some(1), "grouped whole");
+    }
+
+    /// A read that ends without finishing (a panic in it) loses nothing: the body is made
+    /// whole from the chunks the fetch kept, and parsed again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_body_whose_read_was_abandoned_is_made_whole_from_its_chunks() {
+        let parsers = CpuPool::start("test-parse", 1, || {}).unwrap();
+        let body = wheelgate_testdata::torch_page_html();
+        let mut page = ArrivingPage::new(Some(parsers), true);
+        page.begin("text/html", Some(body.len()));
+        let arrived = chunks(&body, 65_536);
+        for chunk in &arrived {
+            page.arrived(chunk);
+        }
+        // What a panic in the read leaves (`AbandonedOnPanic`).
+        page.html
+            .as_ref()
+            .unwrap()
+            .done
+            .store(true, Ordering::Relaxed);
+        let (stored, parsed) = page
+            .finish(shell("text/html"), PageBody::Chunks(arrived))
+            .await;
+        assert_eq!(stored.body, body);
+        let (finished, groups) = parsed.unwrap();
+        assert_eq!(finished, parse(&stored).unwrap());
+        assert_eq!(
+            groups.map(|groups| groups.len()),
+            Some(finished.files.len())
+        );
     }
 }

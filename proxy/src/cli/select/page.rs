@@ -186,7 +186,7 @@ impl Remote {
         match response {
             PageResponse::Fresh {
                 body, content_type, ..
-            } => Ok((body, content_type)),
+            } => Ok((body.into_text(), content_type)),
             PageResponse::NotFound => Err(IndexArgError::NotFound {
                 url: redact(url),
                 project: project.to_string(),
