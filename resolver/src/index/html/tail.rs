@@ -255,13 +255,11 @@ mod tests {
 
     /// A page of plain anchors, about 100 bytes each.
     fn anchors_page() -> String {
-        use std::fmt::Write as _;
         let mut page = String::new();
         for n in 0..300 {
-            let _ = writeln!(
-                page,
-                "<a href=\"/f/demo-{n}.0.tar.gz\">demo-{n}.0.tar.gz</a><br/>"
-            );
+            page.push_str(&format!(
+                "<a href=\"/f/demo-{n}.0.tar.gz\">demo-{n}.0.tar.gz</a><br/>\n"
+            ));
         }
         page
     }
