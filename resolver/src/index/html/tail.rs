@@ -255,12 +255,8 @@ mod tests {
 
     /// A page of plain anchors, about 100 bytes each.
     fn anchors_page() -> String {
-        let mut page = String::new();
-        for n in 0..300 {
-            page.push_str(&format!(
-                "<a href=\"/f/demo-{n}.0.tar.gz\">demo-{n}.0.tar.gz</a><br/>\n"
-            ));
-        }
-        page
+        (0..300)
+            .map(|n| format!("<a href=\"/f/demo-{n}.0.tar.gz\">demo-{n}.0.tar.gz</a><br/>\n"))
+            .collect()
     }
 }
