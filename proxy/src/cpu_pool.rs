@@ -13,7 +13,6 @@
 //! tokio's blocking pool does, cost that request its creation and its fresh memory's faults.
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 
@@ -26,8 +25,6 @@ type Job = Box<dyn FnOnce() + Send>;
 #[derive(Clone)]
 pub struct CpuPool {
     jobs: Arc<Mutex<Sender<Job>>>,
-    /// How many threads wait for a job.
-    idle: Arc<AtomicUsize>,
 }
 
 impl CpuPool {
@@ -40,19 +37,17 @@ impl CpuPool {
     ) -> std::io::Result<CpuPool> {
         let (jobs, queue) = channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
-        let idle = Arc::new(AtomicUsize::new(0));
         let prepare = Arc::new(prepare);
         let (ready, prepared) = channel::<()>();
         let threads = threads.max(1);
         for index in 0..threads {
             let (queue, prepare, ready) = (Arc::clone(&queue), Arc::clone(&prepare), ready.clone());
-            let idle = Arc::clone(&idle);
             std::thread::Builder::new()
                 .name(format!("{name}-{index}"))
                 .spawn(move || {
                     prepare();
                     let _ = ready.send(());
-                    work(&queue, &idle);
+                    work(&queue);
                 })?;
         }
         drop(ready);
@@ -64,14 +59,7 @@ impl CpuPool {
         }
         Ok(CpuPool {
             jobs: Arc::new(Mutex::new(jobs)),
-            idle,
         })
-    }
-
-    /// How many of the threads wait for a job now: a job queued would start at once on one of
-    /// them (a moment later it may not).
-    pub fn idle_threads(&self) -> usize {
-        self.idle.load(Ordering::Relaxed)
     }
 
     /// Runs `job` on one of the threads without waiting for it; here when every thread is
@@ -105,13 +93,10 @@ impl CpuPool {
     }
 }
 
-fn work(queue: &Mutex<Receiver<Job>>, idle: &AtomicUsize) {
+fn work(queue: &Mutex<Receiver<Job>>) {
     loop {
-        idle.fetch_add(1, Ordering::Relaxed);
         // The lock is held only to take one job; the next thread waits for the one after.
-        let taken = lock(queue).recv();
-        idle.fetch_sub(1, Ordering::Relaxed);
-        let Ok(job) = taken else { return };
+        let Ok(job) = lock(queue).recv() else { return };
         job();
     }
 }
@@ -119,6 +104,7 @@ fn work(queue: &Mutex<Receiver<Job>>, idle: &AtomicUsize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[tokio::test]
     async fn runs_jobs_on_its_threads_after_preparing_each() {
@@ -157,24 +143,5 @@ mod tests {
         let err = caller.await.unwrap_err();
         assert!(err.is_panic());
         assert_eq!(pool.run(|| 7).await, 7, "the one thread survived the panic");
-    }
-
-    #[tokio::test]
-    async fn it_counts_the_threads_waiting_for_a_job() {
-        let pool = CpuPool::start("test-pool", 2, || {}).unwrap();
-        let settled = |want: usize| {
-            (0..1000).any(|_| {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-                pool.idle_threads() == want
-            })
-        };
-        assert!(settled(2), "both threads wait");
-        let (release, held) = std::sync::mpsc::channel::<()>();
-        pool.spawn(move || {
-            let _ = held.recv();
-        });
-        assert!(settled(1), "one thread runs the job");
-        release.send(()).unwrap();
-        assert!(settled(2), "and waits again once it is done");
     }
 }

@@ -56,17 +56,6 @@ impl ProjectHtmlReader {
     /// of an `<a ` tag about halfway through what this reader has not read, when that is at
     /// least `min_rest` bytes; `None` otherwise, or when the page failed already.
     pub fn split_point(&self, content: &str, min_rest: usize) -> Option<usize> {
-        self.split_point_leaving(content, min_rest, 2)
-    }
-
-    /// As [`ProjectHtmlReader::split_point`], with about one `parts`-th of the rest left to
-    /// the tail (2: halfway; 3: a third): less for a second reader expected to start late.
-    pub fn split_point_leaving(
-        &self,
-        content: &str,
-        min_rest: usize,
-        parts: usize,
-    ) -> Option<usize> {
         if self.error.is_some() {
             return None;
         }
@@ -74,9 +63,9 @@ impl ProjectHtmlReader {
         if rest < min_rest {
             return None;
         }
-        let split = self.walk.pos + rest - rest / parts.max(1);
-        let after = content.as_bytes().get(split..)?;
-        memchr::memmem::find(after, b"<a ").map(|at| split + at)
+        let middle = self.walk.pos + rest / 2;
+        let after = content.as_bytes().get(middle..)?;
+        memchr::memmem::find(after, b"<a ").map(|at| middle + at)
     }
 
     /// Reads `content` (the whole page) up to `to`, where a tail's reader starts: the part of
@@ -234,29 +223,5 @@ mod tests {
             assert!(joined);
             assert_eq!(page, whole);
         }
-    }
-
-    #[test]
-    fn a_split_leaves_the_tail_the_share_asked_for() {
-        let body = anchors_page();
-        let reader = ProjectHtmlReader::default();
-        let half = reader.split_point(&body, 0).unwrap();
-        let third = reader.split_point_leaving(&body, 0, 3).unwrap();
-        assert_eq!(Some(half), reader.split_point_leaving(&body, 0, 2));
-        let near = |at: usize, want: usize| at.abs_diff(want) < 200;
-        assert!(near(half, body.len() / 2), "{half} of {}", body.len());
-        assert!(
-            near(third, body.len() - body.len() / 3),
-            "{third} of {}",
-            body.len()
-        );
-        assert!(body[third..].starts_with("<a "));
-    }
-
-    /// A page of plain anchors, about 100 bytes each.
-    fn anchors_page() -> String {
-        (0..300)
-            .map(|n| format!("<a href=\"/f/demo-{n}.0.tar.gz\">demo-{n}.0.tar.gz</a><br/>\n"))
-            .collect()
     }
 }

@@ -37,12 +37,7 @@ pub(super) fn finish(
     parsers: &CpuPool,
 ) -> Parsing {
     let body = &stored.body;
-    // A thread free now starts the tail at once: halfway. With every other thread busy (the
-    // other page of a merged request still parsing) the tail starts only when one is done,
-    // and a half read from then kept this thread idle, waiting for it, for up to 1.4 ms of a
-    // cold merged torch page (`perf` on every CPU): a third then.
-    let parts = if parsers.idle_threads() > 0 { 2 } else { 3 };
-    let Some(from) = reader.split_point_leaving(body, SPLIT_FROM_BYTES, parts) else {
+    let Some(from) = reader.split_point(body, SPLIT_FROM_BYTES) else {
         return finish_here(reader, body, groups);
     };
     let tail = Arc::new(TailRead {
