@@ -130,10 +130,8 @@ impl ArrivingPage {
             let stored = Arc::new(StoredPage { body, ..shell });
             return (Arc::clone(&stored), parse_grouped(&stored, grouped));
         };
-        let fallback = StoredPage {
-            body: String::new(),
-            ..shell.clone()
-        };
+        // The shell has no body: a copy of it is a few short strings.
+        let fallback = shell.clone();
         let (page, parsed) = tokio::sync::oneshot::channel();
         let start = {
             let mut queued = lock(&reading.queued);
