@@ -25,6 +25,7 @@ type Job = Box<dyn FnOnce() + Send>;
 #[derive(Clone)]
 pub struct CpuPool {
     jobs: Arc<Mutex<Sender<Job>>>,
+    threads: usize,
 }
 
 impl CpuPool {
@@ -59,7 +60,13 @@ impl CpuPool {
         }
         Ok(CpuPool {
             jobs: Arc::new(Mutex::new(jobs)),
+            threads,
         })
+    }
+
+    /// How many threads it started.
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
     /// Runs `job` on one of the threads without waiting for it; here when every thread is
@@ -119,6 +126,7 @@ mod tests {
             3,
             "start waits for every thread"
         );
+        assert_eq!(pool.threads(), 3);
         let names = futures_util::future::join_all((0..8).map(|i| {
             let pool = pool.clone();
             async move {

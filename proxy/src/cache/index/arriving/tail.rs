@@ -1,17 +1,17 @@
-//! A large page's last step on two parser threads: the tail of what is left, from an `<a` tag
-//! about halfway, read and grouped on the other thread while this one reads up to it
-//! (`HtmlTail` in the resolver says when the two join, and the page is the same either way).
+//! A large page's last step on every parser thread: what is left of it cut at `<a` tags into
+//! pieces, each read and grouped by whichever thread takes it next, while this one reads the
+//! first (`HtmlTail` in the resolver says when the pieces join, and the page is the same either
+//! way).
 //!
 //! A cold torch page mostly arrives before the parser threads get a core (the connection's
 //! thread and the upstream take both while the bytes come in), so the finishing step parses
-//! most of the page, on one thread, while the other, done with PyPI's smaller page, waits.
-//! With the tail on the other thread the halves run side by side (in a loop, 1.04 ms for the
-//! real-size page against 1.25 whole: the tail's files, made there, are moved and later freed
-//! across threads; in fresh servers the two parsers' CPU times came out even).
+//! most of the page. Cut in two halves, the second waited for the other thread, busy with
+//! PyPI's smaller page, and then often ran alone at the end while the first thread idled (up to
+//! a millisecond, in `perf` timelines of fresh servers). Cut in pieces that the threads take in
+//! turn, they end within a piece of each other, whichever was busy first.
 //!
-//! Nothing waits on a thread that may never come: when this thread is done with its part and
-//! the tail has not started (the other thread is busy, or there is only one), it reads the
-//! tail itself.
+//! Nothing waits on a thread that may never come: this thread takes pieces in turn too, and at
+//! the end waits only for pieces another thread has started.
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
@@ -23,13 +23,17 @@ use crate::cache::index::stored::StoredPage;
 use crate::cpu_pool::CpuPool;
 use crate::sync::lock;
 
-/// What is left of a page is split when at least this much is: the tail's round trip to the
-/// other thread (a few tens of microseconds) against half of what is left (a millisecond for
-/// a third of a megabyte, in a fresh server).
-const SPLIT_FROM_BYTES: usize = 128 * 1024;
+/// The least a piece holds: each costs a round trip to another thread (a few tens of
+/// microseconds) and a grouping of its own, joined here; a piece this size parses in about
+/// 0.15 ms in a fresh server.
+const PIECE_BYTES: usize = 64 * 1024;
 
-/// The page `reader` read so far, finished from `stored` (its whole body): the tail of what is
-/// left on another of `parsers` when that is large, and grouped when `groups` is.
+/// The most pieces per parser thread: enough that the threads end within a small piece of each
+/// other, however busy each was when the rest was cut.
+const PIECES_PER_THREAD: usize = 4;
+
+/// The page `reader` read so far, finished from `stored` (its whole body): what is left cut
+/// into pieces read on every one of `parsers` when it is large, and grouped when `groups` is.
 pub(super) fn finish(
     mut reader: ProjectHtmlReader,
     stored: &Arc<StoredPage>,
@@ -37,37 +41,41 @@ pub(super) fn finish(
     parsers: &CpuPool,
 ) -> Parsing {
     let body = &stored.body;
-    let Some(from) = reader.split_point(body, SPLIT_FROM_BYTES) else {
+    let threads = parsers.threads();
+    let points = if threads > 1 {
+        reader.split_points(body, PIECE_BYTES, PIECES_PER_THREAD * threads)
+    } else {
+        Vec::new()
+    };
+    let Some(&first) = points.first() else {
         return finish_here(reader, body, groups);
     };
-    let tail = Arc::new(TailRead {
-        stored: Arc::clone(stored),
-        from,
-        grouped: groups.is_some(),
-        state: Mutex::new(State::Waiting),
-        done: Condvar::new(),
-    });
-    {
-        let tail = Arc::clone(&tail);
-        parsers.spawn(move || tail.run());
+    let pieces = Arc::new(Pieces::new(Arc::clone(stored), points, groups.is_some()));
+    for _ in 1..threads {
+        let pieces = Arc::clone(&pieces);
+        parsers.spawn(move || pieces.take_turns());
     }
-    reader.read_until(body, from);
+    reader.read_until(body, first);
     let mut head_groups = groups;
     if let Some(groups) = &mut head_groups {
         group_rest(groups, reader.files());
     }
-    let (tail, tail_groups) = tail.take();
-    let (page, joined) = reader.finish_with(body, tail)?;
-    let groups = match (head_groups, tail_groups) {
-        (Some(mut head), Some(tail)) if joined => {
-            head.append(tail);
+    pieces.take_turns();
+    let (read, piece_groups): (Vec<HtmlTail>, Vec<Option<FileGroups>>) =
+        pieces.collect().into_iter().unzip();
+    let (page, joined) = reader.finish_with(body, read)?;
+    let groups = match head_groups {
+        Some(mut head) if joined => {
+            for piece in piece_groups.into_iter().flatten() {
+                head.append(piece);
+            }
             Some(head)
         }
-        (Some(mut groups), _) => {
+        Some(mut groups) => {
             group_rest(&mut groups, &page.files);
             Some(groups)
         }
-        (None, _) => None,
+        None => None,
     };
     Ok((page, groups))
 }
@@ -83,84 +91,115 @@ fn finish_here(reader: ProjectHtmlReader, body: &str, groups: Option<FileGroups>
     })
 }
 
-/// The tail of one page, read by whichever thread comes first.
-struct TailRead {
+/// The pieces of one page after the first, each read by whichever thread takes it first.
+struct Pieces {
     stored: Arc<StoredPage>,
-    from: usize,
+    /// Where each piece starts; each runs to the next one's start, the last to the page's end.
+    starts: Vec<usize>,
     grouped: bool,
-    state: Mutex<State>,
+    state: Mutex<Vec<Piece>>,
     done: Condvar,
 }
 
-type TailParsed = (HtmlTail, Option<FileGroups>);
+type PieceParsed = (HtmlTail, Option<FileGroups>);
 
-enum State {
+enum Piece {
     Waiting,
     Reading,
-    Read(Box<TailParsed>),
+    Read(Box<PieceParsed>),
     Taken,
 }
 
-impl TailRead {
-    /// On the other thread: reads the tail unless the page's thread took it already.
-    fn run(&self) {
-        {
-            let mut state = lock(&self.state);
-            if !matches!(*state, State::Waiting) {
-                return;
-            }
-            *state = State::Reading;
+impl Pieces {
+    fn new(stored: Arc<StoredPage>, starts: Vec<usize>, grouped: bool) -> Pieces {
+        let state = starts.iter().map(|_| Piece::Waiting).collect();
+        Pieces {
+            stored,
+            starts,
+            grouped,
+            state: Mutex::new(state),
+            done: Condvar::new(),
         }
-        // A read that panics leaves the tail to the page's thread, which reads it again.
-        let _unwinding = AgainOnPanic(self);
-        let read = self.read();
-        *lock(&self.state) = State::Read(Box::new(read));
-        self.done.notify_all();
     }
 
-    fn read(&self) -> TailParsed {
-        let tail = HtmlTail::read(&self.stored.body, self.from);
+    /// Reads the next piece no thread has taken, until none is left.
+    fn take_turns(&self) {
+        loop {
+            let at = {
+                let mut state = lock(&self.state);
+                let Some(at) = state
+                    .iter()
+                    .position(|piece| matches!(piece, Piece::Waiting))
+                else {
+                    return;
+                };
+                state[at] = Piece::Reading;
+                at
+            };
+            // A read that panics leaves its piece to the page's thread, which reads it again.
+            let _unwinding = AgainOnPanic(self, at);
+            let read = self.read(at);
+            lock(&self.state)[at] = Piece::Read(Box::new(read));
+            self.done.notify_all();
+        }
+    }
+
+    fn read(&self, at: usize) -> PieceParsed {
+        let piece = HtmlTail::read(
+            &self.stored.body,
+            self.starts[at],
+            self.starts.get(at + 1).copied(),
+        );
         let groups = self.grouped.then(|| {
             let mut groups = FileGroups::default();
-            group_rest(&mut groups, tail.files());
+            group_rest(&mut groups, piece.files());
             groups
         });
-        (tail, groups)
+        (piece, groups)
     }
 
-    /// On the page's thread: the tail, read here when no other thread started it, else as soon
-    /// as that thread is done.
-    fn take(&self) -> TailParsed {
+    /// On the page's thread, once it found no piece left to take: every piece in page order,
+    /// waiting for those another thread is reading (one whose read panicked is read here).
+    fn collect(&self) -> Vec<PieceParsed> {
+        let mut collected = Vec::with_capacity(self.starts.len());
         let mut state = lock(&self.state);
-        loop {
-            match std::mem::replace(&mut *state, State::Taken) {
-                State::Reading => {
-                    *state = State::Reading;
-                    state = self
-                        .done
-                        .wait(state)
-                        .unwrap_or_else(PoisonError::into_inner);
-                }
-                State::Read(read) => return *read,
-                // Not started (or, never, taken twice): read here.
-                State::Waiting | State::Taken => {
-                    drop(state);
-                    return self.read();
+        for at in 0..self.starts.len() {
+            loop {
+                match std::mem::replace(&mut state[at], Piece::Taken) {
+                    Piece::Read(read) => {
+                        collected.push(*read);
+                        break;
+                    }
+                    Piece::Reading => {
+                        state[at] = Piece::Reading;
+                        state = self
+                            .done
+                            .wait(state)
+                            .unwrap_or_else(PoisonError::into_inner);
+                    }
+                    // Put back after a panic (or, never, taken twice): read here.
+                    Piece::Waiting | Piece::Taken => {
+                        drop(state);
+                        collected.push(self.read(at));
+                        state = lock(&self.state);
+                        break;
+                    }
                 }
             }
         }
+        collected
     }
 }
 
-/// Puts a tail whose read panicked back to waiting, and wakes the page's thread to read it.
-struct AgainOnPanic<'a>(&'a TailRead);
+/// Puts a piece whose read panicked back to waiting, and wakes the page's thread to read it.
+struct AgainOnPanic<'a>(&'a Pieces, usize);
 
 impl Drop for AgainOnPanic<'_> {
     fn drop(&mut self) {
         if !std::thread::panicking() {
             return;
         }
-        *lock(&self.0.state) = State::Waiting;
+        lock(&self.0.state)[self.1] = Piece::Waiting;
         self.0.done.notify_all();
     }
 }
@@ -181,11 +220,11 @@ mod tests {
         })
     }
 
-    /// The real-size torch page finished in two halves (after none, or a third, of it was read
-    /// as it arrived), on one parser thread and on two: the page parsed whole, and grouped so
+    /// The real-size torch page finished in pieces (after none, or a third, of it was read as
+    /// it arrived), on one parser thread, two and three: the page parsed whole, and grouped so
     /// that a machine gets what a selection of the whole page gives it.
     #[test]
-    fn a_large_rest_finished_in_two_halves_is_the_page_parsed_whole() {
+    fn a_large_rest_finished_in_pieces_is_the_page_parsed_whole() {
         let body = wheelgate_testdata::torch_page_html();
         let stored = stored(&body);
         let whole = super::super::parse(&stored).unwrap();
@@ -202,14 +241,15 @@ mod tests {
             "{:?}",
             select_page(catalog, &machine, &policy, "torch", &refs)
         );
-        for threads in [1, 2] {
+        for threads in [1, 2, 3] {
             let parsers = CpuPool::start("test-tail", threads, || {}).unwrap();
             for first in [0, body.len() / 3] {
                 let mut reader = ProjectHtmlReader::default();
                 reader.read(&body[..first]);
                 let mut groups = FileGroups::default();
                 group_rest(&mut groups, reader.files());
-                assert!(reader.split_point(&body, SPLIT_FROM_BYTES).is_some());
+                let points = reader.split_points(&body, PIECE_BYTES, PIECES_PER_THREAD * threads);
+                assert!(points.len() >= threads, "{points:?}");
                 let (page, groups) = finish(reader, &stored, Some(groups), &parsers).unwrap();
                 assert_eq!(page, whole, "{threads} threads, {first} bytes read first");
                 let groups = groups.expect("asked to be grouped");
@@ -220,24 +260,34 @@ mod tests {
         }
     }
 
-    /// A tail taken by the page's thread before the other thread came reads the same, and the
-    /// other thread then does nothing.
+    /// Pieces all taken by the page's thread before another thread came read the same, and the
+    /// other thread then does nothing; pieces never taken (as after a panic) are read by
+    /// `collect` itself.
     #[test]
-    fn a_tail_not_started_is_read_by_the_page_thread() {
+    fn pieces_not_started_elsewhere_are_read_by_the_page_thread() {
         let body = wheelgate_testdata::torch_page_html();
         let reader = ProjectHtmlReader::default();
-        let from = reader.split_point(&body, SPLIT_FROM_BYTES).unwrap();
-        let tail = TailRead {
-            stored: stored(&body),
-            from,
-            grouped: true,
-            state: Mutex::new(State::Waiting),
-            done: Condvar::new(),
-        };
-        let (read, groups) = tail.take();
-        assert!(!read.files().is_empty());
-        assert_eq!(groups.map(|groups| groups.len()), Some(read.files().len()));
-        tail.run();
-        assert!(matches!(*lock(&tail.state), State::Taken));
+        let starts = reader.split_points(&body, PIECE_BYTES, 4);
+        assert_eq!(starts.len(), 3);
+        let taken = Pieces::new(stored(&body), starts.clone(), true);
+        taken.take_turns();
+        let read = taken.collect();
+        taken.take_turns();
+        assert!(
+            lock(&taken.state)
+                .iter()
+                .all(|piece| matches!(piece, Piece::Taken))
+        );
+        let never_taken = Pieces::new(stored(&body), starts, true);
+        let read_in_collect = never_taken.collect();
+        assert_eq!(read.len(), 3);
+        for ((piece, groups), (again, _)) in read.iter().zip(&read_in_collect) {
+            assert!(!piece.files().is_empty());
+            assert_eq!(piece.files(), again.files());
+            assert_eq!(
+                groups.as_ref().map(FileGroups::len),
+                Some(piece.files().len())
+            );
+        }
     }
 }
