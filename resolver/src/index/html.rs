@@ -84,26 +84,48 @@ impl ProjectHtmlReader {
     /// Reads what `arrived`, the page so far, completes. Each call's text must begin with the
     /// previous call's.
     pub fn read(&mut self, arrived: &str) {
+        self.read_until_token_at(arrived, usize::MAX);
+    }
+
+    /// Reads what `arrived`, the page so far, completes, as [`read`](Self::read) does, but stops
+    /// at the first token `bytes` or more past where it began: a caller can see between steps
+    /// whether the page's end came meanwhile (and cut what is left for several threads). Says
+    /// whether it stopped there, with more to read.
+    pub fn read_step(&mut self, arrived: &str, bytes: usize) -> bool {
+        let until = self.walk.pos.saturating_add(bytes.max(1));
+        self.read_until_token_at(arrived, until)
+    }
+
+    /// Reads what `arrived` completes up to the first token starting at `until` or later; says
+    /// whether it stopped there.
+    fn read_until_token_at(&mut self, arrived: &str, until: usize) -> bool {
         if self.error.is_some() || arrived.len() > super::MAX_PAGE_BYTES {
-            return;
+            return false;
         }
         // A step reads the token it stopped at again from its start: it waits until at least
         // that much more has arrived, so that one huge token (an attribute never closed) fed a
         // few bytes at a time costs linear time, not quadratic.
         let pending = self.read_up_to.saturating_sub(self.walk.pos);
         if arrived.len() < self.read_up_to + pending {
-            return;
+            return false;
         }
-        self.read_up_to = arrived.len();
         let files = &mut self.files;
-        if let Err(err) = self
-            .walk
-            .advance(arrived, false, usize::MAX, |anchor, text| {
-                push_file(files, anchor, text)
-            })
-        {
+        if let Err(err) = self.walk.advance(arrived, false, until, |anchor, text| {
+            push_file(files, anchor, text)
+        }) {
+            self.read_up_to = arrived.len();
             self.error = Some(err);
+            return false;
         }
+        let stopped_at_until = self.walk.pos >= until;
+        // Stopped before `until`, the token there waits for more text; stopped at it, nothing
+        // is pending and the next step may go on at once.
+        self.read_up_to = if stopped_at_until {
+            self.walk.pos
+        } else {
+            arrived.len()
+        };
+        stopped_at_until
     }
 
     /// The files read so far, in page order: the first files of the finished page.

@@ -59,6 +59,18 @@ fn read_in_parts(page: &str, cuts: &[usize]) -> Result<ProjectPage, IndexParseEr
     reader.finish(page)
 }
 
+/// The page read in arrivals ending at each of `cuts` (ascending), each arrival read in steps
+/// of `step` bytes, then finished.
+fn read_in_steps(page: &str, cuts: &[usize], step: usize) -> Result<ProjectPage, IndexParseError> {
+    let mut reader = ProjectHtmlReader::default();
+    for &cut in cuts {
+        if let Some(prefix) = page.get(..cut) {
+            while reader.read_step(prefix, step) {}
+        }
+    }
+    reader.finish(page)
+}
+
 #[test]
 fn a_page_cut_at_any_byte_reads_as_the_whole_page() {
     for page in TRICKY {
@@ -131,6 +143,13 @@ fn the_real_size_torch_page_read_in_chunks_reads_as_the_whole_page() {
             "chunks of {chunk} bytes"
         );
     }
+    for step in [1_000, 65_536] {
+        let cuts = [page.len() / 3, page.len()];
+        assert!(
+            same(&read_in_steps(&page, &cuts, step), &whole),
+            "steps of {step} bytes"
+        );
+    }
 }
 
 proptest! {
@@ -140,6 +159,7 @@ proptest! {
     fn random_cuts_of_a_mutated_real_page_read_as_the_whole_page(
         edits in prop::collection::vec((any::<prop::sample::Index>(), prop::sample::select(vec!["<", ">", "\"", "'", "<!--", "-->", "</a>", "<a href=x-1.0.tar.gz>", "&", "&amp", "<script>", "é", " "])), 0..8),
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..24),
+        step in 1usize..4096,
     ) {
         let mut page = captured_page().unwrap_or_else(|| TRICKY[0].to_string());
         for (at, text) in edits {
@@ -154,6 +174,8 @@ proptest! {
         let whole = parse_project_html(&page);
         let parts = read_in_parts(&page, &cuts);
         prop_assert!(same(&parts, &whole), "cuts {:?}", cuts);
+        let steps = read_in_steps(&page, &cuts, step);
+        prop_assert!(same(&steps, &whole), "cuts {:?}, steps of {}", cuts, step);
     }
 }
 
@@ -170,4 +192,5 @@ fn a_token_longer_than_many_arrivals_reads_as_the_whole_page() {
     assert_eq!(whole.as_ref().map(|page| page.files.len()).ok(), Some(3));
     let cuts: Vec<usize> = (1..=page.len() / 1_000).map(|i| i * 1_000).collect();
     assert!(same(&read_in_parts(&page, &cuts), &whole));
+    assert!(same(&read_in_steps(&page, &cuts, 512), &whole));
 }
