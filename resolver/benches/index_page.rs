@@ -50,7 +50,7 @@ impl TailThread {
         let (read, tails) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for from in asked {
-                if read.send(HtmlTail::read(html, from)).is_err() {
+                if read.send(HtmlTail::read(html, from, None)).is_err() {
                     return;
                 }
             }
@@ -61,13 +61,16 @@ impl TailThread {
 
 fn parse_in_two_halves(html: &str, tails: &TailThread) -> wheelgate_resolver::index::ProjectPage {
     let mut reader = ProjectHtmlReader::for_length(html.len());
-    let from = reader
-        .split_point(html, 0)
+    let from = *reader
+        .split_points(html, 1, 2)
+        .first()
         .expect("a page of anchors splits");
     tails.from.send(from).expect("the tail thread runs");
     reader.read_until(html, from);
     let tail = tails.tails.recv().expect("the tail thread answers");
-    let (page, joined) = reader.finish_with(html, tail).expect("the page parses");
+    let (page, joined) = reader
+        .finish_with(html, vec![tail])
+        .expect("the page parses");
     assert!(joined, "the halves join on this page");
     page
 }
