@@ -291,7 +291,7 @@ impl FileGroups {
     /// Appends `tail`, the grouping of the files that follow these on the same page (grouped
     /// on its own, from index 0): the grouping adding them here would have made, the same
     /// slots in the same order. Takes `tail`'s parts rather than copying them, as `merged`
-    /// must for groupings it only borrows: a page read in two halves on two threads is joined
+    /// must for groupings it only borrows: a page read in pieces on several threads is joined
     /// on the thread its request waits for.
     pub fn append(&mut self, tail: FileGroups) {
         let offset = self.grouped;
