@@ -8,10 +8,11 @@
 //! thread and the upstream take both while the bytes come in), so the finishing step parses
 //! most of the page. Cut in two halves, the second waited for the other thread, busy with
 //! PyPI's smaller page, and then often ran alone at the end while the first thread idled (up to
-//! a millisecond, in `perf` timelines of fresh servers). Cut in pieces that the threads take in
-//! turn, they end within a piece of each other, whichever was busy first. (Taken in turn from
-//! the front by every thread, seven pieces of the torch page's eight were read elsewhere, and
-//! their files, moved into the page on this thread, cost 0.16 to 0.29 ms at the end.)
+//! a millisecond, in `perf` timelines of fresh servers). Cut in pieces, read from the front here
+//! and from the end elsewhere, the threads end within a piece of each other, whichever was busy
+//! first. (Taken in turn from the front by every thread, seven pieces of the torch page's eight
+//! were read elsewhere, and their files, moved into the page on this thread, cost 0.16 to
+//! 0.29 ms at the end.)
 //!
 //! Nothing waits on a thread that may never come: this thread reads every piece no other thread
 //! took, and at the end waits only for pieces another thread has started.
@@ -26,9 +27,9 @@ use crate::cache::index::stored::StoredPage;
 use crate::cpu_pool::CpuPool;
 use crate::sync::lock;
 
-/// The least a piece holds: each costs a round trip to another thread (a few tens of
-/// microseconds) and a grouping of its own, joined here; a piece this size parses in about
-/// 0.15 ms in a fresh server.
+/// The least a piece holds: one read elsewhere costs a round trip to another thread (a few
+/// tens of microseconds) and a grouping of its own, joined here; a piece this size parses in
+/// about 0.15 ms in a fresh server.
 const PIECE_BYTES: usize = 64 * 1024;
 
 /// The most pieces per parser thread: enough that the threads end within a small piece of each
