@@ -8,6 +8,14 @@ use pep440_rs::Version;
 
 use crate::backend::Backend;
 
+mod charset;
+
+pub use charset::is_valid_variant_label;
+use charset::{
+    Classes, valid_label_of, valid_name, valid_name_of, valid_tag_part, valid_tag_part_of,
+    valid_tag_set_of,
+};
+
 /// A wheel filename, split into its components.
 ///
 /// `{name}-{version}(-{build})?-{python}-{abi}-{platform}(-{variant label})?.whl`; the three tag
@@ -132,47 +140,6 @@ pub enum FilenameError {
     SdistWithoutVersion(String),
 }
 
-fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
-        && name.as_bytes()[0].is_ascii_alphanumeric()
-        && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric()
-}
-
-fn valid_tag_part(tag: &str) -> bool {
-    !tag.is_empty() && tag.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
-
-/// A compressed tag set (`manylinux_2_17_aarch64.manylinux2014_aarch64`): tag parts joined by
-/// single dots, each non-empty letters, digits and `_`.
-fn valid_tag_set(tags: &str) -> bool {
-    let mut part_empty = true;
-    for &byte in tags.as_bytes() {
-        if byte == b'.' {
-            if part_empty {
-                return false;
-            }
-            part_empty = true;
-        } else if byte.is_ascii_alphanumeric() || byte == b'_' {
-            part_empty = false;
-        } else {
-            return false;
-        }
-    }
-    !part_empty
-}
-
-/// Whether a PEP 825 variant label is well formed: `^[0-9a-z_.]+$`. PEP 825 dropped the old
-/// 16-character limit, so any length is accepted.
-pub fn is_valid_variant_label(label: &str) -> bool {
-    !label.is_empty()
-        && label
-            .bytes()
-            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase() || b == b'_' || b == b'.')
-}
-
 fn parse_version(filename: &str, text: &str) -> Result<Version, FilenameError> {
     text.parse::<Version>()
         .map_err(|err| FilenameError::InvalidVersion {
@@ -211,37 +178,43 @@ impl<'a> WheelParts<'a> {
         let stem = filename
             .strip_suffix(".whl")
             .ok_or_else(|| FilenameError::UnknownExtension(filename.to_string()))?;
-        // A byte loop rather than `str::split`: a page of thousands of names is split per
-        // request, and the searcher's per-call set-up dominated on names this short.
+        // One pass over the bytes, splitting at each `-` and classing every other byte for its
+        // component's check (`filename/charset.rs`): a page's thousands of names are split where
+        // it is parsed, and a search per component, then a check per component, read each
+        // name two and three times.
         let mut parts = [""; 7];
+        let mut classes = [Classes::EMPTY; 7];
         let mut count = 0;
         let mut start = 0;
+        let mut current = Classes::EMPTY;
         for (at, &byte) in stem.as_bytes().iter().enumerate() {
             if byte == b'-' {
                 if count < parts.len() {
                     parts[count] = &stem[start..at];
+                    classes[count] = current;
                 }
                 count += 1;
                 start = at + 1;
+                current = Classes::EMPTY;
+            } else {
+                current = current.with(byte);
             }
         }
         if count < parts.len() {
             parts[count] = &stem[start..];
+            classes[count] = current;
         }
         count += 1;
         // PEP 825: six components are name, version, build, python, abi, platform when the third
-        // starts with a digit, otherwise name, version, python, abi, platform, label.
+        // starts with a digit, otherwise name, version, python, abi, platform, label. Each as its
+        // index among the components.
         let (build, tags, label) = match count {
-            5 => (None, [parts[2], parts[3], parts[4]], None),
+            5 => (None, [2, 3, 4], None),
             6 if parts[2].as_bytes().first().is_some_and(u8::is_ascii_digit) => {
-                (Some(parts[2]), [parts[3], parts[4], parts[5]], None)
+                (Some(2), [3, 4, 5], None)
             }
-            6 => (None, [parts[2], parts[3], parts[4]], Some(parts[5])),
-            7 => (
-                Some(parts[2]),
-                [parts[3], parts[4], parts[5]],
-                Some(parts[6]),
-            ),
+            6 => (None, [2, 3, 4], Some(5)),
+            7 => (Some(2), [3, 4, 5], Some(6)),
             count => {
                 return Err(FilenameError::ComponentCount {
                     filename: filename.to_string(),
@@ -250,7 +223,7 @@ impl<'a> WheelParts<'a> {
             }
         };
         let name = parts[0];
-        if !valid_name(name) {
+        if !valid_name_of(name, classes[0]) {
             return Err(FilenameError::InvalidName {
                 filename: filename.to_string(),
                 name: name.to_string(),
@@ -263,39 +236,41 @@ impl<'a> WheelParts<'a> {
                 reason: "the version is empty".to_string(),
             });
         }
-        if let Some(tag) = build {
+        if let Some(at) = build {
+            let tag = parts[at];
             let digits = tag.bytes().take_while(u8::is_ascii_digit).count();
-            if digits == 0 || !valid_tag_part(tag) {
+            if digits == 0 || !valid_tag_part_of(tag, classes[at]) {
                 return Err(FilenameError::InvalidBuildTag {
                     filename: filename.to_string(),
                     tag: tag.to_string(),
                 });
             }
         }
-        for component in tags {
-            if !valid_tag_set(component) {
+        for at in tags {
+            if !valid_tag_set_of(parts[at], classes[at]) {
                 return Err(FilenameError::InvalidTag {
                     filename: filename.to_string(),
-                    tag: component.to_string(),
+                    tag: parts[at].to_string(),
                 });
             }
         }
-        if let Some(label) = label
-            && !is_valid_variant_label(label)
+        if let Some(at) = label
+            && !valid_label_of(parts[at], classes[at])
         {
             return Err(FilenameError::InvalidVariantLabel {
                 filename: filename.to_string(),
-                label: label.to_string(),
+                label: parts[at].to_string(),
             });
         }
+        let [python, abi, platform] = tags.map(|at| parts[at]);
         Ok(WheelParts {
             name,
             version: parts[1],
-            build,
-            python: tags[0],
-            abi: tags[1],
-            platform: tags[2],
-            variant_label: label,
+            build: build.map(|at| parts[at]),
+            python,
+            abi,
+            platform,
+            variant_label: label.map(|at| parts[at]),
         })
     }
 
@@ -485,7 +460,50 @@ pub fn normalize_name(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// What [`WheelParts::split`] accepts, read the plain way: split at every `-`, then each
+    /// component checked on its own.
+    fn split_plainly(filename: &str) -> Option<WheelParts<'_>> {
+        let parts: Vec<&str> = filename.strip_suffix(".whl")?.split('-').collect();
+        let tag_set = |tags: &str| tags.split('.').all(valid_tag_part);
+        let (build, tags, label) = match parts.len() {
+            5 => (None, &parts[2..5], None),
+            6 if parts[2].starts_with(|c: char| c.is_ascii_digit()) => {
+                (Some(parts[2]), &parts[3..6], None)
+            }
+            6 => (None, &parts[2..5], Some(parts[5])),
+            7 => (Some(parts[2]), &parts[3..6], Some(parts[6])),
+            _ => return None,
+        };
+        let valid = valid_name(parts[0])
+            && !parts[1].is_empty()
+            && build
+                .is_none_or(|b| b.starts_with(|c: char| c.is_ascii_digit()) && valid_tag_part(b))
+            && tags.iter().all(|t| tag_set(t))
+            && label.is_none_or(is_valid_variant_label);
+        valid.then(|| WheelParts {
+            name: parts[0],
+            version: parts[1],
+            build,
+            python: tags[0],
+            abi: tags[1],
+            platform: tags[2],
+            variant_label: label,
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn splitting_in_one_pass_agrees_with_splitting_plainly(
+            components in prop::collection::vec("[a-zA-Z0-9_.+]{0,6}", 3..9),
+        ) {
+            let filename = format!("{}.whl", components.join("-"));
+            prop_assert_eq!(WheelParts::split(&filename).ok(), split_plainly(&filename));
+        }
+    }
 
     #[test]
     fn parses_pytorch_wheel_with_local_label() {
