@@ -734,28 +734,45 @@ fn filename_from(text: &str, url: &str) -> String {
 /// Parts that are not hashes (`egg=`, `subdirectory=`) say nothing about a file on an index
 /// and are dropped.
 fn parse_hash_fragment(fragment: &str, hashes: &mut Hashes) {
-    for part in fragment.split('&') {
-        let Some((name, value)) = part.split_once('=') else {
-            continue;
+    // Parts found by byte searches: `split` and `split_once` with a char set up a searcher for
+    // each, on every link of a page (whose fragment is nearly always one `sha256=<hex>`).
+    let mut rest = fragment;
+    loop {
+        let (part, next) = match memchr::memchr(b'&', rest.as_bytes()) {
+            Some(at) => (&rest[..at], Some(&rest[at + 1..])),
+            None => (rest, None),
         };
-        let is_hash_name = !name.is_empty()
-            && name.len() <= 32
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-            && !matches!(name, "egg" | "subdirectory");
-        let is_hex = !value.is_empty() && all_hex_digits(value.as_bytes());
-        if is_hash_name && is_hex {
-            // Hash names are case-insensitive (Python's hashlib); pip matches only lowercase.
-            let name = if name.bytes().any(|b| b.is_ascii_uppercase()) {
-                Cow::Owned(name.to_ascii_lowercase())
-            } else {
-                Cow::Borrowed(name)
-            };
-            hashes.get_or_insert_with(&name, || value.to_owned());
-        } else {
-            tracing::debug!(part, "ignoring URL fragment part that is not a hash");
+        read_hash_part(part, hashes);
+        match next {
+            Some(next) => rest = next,
+            None => return,
         }
+    }
+}
+
+/// One `<hash name>=<hex>` part of a link's fragment, into `hashes` when it is one.
+fn read_hash_part(part: &str, hashes: &mut Hashes) {
+    let Some(equals) = memchr::memchr(b'=', part.as_bytes()) else {
+        return;
+    };
+    let (name, value) = (&part[..equals], &part[equals + 1..]);
+    let is_hash_name = !name.is_empty()
+        && name.len() <= 32
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && !matches!(name, "egg" | "subdirectory");
+    let is_hex = !value.is_empty() && all_hex_digits(value.as_bytes());
+    if is_hash_name && is_hex {
+        // Hash names are case-insensitive (Python's hashlib); pip matches only lowercase.
+        let name = if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(name.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(name)
+        };
+        hashes.get_or_insert_with(&name, || value.to_owned());
+    } else {
+        tracing::debug!(part, "ignoring URL fragment part that is not a hash");
     }
 }
 
@@ -776,7 +793,8 @@ fn parse_metadata_attr(value: &str) -> CoreMetadata {
     if value.eq_ignore_ascii_case("false") {
         return CoreMetadata::Absent;
     }
-    match value.split_once('=') {
+    let split = memchr::memchr(b'=', value.as_bytes()).map(|at| (&value[..at], &value[at + 1..]));
+    match split {
         Some((name, hash)) if !name.is_empty() && !hash.is_empty() => {
             let mut hashes = Hashes::new();
             hashes.insert(name, hash.to_owned());
@@ -795,7 +813,7 @@ fn parse_metadata_attr(value: &str) -> CoreMetadata {
 /// too. A specifier never contains `&`, so a second pass cannot damage a correct value.
 fn decode_requires_python(raw: &str) -> String {
     let once = decode(raw.trim_matches(is_html_space));
-    if once.contains('&') {
+    if memchr::memchr(b'&', once.as_bytes()).is_some() {
         decode(&once).into_owned()
     } else {
         once.into_owned()
