@@ -20,12 +20,9 @@ static CLASSES: [u8; 256] = classes();
 
 const fn classes() -> [u8; 256] {
     let mut table = [0u8; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        let b = byte as u8;
-        let lower = b.is_ascii_lowercase();
-        let digit = b.is_ascii_digit();
-        let class = if lower || digit {
+    let mut b: u8 = 0;
+    loop {
+        let class = if b.is_ascii_lowercase() || b.is_ascii_digit() {
             ALNUM | NAME | TAG | TAG_SET | LABEL
         } else if b.is_ascii_uppercase() {
             ALNUM | NAME | TAG | TAG_SET
@@ -38,10 +35,12 @@ const fn classes() -> [u8; 256] {
         } else {
             0
         };
-        table[byte] = class;
-        byte += 1;
+        table[b as usize] = class;
+        if b == u8::MAX {
+            return table;
+        }
+        b += 1;
     }
-    table
 }
 
 /// What one component's bytes are: the classes every byte has, and those any byte has.
