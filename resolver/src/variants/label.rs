@@ -16,12 +16,10 @@ pub const NULL_LABEL: &str = "null";
 /// emit at most this many.
 pub const MAX_EMITTED_LABEL_LEN: usize = 16;
 
-/// Whether `label` matches PEP 825's `^[0-9a-z_.]+$`, of any length.
+/// Whether `label` matches PEP 825's `^[0-9a-z_.]+$`, of any length: the check a wheel
+/// filename's label gets where the name is split.
 pub fn is_valid_label(label: &str) -> bool {
-    !label.is_empty()
-        && label
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.')
+    crate::filename::is_valid_variant_label(label)
 }
 
 /// [`is_valid_label`] as a `Result`, for callers that propagate errors.
