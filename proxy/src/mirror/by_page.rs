@@ -182,6 +182,7 @@ pub(super) async fn listing(
         meta: wheelgate_resolver::index::Meta::default(),
         base: None,
         status: None,
+        dropped: Vec::new(),
     };
     let base = urls.first().cloned().unwrap_or_default();
     Ok(BoundListing {
@@ -257,6 +258,7 @@ mod tests {
             meta: wheelgate_resolver::index::Meta::default(),
             base: None,
             status: None,
+            dropped: Vec::new(),
         };
         BoundListing {
             page: Arc::new(CachedPage::merged("http://pyg/", page, 0)),
@@ -336,6 +338,7 @@ mod tests {
             meta: wheelgate_resolver::index::Meta::default(),
             base: None,
             status: None,
+            dropped: Vec::new(),
         };
         let cached = CachedPage::merged("http://pytorch/whl/torch/", page, 0);
         let choices = backend_choices(Some(&cached), &"cu130".parse().unwrap());

@@ -129,6 +129,11 @@ impl<'a> MergedPage<'a> {
             meta: first.meta.clone(),
             base: None,
             status: first.status.clone(),
+            dropped: self
+                .parts
+                .iter()
+                .flat_map(|part| part.cached.page.dropped.iter().cloned())
+                .collect(),
         })
     }
 

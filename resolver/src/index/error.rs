@@ -56,6 +56,15 @@ pub enum IndexParseError {
         /// The parser's error.
         source: serde_json::Error,
     },
+    /// Valid JSON, but not a page of this kind: not an object, or without the list of files
+    /// (projects, for a root page) that makes it one.
+    #[error("the PEP 691 JSON {what} {why}")]
+    NotAPage {
+        /// `project page` or `project list`.
+        what: &'static str,
+        /// What is missing or of the wrong type ("has no files list").
+        why: String,
+    },
 }
 
 pub(crate) fn check_size(content: &str) -> Result<(), IndexParseError> {

@@ -168,6 +168,7 @@ fn project_page(head: Head, files: Vec<IndexFile>) -> ProjectPage {
         meta: head.meta,
         base: head.base,
         status: head.status,
+        dropped: Vec::new(),
     }
 }
 
@@ -1404,12 +1405,14 @@ mod tests {
                     "https://a.example/simple/c/".to_owned(),
                     "https://b.example/simple/c/?x=1&y=\"2\"".to_owned(),
                 ],
+                extra: Vec::new(),
             },
             base: Some("https://mirror.example/a b/".to_owned()),
             status: Some(ProjectStatus {
                 status: "archived".to_owned(),
                 reason: Some("moved to <new> & \"better\"".to_owned()),
             }),
+            dropped: Vec::new(),
         };
         let html = render_project_html(&page);
         assert_eq!(parse_project_html(&html).unwrap(), page, "{html}");

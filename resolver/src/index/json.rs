@@ -3,25 +3,28 @@
 //! `core-metadata` a boolean or a hash table) out of the model.
 
 use std::borrow::Cow;
-use std::fmt;
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
-use serde::{Deserialize, Serialize};
+#[cfg(test)]
+use serde::Serialize;
 
-use super::error::{IndexParseError, check_api_version, check_link_count, check_size};
+use super::error::IndexParseError;
 use super::hashes::Hashes;
 use super::linked::LinkedPage;
+mod read;
+mod shape;
 mod write;
 
 use super::model::{
-    CoreMetadata, DEFAULT_API_VERSION, IndexFile, JSON_API_VERSION, Meta, ProjectLink, ProjectList,
-    ProjectPage, ProjectStatus, Yanked, normalize_project_name, parse_api_version, resolve_url,
+    CoreMetadata, DEFAULT_API_VERSION, IndexFile, JSON_API_VERSION, Meta, ProjectList, ProjectPage,
+    ProjectStatus, Yanked, parse_api_version, resolve_url,
 };
 
 /// Reads a [PEP 691] JSON project page, with [PEP 700]'s `versions`, `size` and `upload-time`,
 /// [PEP 714]'s `core-metadata` (and the legacy `dist-info-metadata`, plus the
 /// `data-dist-info-metadata` key PyPI wrote for a while), [PEP 740]'s `provenance` and
-/// [PEP 792]'s `project-status`. Unknown keys are ignored, as the PEP asks.
+/// [PEP 792]'s `project-status`, tolerantly (`json/read.rs`): an entry whose needed fields
+/// cannot be read is left off with its reason ([`ProjectPage::dropped`]), unknown keys are
+/// ignored, and `meta`'s other members (`_last-serial` as a string too) are kept as they came.
 ///
 /// [PEP 691]: https://peps.python.org/pep-0691/
 /// [PEP 700]: https://peps.python.org/pep-0700/
@@ -40,25 +43,7 @@ use super::model::{
 //        "requires-python":">=3.10","size":16110,"upload-time":"2025-10-08T18:03:49.123456Z",
 //        "url":"https://files.pythonhosted.org/packages/.../filelock-3.20.0-py3-none-any.whl","yanked":false}]}
 pub fn parse_project_json(content: &str) -> Result<ProjectPage, IndexParseError> {
-    check_size(content)?;
-    let wire: ProjectIn =
-        serde_json::from_str(content).map_err(|source| json_error("project page", source))?;
-    let mut meta = wire.meta.into_meta();
-    check_api_version(&meta.api_version)?;
-    check_link_count(wire.files.len())?;
-    meta.tracks = wire.tracks;
-    meta.alternate_locations = wire.alternate_locations;
-    Ok(ProjectPage {
-        name: wire.name,
-        files: wire.files.into_iter().map(FileIn::into_file).collect(),
-        versions: wire.versions,
-        meta,
-        base: None,
-        status: wire.project_status.map(|status| ProjectStatus {
-            status: status.status,
-            reason: status.reason.filter(|r| !r.is_empty()),
-        }),
-    })
+    read::project_page(content)
 }
 
 /// Reads a [PEP 691] JSON root page. JSON lists carry names only, so each link is the
@@ -71,23 +56,7 @@ pub fn parse_project_json(content: &str) -> Result<ProjectPage, IndexParseError>
 //     {"meta":{"_last-serial":31234567,"api-version":"1.4"},
 //      "projects":[{"_last-serial":5678,"name":"Flask"},{"_last-serial":91011,"name":"typing_extensions"}]}
 pub fn parse_project_list_json(content: &str) -> Result<ProjectList, IndexParseError> {
-    check_size(content)?;
-    let wire: ListIn =
-        serde_json::from_str(content).map_err(|source| json_error("project list", source))?;
-    let meta = wire.meta.into_meta();
-    check_api_version(&meta.api_version)?;
-    check_link_count(wire.projects.len())?;
-    Ok(ProjectList {
-        projects: wire
-            .projects
-            .into_iter()
-            .map(|project| ProjectLink {
-                href: format!("{}/", normalize_project_name(&project.name)),
-                name: project.name,
-            })
-            .collect(),
-        meta,
-    })
+    read::project_list(content)
 }
 
 /// Writes a [PEP 691] JSON project page at API version 1.1 or the page's own if newer
@@ -140,7 +109,11 @@ fn render_files_json(
     // PEP 700 makes `size` mandatory from api-version 1.1; a page that does not know every
     // file's size (download.pytorch.org's HTML gives none) can only claim 1.0, whose clients
     // ignore the extra 1.1 keys.
-    let api_version = if files.iter().all(|file| file.size.is_some()) {
+    // PEP 700's `versions` is mandatory from 1.1 too, and lists every version: an upstream page
+    // at 1.0 (or in HTML) gives none, and an empty list beside files would say they have none.
+    let api_version = if files.iter().all(|file| file.size.is_some())
+        && (!versions.is_empty() || files.is_empty())
+    {
         json_api_version(meta)
     } else {
         DEFAULT_API_VERSION
@@ -149,6 +122,7 @@ fn render_files_json(
         meta: MetaOut {
             api_version,
             last_serial: meta.last_serial,
+            extra: &meta.extra,
         },
         name,
         tracks: &meta.tracks,
@@ -167,29 +141,12 @@ fn render_files_json(
 ///
 /// [PEP 691]: https://peps.python.org/pep-0691/
 pub fn render_project_list_json(list: &ProjectList) -> String {
-    let wire = ListOut {
-        meta: MetaOut {
-            last_serial: list.meta.last_serial,
-            api_version: json_api_version(&list.meta),
-        },
-        projects: list
-            .projects
-            .iter()
-            .map(|project| NameOut {
-                name: &project.name,
-            })
-            .collect(),
+    let meta = MetaOut {
+        last_serial: list.meta.last_serial,
+        api_version: json_api_version(&list.meta),
+        extra: &list.meta.extra,
     };
-    serde_json::to_string(&wire).unwrap_or_default()
-}
-
-fn json_error(what: &'static str, source: serde_json::Error) -> IndexParseError {
-    IndexParseError::Json {
-        what,
-        line: source.line(),
-        column: source.column(),
-        source,
-    }
+    write::list(&meta, list.projects.iter().map(|project| &project.name[..]))
 }
 
 /// The page's version when it is already 1.1 or newer, else 1.1: what the rendered keys need.
@@ -202,203 +159,22 @@ fn json_api_version(meta: &Meta) -> &str {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Wire types, reading
-
-#[derive(Deserialize, Default)]
-struct MetaIn {
-    #[serde(rename = "api-version")]
-    api_version: Option<String>,
-    #[serde(rename = "_last-serial")]
-    last_serial: Option<u64>,
-}
-
-trait IntoMeta {
-    fn into_meta(self) -> Meta;
-}
-
-impl IntoMeta for Option<MetaIn> {
-    fn into_meta(self) -> Meta {
-        let meta = self.unwrap_or_default();
-        Meta {
-            api_version: meta
-                .api_version
-                .unwrap_or_else(|| DEFAULT_API_VERSION.to_owned()),
-            last_serial: meta.last_serial,
-            ..Meta::default()
-        }
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-struct ProjectIn {
-    meta: Option<MetaIn>,
-    #[serde(default)]
-    name: String,
-    // Required: a document without `files` is not a project page (it may be a list).
-    files: Vec<FileIn>,
-    #[serde(default)]
-    versions: Vec<String>,
-    project_status: Option<StatusIn>,
-    #[serde(default)]
-    tracks: Vec<String>,
-    #[serde(default)]
-    alternate_locations: Vec<String>,
-}
-
-#[derive(Deserialize)]
-struct StatusIn {
-    status: String,
-    reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-struct FileIn {
-    filename: String,
-    url: String,
-    #[serde(default)]
-    hashes: Hashes,
-    requires_python: Option<String>,
-    #[serde(default)]
-    yanked: YankedIn,
-    core_metadata: Option<MetadataIn>,
-    dist_info_metadata: Option<MetadataIn>,
-    // PyPI's JSON carried this misnamed key before PEP 714; uv still reads it.
-    data_dist_info_metadata: Option<MetadataIn>,
-    gpg_sig: Option<bool>,
-    size: Option<u64>,
-    upload_time: Option<String>,
-    provenance: Option<String>,
-}
-
-impl FileIn {
-    fn into_file(self) -> IndexFile {
-        // PEP 714: `core-metadata` decides when present, whatever the legacy keys say.
-        let metadata = self
-            .core_metadata
-            .or(self.dist_info_metadata)
-            .or(self.data_dist_info_metadata);
-        let non_empty = |v: Option<String>| v.filter(|v| !v.is_empty());
-        IndexFile {
-            filename: self.filename,
-            url: self.url,
-            hashes: self.hashes,
-            requires_python: non_empty(self.requires_python),
-            yanked: match self.yanked {
-                YankedIn::Flag(false) => Yanked::No,
-                YankedIn::Flag(true) => Yanked::Yes { reason: None },
-                YankedIn::Reason(reason) => Yanked::Yes {
-                    reason: Some(reason).filter(|r| !r.is_empty()),
-                },
-            },
-            core_metadata: match metadata {
-                None | Some(MetadataIn::Flag(false)) => CoreMetadata::Absent,
-                Some(MetadataIn::Flag(true)) => CoreMetadata::Present,
-                Some(MetadataIn::Hashes(hashes)) if hashes.is_empty() => CoreMetadata::Present,
-                Some(MetadataIn::Hashes(hashes)) => CoreMetadata::Hashes(hashes),
-            },
-            gpg_sig: self.gpg_sig,
-            size: self.size,
-            upload_time: non_empty(self.upload_time),
-            provenance: non_empty(self.provenance),
-        }
-    }
-}
-
-/// `yanked`: `false`, `true`, or a reason string ([PEP 592] in [PEP 691]'s form); `null` is
-/// read as `false`. An empty reason still means yanked, since the PEP calls any string truthy.
-///
-/// [PEP 592]: https://peps.python.org/pep-0592/
-/// [PEP 691]: https://peps.python.org/pep-0691/
-enum YankedIn {
-    Flag(bool),
-    Reason(String),
-}
-
-impl Default for YankedIn {
-    fn default() -> Self {
-        YankedIn::Flag(false)
-    }
-}
-
-impl<'de> Deserialize<'de> for YankedIn {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct YankedVisitor;
-        impl Visitor<'_> for YankedVisitor {
-            type Value = YankedIn;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("`yanked` as a boolean or a reason string")
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<YankedIn, E> {
-                Ok(YankedIn::Flag(v))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<YankedIn, E> {
-                Ok(YankedIn::Reason(v.to_owned()))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<YankedIn, E> {
-                Ok(YankedIn::Reason(v))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<YankedIn, E> {
-                Ok(YankedIn::Flag(false))
-            }
-        }
-        deserializer.deserialize_any(YankedVisitor)
-    }
-}
-
-/// `core-metadata`: a boolean, or a table of hash name to hex digest ([PEP 714]).
-///
-/// [PEP 714]: https://peps.python.org/pep-0714/
-enum MetadataIn {
-    Flag(bool),
-    Hashes(Hashes),
-}
-
-impl<'de> Deserialize<'de> for MetadataIn {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct MetadataVisitor;
-        impl<'de> Visitor<'de> for MetadataVisitor {
-            type Value = MetadataIn;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("`core-metadata` as a boolean or a table of hashes")
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<MetadataIn, E> {
-                Ok(MetadataIn::Flag(v))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MetadataIn, A::Error> {
-                let mut hashes = Hashes::new();
-                while let Some((name, digest)) = map.next_entry::<String, String>()? {
-                    hashes.get_or_insert_with(&name, || digest);
-                }
-                Ok(MetadataIn::Hashes(hashes))
-            }
-        }
-        deserializer.deserialize_any(MetadataVisitor)
-    }
-}
-
-#[derive(Deserialize)]
-struct ListIn {
-    meta: Option<MetaIn>,
-    projects: Vec<NameIn>,
-}
-
-#[derive(Deserialize)]
-struct NameIn {
-    name: String,
-}
-
-// ---------------------------------------------------------------------------------------------
 // Wire types, writing (by hand, `json/write.rs`; serde writes them only in the tests, to hold
 // that writer to serde_json's output)
 
-#[derive(Serialize)]
+#[cfg_attr(test, derive(Serialize))]
 struct MetaOut<'a> {
-    #[serde(rename = "api-version")]
+    #[cfg_attr(test, serde(rename = "api-version"))]
     api_version: &'a str,
-    #[serde(rename = "_last-serial", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        test,
+        serde(rename = "_last-serial", skip_serializing_if = "Option::is_none")
+    )]
     last_serial: Option<u64>,
+    /// Compact JSON members written after the others as they came (serde cannot write raw
+    /// text; the tests that compare the two writers give none).
+    #[cfg_attr(test, serde(skip))]
+    extra: &'a [(String, String)],
 }
 
 #[cfg_attr(test, derive(Serialize))]
@@ -487,20 +263,10 @@ impl<'a> FileOut<'a> {
     }
 }
 
-#[derive(Serialize)]
-struct ListOut<'a> {
-    meta: MetaOut<'a>,
-    projects: Vec<NameOut<'a>>,
-}
-
-#[derive(Serialize)]
-struct NameOut<'a> {
-    name: &'a str,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::model::ProjectLink;
     use crate::index::{parse_project_html, render_project_html};
 
     /// Written in the shape pypi.org answers with (keys sorted, PyPI's legacy metadata key).
@@ -669,12 +435,14 @@ mod tests {
                 last_serial: Some(31_234_567),
                 tracks: vec!["https://pypi.example/simple/odd-name/".to_owned()],
                 alternate_locations: vec!["https://a.example/simple/odd-name/".to_owned()],
+                extra: vec![("_x-future".to_owned(), r#"{"a":[1,"b"]}"#.to_owned())],
             },
             base: None,
             status: Some(ProjectStatus {
                 status: "deprecated".to_owned(),
                 reason: Some("use other".to_owned()),
             }),
+            dropped: Vec::new(),
         }
     }
 
@@ -793,7 +561,7 @@ mod tests {
     }
 
     #[test]
-    fn malformed_json_is_an_error_naming_the_place() {
+    fn what_is_not_a_page_is_an_error_naming_the_place() {
         for content in [
             "",
             "{",
@@ -802,33 +570,145 @@ mod tests {
             "<html></html>",
             r#"{"name":"a"}"#,
             r#"{"files":3}"#,
-            r#"{"files":[{"filename":"a"}]}"#,
-            r#"{"files":[{"filename":"a","url":"b","hashes":{"sha256":1}}]}"#,
-            r#"{"files":[{"filename":"a","url":"b","yanked":3}]}"#,
-            r#"{"files":[{"filename":"a","url":"b","core-metadata":"yes"}]}"#,
-            r#"{"files":[{"filename":"a","url":"b","size":-1}]}"#,
-            r#"{"files":[{"filename":"a","url":"b","size":1.5}]}"#,
             r#"{"meta":{"api-version":2},"files":[]}"#,
             "\u{0}",
             &"[".repeat(10_000),
         ] {
             let err = parse_project_json(content).unwrap_err();
             assert!(
-                matches!(err, IndexParseError::Json { .. }),
+                matches!(
+                    err,
+                    IndexParseError::Json { .. }
+                        | IndexParseError::NotAPage { .. }
+                        | IndexParseError::UnsupportedApiVersion { .. }
+                ),
                 "{content:.40}: {err}"
             );
             assert!(parse_project_list_json(content).is_err());
         }
-        let err =
-            parse_project_json(r#"{"files":[{"filename":"a","url":"b","yanked":3}]}"#).unwrap_err();
+        let err = parse_project_json(r#"{"files":[{"filename":"a","url":"b"},]}"#).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "invalid PEP 691 JSON project page at line `1`, column `46`"
+            "invalid PEP 691 JSON project page at line `1`, column `38`"
         );
-        let source = std::error::Error::source(&err).unwrap().to_string();
+        assert_eq!(
+            parse_project_json(r#"{"name":"a"}"#)
+                .unwrap_err()
+                .to_string(),
+            "the PEP 691 JSON project page has no `files` list"
+        );
+    }
+
+    /// One bad entry costs that entry, never the page: each needed field malformed once.
+    #[test]
+    fn an_entry_that_cannot_be_read_is_dropped_with_its_reason() {
+        let page = parse_project_json(
+            r#"{"name":"a","files":[
+                {"filename":"a-1.0.tar.gz","url":"a-1.0.tar.gz","hashes":{"sha256":"aa"}},
+                {"filename":"a-1.1.tar.gz"},
+                {"filename":7,"url":"x"},
+                {"filename":"a-1.2.tar.gz","url":"b","hashes":{"sha256":1}},
+                {"filename":"a-1.3.tar.gz","url":"b","hashes":[]},
+                {"filename":"a-1.4.tar.gz","url":"b","yanked":3},
+                {"filename":"a-1.5.tar.gz","url":"b","requires-python":{">=":3}},
+                "a-1.6.tar.gz",
+                {"filename":"a-1.7.tar.gz","url":"a-1.7.tar.gz","core-metadata":"yes",
+                 "size":-1,"upload-time":5,"provenance":false,"gpg-sig":"no"}
+            ]}"#,
+        )
+        .unwrap();
+        let names: Vec<&str> = page.files.iter().map(|f| &f.filename[..]).collect();
+        assert_eq!(names, ["a-1.0.tar.gz", "a-1.7.tar.gz"]);
+        let reasons: Vec<(&str, &str)> = page
+            .dropped
+            .iter()
+            .map(|d| (&d.entry[..], &d.reason[..]))
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                ("a-1.1.tar.gz", "it has no `url`"),
+                ("files[2]", "its `filename` is a number, not a string"),
+                (
+                    "a-1.2.tar.gz",
+                    "its `hashes` has `sha256` as a number, not a string"
+                ),
+                ("a-1.3.tar.gz", "its `hashes` is a list, not an object"),
+                (
+                    "a-1.4.tar.gz",
+                    "its `yanked` is a number, neither a boolean nor a reason"
+                ),
+                (
+                    "a-1.5.tar.gz",
+                    "its `requires-python` is an object, not a string"
+                ),
+                ("files[7]", "the entry is a string, not an object"),
+            ]
+        );
+        // Fields only passed on read as absent when they have another type.
+        let passed_on = &page.files[1];
+        assert_eq!(passed_on.core_metadata, CoreMetadata::Absent);
+        assert_eq!(
+            (
+                passed_on.size,
+                &passed_on.upload_time,
+                &passed_on.provenance
+            ),
+            (None, &None, &None)
+        );
+        assert_eq!(passed_on.gpg_sig, None);
+    }
+
+    /// What real registries write that the PEPs do not: a string serial, unknown keys of every
+    /// type at every level, upper-case hash names, a 1.0 page without `versions`.
+    #[test]
+    fn reads_what_real_registries_send() {
+        let page = parse_project_json(
+            r#"{"files":[{"filename":"six-1.9.0.tar.gz","hashes":{"SHA256":"14fd","md5":"aa"},
+                "requires-python":null,"size":29127,"upload-time":"2015-01-02T16:38:06.621099Z",
+                "url":"https://files.example/six-1.9.0.tar.gz","yanked":false,
+                "_mirror":{"x":[1,null]},"future":1.5}],
+              "meta":{"api-version":"1.1","_last-serial":"26356948","_x":[true]},
+              "name":"six","versions":["1.9.0"],"_page-key":null}"#,
+        )
+        .unwrap();
+        assert_eq!(page.files.len(), 1);
+        assert!(page.dropped.is_empty());
+        assert_eq!(page.files[0].sha256(), Some("14fd"));
+        assert_eq!(page.meta.last_serial, None);
+        assert_eq!(
+            page.meta.extra,
+            [
+                ("_last-serial".to_owned(), r#""26356948""#.to_owned()),
+                ("_x".to_owned(), "[true]".to_owned())
+            ]
+        );
+        // Written back as it came.
+        let json = render_project_json(&page);
         assert!(
-            source.contains("`yanked` as a boolean or a reason string"),
-            "{source}"
+            json.starts_with(
+                r#"{"meta":{"api-version":"1.1","_last-serial":"26356948","_x":[true]},"#
+            ),
+            "{json}"
+        );
+        assert_eq!(parse_project_json(&json).unwrap(), page);
+
+        // A 1.0 page: no `versions`, so the rendered page does not claim 1.1 with none.
+        let old = parse_project_json(
+            r#"{"meta":{"api-version":"1.0"},"name":"a","files":[{"filename":"a-1.tar.gz","url":"a-1.tar.gz","hashes":{},"size":3}]}"#,
+        )
+        .unwrap();
+        let value: serde_json::Value = serde_json::from_str(&render_project_json(&old)).unwrap();
+        assert_eq!(value["meta"]["api-version"], "1.0");
+
+        let list = parse_project_list_json(
+            r#"{"meta":{"_last-serial":"9","api-version":"1.1"},"projects":[{"_last-serial":"2","name":"Six"},{"name":3}]}"#,
+        )
+        .unwrap();
+        assert_eq!(list.projects.len(), 1);
+        assert_eq!(
+            render_project_list_json(&list),
+            r#"{"meta":{"api-version":"1.1","_last-serial":"9"},"projects":[{"name":"Six"}]}"#
         );
     }
 

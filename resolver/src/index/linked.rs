@@ -100,6 +100,7 @@ impl<'a> LinkedPage<'a> {
             meta: self.meta.clone(),
             base: None,
             status: self.status.clone(),
+            dropped: Vec::new(),
         }
     }
 }

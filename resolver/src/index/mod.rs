@@ -33,6 +33,6 @@ pub use json::{
 };
 pub use linked::LinkedPage;
 pub use model::{
-    CoreMetadata, IndexFile, Meta, ProjectLink, ProjectList, ProjectPage, ProjectStatus, Yanked,
-    normalize_project_name, resolve_url,
+    CoreMetadata, DroppedFile, IndexFile, Meta, ProjectLink, ProjectList, ProjectPage,
+    ProjectStatus, Yanked, normalize_project_name, resolve_url,
 };

@@ -34,6 +34,11 @@ pub struct Meta {
     pub tracks: Vec<String>,
     /// Other locations of this project, all considered the same (PEP 708).
     pub alternate_locations: Vec<String>,
+    /// The other members of a JSON page's `meta`, as `(key, compact JSON value)` in page order,
+    /// written back as they came: the index's own keys (PEP 691 reserves a leading underscore
+    /// for them; a registry may write `_last-serial` as a string, which is kept here as the
+    /// string it was) and keys of API versions newer than this reader.
+    pub extra: Vec<(String, String)>,
 }
 
 impl Default for Meta {
@@ -43,6 +48,7 @@ impl Default for Meta {
             last_serial: None,
             tracks: Vec::new(),
             alternate_locations: Vec::new(),
+            extra: Vec::new(),
         }
     }
 }
@@ -210,6 +216,20 @@ pub struct ProjectPage {
     ///
     /// [PEP 792]: https://peps.python.org/pep-0792/
     pub status: Option<ProjectStatus>,
+    /// Entries the page lists that could not be read as files (a `filename` that is not a
+    /// string, a digest that is a number), each left off with its reason; the rest of the page
+    /// is read as usual. A page is refused whole only when it is not a page at all.
+    pub dropped: Vec<DroppedFile>,
+}
+
+/// A page entry left off the page because a field the proxy needs could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedFile {
+    /// The entry's `filename` when it has a readable one, else where it stands on the page
+    /// (`files[3]`).
+    pub entry: String,
+    /// Why it was left off: which field, and what the page wrote there.
+    pub reason: String,
 }
 
 impl ProjectPage {

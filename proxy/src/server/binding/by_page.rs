@@ -170,6 +170,7 @@ pub async fn page(
             meta: wheelgate_resolver::index::Meta::default(),
             base: None,
             status: None,
+            dropped: Vec::new(),
         },
         key,
         generation: crate::sources::pages::combine(generations),

@@ -9,18 +9,14 @@
 //! the rare one with a character to escape is escaped by `serde_json` itself.
 
 use super::super::hashes::Hashes;
-use super::{FileOut, MetadataOut, ProjectOut, YankedOut};
+use super::{FileOut, MetaOut, MetadataOut, ProjectOut, YankedOut};
 
 /// `page` as compact JSON, exactly as `serde_json::to_string` writes it.
 pub(super) fn project(page: &ProjectOut<'_>) -> String {
     let mut out = String::with_capacity(capacity(page));
-    out.push_str("{\"meta\":{\"api-version\":");
-    push_str(&mut out, page.meta.api_version);
-    if let Some(serial) = page.meta.last_serial {
-        out.push_str(",\"_last-serial\":");
-        push_u64(&mut out, serial);
-    }
-    out.push_str("},\"name\":");
+    out.push_str("{\"meta\":");
+    push_meta(&mut out, &page.meta);
+    out.push_str(",\"name\":");
     push_str(&mut out, page.name);
     if let Some(status) = &page.project_status {
         out.push_str(",\"project-status\":{\"status\":");
@@ -50,6 +46,40 @@ pub(super) fn project(page: &ProjectOut<'_>) -> String {
     }
     out.push_str("]}");
     out
+}
+
+/// A root page: `meta`, then each project's name.
+pub(super) fn list<'a>(meta: &MetaOut<'_>, names: impl Iterator<Item = &'a str>) -> String {
+    let mut out = String::from("{\"meta\":");
+    push_meta(&mut out, meta);
+    out.push_str(",\"projects\":[");
+    for (at, name) in names.enumerate() {
+        if at > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"name\":");
+        push_str(&mut out, name);
+        out.push('}');
+    }
+    out.push_str("]}");
+    out
+}
+
+/// `meta`, its members passed through as they came last.
+fn push_meta(out: &mut String, meta: &MetaOut<'_>) {
+    out.push_str("{\"api-version\":");
+    push_str(out, meta.api_version);
+    if let Some(serial) = meta.last_serial {
+        out.push_str(",\"_last-serial\":");
+        push_u64(out, serial);
+    }
+    for (key, value) in meta.extra {
+        out.push(',');
+        push_str(out, key);
+        out.push(':');
+        out.push_str(value);
+    }
+    out.push('}');
 }
 
 fn push_file(out: &mut String, file: &FileOut<'_>) {
@@ -166,6 +196,12 @@ fn capacity(page: &ProjectOut<'_>) -> usize {
     };
     let head = 128
         + page.name.len()
+        + page
+            .meta
+            .extra
+            .iter()
+            .map(|(key, value)| key.len() + value.len() + 4)
+            .sum::<usize>()
         + strings(page.tracks)
         + strings(page.alternate_locations)
         + strings(page.versions);
@@ -313,6 +349,7 @@ mod tests {
             meta: MetaOut {
                 api_version: &page.meta.0,
                 last_serial: page.meta.1,
+                extra: &[],
             },
             name: &page.name,
             project_status: page.status.as_ref().map(|(status, reason)| StatusOut {
