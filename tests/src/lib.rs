@@ -4,6 +4,7 @@
 //! The reusable parts live here, the tests in `tests/e2e/`:
 //! - [`binary`]: the `wheelgate` binary, for command-line tests;
 //! - [`wheels`]: small real wheels built in memory (correct `RECORD` hashes);
+//! - [`sdists`]: small real `.zip` sdists with a build backend of their own (built offline);
 //! - [`catalog`]: what the fake upstreams publish (torch 2.9.0 and 2.6.0 per backend,
 //!   torchvision, pytorch-triton, filelock; a planted PyPI `pytorch-triton`);
 //! - [`find_links`]: a per-build find-links host in PyG's shape (a page per torch release and
@@ -28,6 +29,7 @@ pub mod load_balancer;
 pub mod machines;
 pub mod proxy;
 pub mod reference;
+pub mod sdists;
 pub mod served;
 pub mod simple_index;
 pub mod soak;
