@@ -17,6 +17,8 @@
 //! - [`variant_index`]: a fake wheel-variant index (PEP 825) of torch, every schema generation;
 //! - [`machines`]: the machines the tests resolve for and the build each must get;
 //! - [`proxy`]: wheelgate itself, started in-process against the fakes;
+//! - [`real_servers`]: real index servers (pypiserver, devpi-server, simple-repository-server,
+//!   proxpi, a generated static tree) from `scripts/real-servers-setup`, started on loopback;
 //! - [`served`]: the release `wheelgate serve` as its own process, for the benchmarks;
 //! - [`installers`]: pip and uv from the venv `scripts/e2e-setup` creates, isolated from the
 //!   host's configuration.
@@ -28,6 +30,7 @@ pub mod installers;
 pub mod load_balancer;
 pub mod machines;
 pub mod proxy;
+pub mod real_servers;
 pub mod reference;
 pub mod sdists;
 pub mod served;
