@@ -32,6 +32,11 @@
 //!   the plain filename, for every schema generation, through `/m/<token>/` and `/b/cu128/`.
 //! - `auth`: pip and uv through a server that requires credentials, given in the index URL;
 //!   without them both fail.
+//! - `real_servers`: real index servers companies run (pypiserver, a devpi-server user index,
+//!   simple-repository-server, proxpi, a simple-repository-generator tree; from
+//!   `scripts/real-servers-setup`) as the general upstream and as a `[[sources]]` owner: pip and
+//!   uv install through wheelgate exactly what they install from the server, yanks and a `.zip`
+//!   sdist included.
 //! - `installers_uv`, `installers_poetry`, `installers_pdm`, `installers_piptools`,
 //!   `installers_oldpip`: every other installer people use (uv projects, Poetry, PDM,
 //!   pip-tools, pip 22.0 and 23.0 on Python 3.10, from `scripts/e2e-tools-setup`), configured as
@@ -57,6 +62,7 @@ mod installers_uv;
 mod mirror;
 mod mirror_resolve;
 mod networks;
+mod real_servers;
 mod rewriting;
 mod routing;
 mod sources;
