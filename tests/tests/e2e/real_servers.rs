@@ -9,7 +9,8 @@
 //! Real pip and uv must resolve and install through wheelgate exactly what they resolve and
 //! install from the server directly, which must be what the test published: the same names,
 //! versions, filenames and sha256 (pip's `--report`, uv's PEP 751 lock), the same installed
-//! files byte for byte, and every file fetched from wheelgate, never from the server.
+//! files byte for byte, and every file fetched from wheelgate, never from the server. Where the
+//! server yanks, the yanked wheel is skipped by both and still resolved for an exact pin.
 
 use wheelgate_e2e::installers::Installer;
 use wheelgate_e2e::machines;
