@@ -34,7 +34,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 use wheelgate_resolver::index::{
-    IndexFile, IndexParseError, ProjectPage, parse_project_html, parse_project_json,
+    IndexFile, IndexParseError, ProjectPage, parse_project_html, parse_project_json, resolve_url,
 };
 
 use wheelgate_resolver::select::FileGroups;
@@ -501,6 +501,7 @@ impl Inner {
                 body,
                 content_type,
                 validators,
+                moved_to,
             }) => {
                 // Its body is put in once the reader gives it back (`arriving.rs`).
                 let stored = StoredPage {
@@ -510,6 +511,7 @@ impl Inner {
                     etag: validators.etag,
                     last_modified: validators.last_modified,
                     fetched_at_secs: now_secs(),
+                    moved_to,
                 };
                 self.take_fresh(client, url, cached, (stored, body), arriving)
                     .await
@@ -567,7 +569,7 @@ impl Inner {
     ) -> Result<Option<Arc<CachedPage>>, IndexError> {
         let (stored, parsing) = arriving.finish(stored, body).await;
         let (parsed, groups) = match parsing {
-            Ok((page, groups)) => (Ok(page), groups),
+            Ok((page, groups)) => (Ok(rebased(page, url, stored.moved_to.as_deref())), groups),
             Err(err) => (Err(err), None),
         };
         let verdict = admit(parsed, cached.as_deref());
@@ -578,6 +580,16 @@ impl Inner {
                 return Ok(Some(defend_cached(client, url, old, reason, &detail)));
             }
             Verdict::Unparseable(source) => {
+                // An answer that is not a page is the upstream failing, whatever its status
+                // said: counted, and shown as failing on the status page.
+                client.metrics().page_rejected(PageRejection::Unparseable);
+                client.metrics().page_fetch(
+                    url,
+                    Some(format!(
+                        "its pages cannot be read: {}",
+                        crate::error_chain::with_causes(&source)
+                    )),
+                );
                 return Err(IndexError::Parse {
                     url: redact(url),
                     source,
@@ -783,6 +795,13 @@ fn defend_cached(
 ) -> Arc<CachedPage> {
     client.metrics().page_rejected(reason);
     client.metrics().index_lookup(IndexOutcome::Stale);
+    client.metrics().page_fetch(
+        url,
+        Some(format!(
+            "its new copy of a page was refused ({}): {detail}; the cached copy is served",
+            reason.as_str()
+        )),
+    );
     warn!(url = %redact(url), reason = reason.as_str(), detail = %detail, files = old.page.files.len(), "refused the upstream's new copy of the page; serving the cached one");
     defer_retry(&old);
     old
@@ -838,7 +857,22 @@ fn read_stored(path: &Path, url: &str) -> Option<(StoredPage, ProjectPage)> {
         warn!(url = %redact(url), "ignoring a cached page that does not parse");
         return None;
     };
+    let parsed = rebased(parsed, url, stored.moved_to.as_deref());
     Some((stored, parsed))
+}
+
+/// `page`, fetched from `url`, with its links made to resolve against where a redirect moved
+/// it (`moved_to`): its `<base href>` resolved there, or that place itself as its base. Without
+/// this a redirected page's relative links (devpi's `../../+f/...`) point nowhere.
+fn rebased(mut page: ProjectPage, url: &str, moved_to: Option<&str>) -> ProjectPage {
+    if let Some(moved_to) = moved_to {
+        let answered_from = resolve_url(url, moved_to);
+        page.base = Some(resolve_url(
+            &answered_from,
+            page.base.as_deref().unwrap_or_default(),
+        ));
+    }
+    page
 }
 
 fn parse(stored: &StoredPage) -> Result<ProjectPage, IndexParseError> {

@@ -210,6 +210,12 @@ pub enum PageResponse {
         body: PageBody,
         content_type: String,
         validators: Validators,
+        /// Where the page was answered from when a redirect moved it (devpi answers
+        /// `/<user>/<index>/+simple/<project>/` from `/<user>/<index>/<project>/`): its path
+        /// and query when it stayed on the origin asked (so that URL's own credentials still
+        /// apply), else the whole URL without credentials. Its relative links resolve against
+        /// it, not against the URL asked for.
+        moved_to: Option<String>,
     },
     /// The cached copy is still current (304).
     NotModified,
@@ -472,26 +478,8 @@ impl UpstreamClient {
             .get(url, headers)
             .await
             .map_err(request_error)?;
-        let status = response.status();
-        if status == StatusCode::NOT_MODIFIED {
-            return Ok(PageResponse::NotModified);
-        }
-        if status == StatusCode::NOT_FOUND
-            || status == StatusCode::FORBIDDEN
-            || status == StatusCode::GONE
-        {
-            if status == StatusCode::FORBIDDEN && self.transport.has_access(url) {
-                // Taken as "no such project" (what download.pytorch.org means by it), but from
-                // an upstream given credentials it may be a permission the token lacks.
-                warn!(url = %redact(url), "a private upstream answered 403; taken as no such project (check its credentials' permissions if the project exists)");
-            }
-            return Ok(PageResponse::NotFound);
-        }
-        if !status.is_success() {
-            return Err(UpstreamError::Status {
-                url: redact(url),
-                status,
-            });
+        if let Some(answer) = self.bodiless_answer(url, response.status()) {
+            return answer;
         }
         let header = |name| {
             response
@@ -564,6 +552,36 @@ impl UpstreamClient {
             },
             content_type,
             validators,
+            moved_to: moved_to(url, response.url()),
+        })
+    }
+
+    /// The answer to a page request whose `status` says there is no page to read: 304, "no such
+    /// project", or an error; `None` for a success.
+    fn bodiless_answer(
+        &self,
+        url: &str,
+        status: StatusCode,
+    ) -> Option<Result<PageResponse, UpstreamError>> {
+        if status == StatusCode::NOT_MODIFIED {
+            return Some(Ok(PageResponse::NotModified));
+        }
+        if status == StatusCode::NOT_FOUND
+            || status == StatusCode::FORBIDDEN
+            || status == StatusCode::GONE
+        {
+            if status == StatusCode::FORBIDDEN && self.transport.has_access(url) {
+                // Taken as "no such project" (what download.pytorch.org means by it), but from
+                // an upstream given credentials it may be a permission the token lacks.
+                warn!(url = %redact(url), "a private upstream answered 403; taken as no such project (check its credentials' permissions if the project exists)");
+            }
+            return Some(Ok(PageResponse::NotFound));
+        }
+        (!status.is_success()).then(|| {
+            Err(UpstreamError::Status {
+                url: redact(url),
+                status,
+            })
         })
     }
 
@@ -652,6 +670,31 @@ pub fn redact(url: &str) -> String {
         }
     }
     url.to_string()
+}
+
+/// Where a response to a request for `asked` came from, when a redirect moved it there (see
+/// [`PageResponse::Fresh`]'s `moved_to`); `None` when it did not move.
+fn moved_to(asked: &str, answered: &reqwest::Url) -> Option<String> {
+    let asked = reqwest::Url::parse(asked).ok()?;
+    let same_place = |a: &reqwest::Url, b: &reqwest::Url| {
+        a.path() == b.path() && a.query() == b.query() && a.origin() == b.origin()
+    };
+    if same_place(&asked, answered) {
+        return None;
+    }
+    if asked.origin() == answered.origin() {
+        let mut path = answered.path().to_string();
+        if let Some(query) = answered.query() {
+            path.push('?');
+            path.push_str(query);
+        }
+        return Some(path);
+    }
+    let mut elsewhere = answered.clone();
+    let _ = elsewhere.set_username("");
+    let _ = elsewhere.set_password(None);
+    elsewhere.set_fragment(None);
+    Some(elsewhere.to_string())
 }
 
 #[cfg(test)]

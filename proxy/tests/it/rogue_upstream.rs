@@ -39,6 +39,8 @@ pub enum Answer {
     },
     /// This status with an empty body.
     Status(u16),
+    /// `301` to this location (as written: relative or absolute).
+    MovedTo(String),
     /// Closes the connection without a word.
     Close,
 }
@@ -178,6 +180,12 @@ async fn respond(stream: &mut TcpStream, answer: Answer) -> std::io::Result<()> 
         }
         Answer::Status(code) => {
             let text = head(&format!("{code} Whatever"), "text/plain", Some(0));
+            stream.write_all(text.as_bytes()).await?;
+        }
+        Answer::MovedTo(location) => {
+            let text = format!(
+                "HTTP/1.1 301 Moved Permanently\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
             stream.write_all(text.as_bytes()).await?;
         }
         Answer::Close => {}

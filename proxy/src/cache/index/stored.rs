@@ -23,6 +23,11 @@ pub(super) struct StoredPage {
     pub etag: Option<String>,
     pub last_modified: Option<String>,
     pub fetched_at_secs: u64,
+    /// Where a redirect moved the page (`upstream::PageResponse::Fresh`'s `moved_to`): its
+    /// links resolve against it. Absent in copies written before it was kept, and read as
+    /// "not moved" (those resolved against `url`, as they were served then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_to: Option<String>,
 }
 
 /// The first line of a stored page.
@@ -40,6 +45,9 @@ struct Header<'a> {
     last_modified: Option<Cow<'a, str>>,
     fetched_at_secs: u64,
     body_bytes: u64,
+    /// Unknown to earlier versions, which ignore it (serde skips unknown keys).
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    moved_to: Option<Cow<'a, str>>,
 }
 
 const FORMAT: u32 = 2;
@@ -70,6 +78,7 @@ impl StoredPage {
             last_modified: self.last_modified.as_deref().map(Cow::Borrowed),
             fetched_at_secs: self.fetched_at_secs,
             body_bytes: self.body.len() as u64,
+            moved_to: self.moved_to.as_deref().map(Cow::Borrowed),
         };
         let mut line = serde_json::to_vec(&header).expect("a header of strings serializes");
         line.push(b'\n');
@@ -111,6 +120,7 @@ impl StoredPage {
             etag: header.etag.map(Cow::into_owned),
             last_modified: header.last_modified.map(Cow::into_owned),
             fetched_at_secs: header.fetched_at_secs,
+            moved_to: header.moved_to.map(Cow::into_owned),
         })
     }
 }
@@ -127,6 +137,7 @@ mod tests {
             etag: Some("\"abc\"".to_owned()),
             last_modified: None,
             fetched_at_secs: 1_700_000_000,
+            moved_to: None,
         }
     }
 

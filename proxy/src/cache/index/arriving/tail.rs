@@ -249,6 +249,7 @@ mod tests {
             etag: None,
             last_modified: None,
             fetched_at_secs: 0,
+            moved_to: None,
         })
     }
 
