@@ -12,6 +12,17 @@ pub fn source_chain(error: &dyn std::error::Error) -> String {
     parts.join(": ")
 }
 
+/// `error` itself, then its causes: the whole story in one line, for a message that has room
+/// for only one.
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let causes = source_chain(error);
+    if causes.is_empty() {
+        error.to_string()
+    } else {
+        format!("{error}: {causes}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[derive(Debug, thiserror::Error)]
@@ -23,5 +34,6 @@ mod tests {
         let error = Outer(std::io::Error::other("disk full"));
         assert_eq!(super::source_chain(&error), "disk full");
         assert_eq!(super::source_chain(&std::io::Error::other("x")), "");
+        assert_eq!(super::with_causes(&error), "outer: disk full");
     }
 }

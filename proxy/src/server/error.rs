@@ -1,6 +1,8 @@
 //! Errors of request handlers and the one place they become HTTP status codes. Internals go to
 //! the log; the client gets a short text that names the problem.
 
+use std::fmt::Write as _;
+
 use crate::error_chain::source_chain;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -15,9 +17,10 @@ use crate::upstream::UpstreamError;
 /// upstream URL (it may carry a private host's path; the log has it).
 pub(crate) fn client_message(error: &IndexError) -> String {
     match error {
-        IndexError::Parse { url, .. } => format!(
-            "the upstream `{}` sent a project page that cannot be parsed, and no cached copy exists",
-            upstream_label(url)
+        IndexError::Parse { url, source } => format!(
+            "the upstream `{}` sent a project page that cannot be read ({}), and no cached copy exists",
+            upstream_label(url),
+            crate::error_chain::with_causes(source)
         ),
         IndexError::Upstream { source, url } => {
             let upstream = source.upstream().unwrap_or_else(|| upstream_label(url));
@@ -98,12 +101,21 @@ impl IntoResponse for ApiError {
         };
         let text = match &self {
             ApiError::Upstream(inner) => format!("{}\n", client_message(inner.root())),
-            ApiError::Owners(owners) => format!(
-                "`{}` is served only from {}: {}\n",
-                owners.project,
-                owners.owners,
-                client_message(owners.error.root())
-            ),
+            ApiError::Owners(owners) => {
+                let mut text = format!(
+                    "`{}` is served only from {}: `{}`: {}",
+                    owners.project,
+                    owners.named.owners,
+                    owners.named.first,
+                    client_message(owners.error.root())
+                );
+                // The first failure above; the other owners' after it, each named.
+                for (source, error) in &owners.named.others {
+                    let _ = write!(text, "; `{source}`: {}", client_message(error.root()));
+                }
+                text.push('\n');
+                text
+            }
             other => format!("{other}\n"),
         };
         let mut response = (

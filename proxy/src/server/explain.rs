@@ -316,6 +316,14 @@ async fn explain_pages(
             filename,
             reason: super::offline::NOT_MIRRORED.to_string(),
         }));
+    // Entries an upstream page lists that could not be read as files: never served, and said
+    // here, since a client sees only that they are missing.
+    explanation
+        .dropped
+        .extend(whole.dropped.iter().map(|entry| DroppedFile {
+            filename: entry.entry.clone(),
+            reason: format!("the upstream page's entry cannot be read: {}", entry.reason),
+        }));
     Ok(explanation)
 }
 

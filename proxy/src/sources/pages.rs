@@ -38,15 +38,27 @@ pub struct ProjectPages {
 
 /// Every owner of a project failed (none answered with a page or a 404).
 #[derive(Debug, thiserror::Error)]
-#[error("`{project}` is served only from {owners}, and no page of it could be had")]
+#[error("`{project}` is served only from {}, and no page of it could be had", named.owners)]
 pub struct OwnersFailed {
     pub project: String,
-    /// Every owner, named for messages: "the source `internal`", "the sources `pytorch` and
-    /// `pypi`".
-    pub owners: String,
     /// The first owner's failure.
     #[source]
     pub error: IndexError,
+    /// Which owners failed (boxed: every handler's error type holds this one).
+    pub named: Box<NamedFailures>,
+}
+
+/// The owners that failed, by name: the answer to a client names each, with its failure (torch's
+/// 502 says why download.pytorch.org and PyPI both could not serve it).
+#[derive(Debug)]
+pub struct NamedFailures {
+    /// Every owner, named for messages: "the source `internal`", "the sources `pytorch` and
+    /// `pypi`".
+    pub owners: String,
+    /// The name of the first owner that failed, whose failure is [`OwnersFailed::error`].
+    pub first: String,
+    /// Every other owner that failed, with its failure.
+    pub others: Vec<(String, IndexError)>,
 }
 
 impl ProjectPages {
@@ -143,6 +155,9 @@ impl ProjectPages {
                     Err(_) => PageResult::Failed,
                 };
                 counters.count(source, result);
+                if let Err(error) = &answer {
+                    counters.count_failure(source, super::counters::FailureReason::of(error));
+                }
             }
             match answer {
                 Ok(Some(cached)) => parts.push(SourcePage { source, cached }),
@@ -289,14 +304,21 @@ fn failure(
         .into_iter()
         .map(|id| format!("`{}`", sources.get(id).name))
         .collect();
-    let (_, error) = failed.swap_remove(0);
+    let (first, error) = failed.remove(0);
     OwnersFailed {
         project: project.to_string(),
-        owners: match names.as_slice() {
-            [one] => format!("the source {one}"),
-            many => format!("the sources {}", many.join(" and ")),
-        },
         error,
+        named: Box::new(NamedFailures {
+            owners: match names.as_slice() {
+                [one] => format!("the source {one}"),
+                many => format!("the sources {}", many.join(" and ")),
+            },
+            first: sources.get(first).name.clone(),
+            others: failed
+                .into_iter()
+                .map(|(id, error)| (sources.get(id).name.clone(), error))
+                .collect(),
+        }),
     }
 }
 

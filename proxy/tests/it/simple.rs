@@ -618,7 +618,7 @@ async fn a_malformed_upstream_page_is_a_502_and_the_next_request_after_healing_s
     fake.garbage.store(true, Ordering::SeqCst);
     let (status, _, body) = get_with(&url, &[("accept", PIP_ACCEPT)]).await;
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
-    assert!(body.contains("cannot be parsed"), "{body}");
+    assert!(body.contains("cannot be read"), "{body}");
     assert!(
         body.contains(&format!("`{upstream}`")) && !body.contains("http://"),
         "the client is told which upstream, never its URL: {body}"

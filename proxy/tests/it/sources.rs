@@ -298,8 +298,7 @@ async fn a_source_answering_garbage_is_refused_never_replaced_by_another() {
     let (status, body) = json_page(company.proxy, "acme-utils").await;
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
     assert!(
-        body.contains("served only from the source `internal`")
-            && body.contains("cannot be parsed"),
+        body.contains("served only from the source `internal`") && body.contains("cannot be read"),
         "{body}"
     );
     assert!(

@@ -10,6 +10,9 @@ use super::CachedPage;
 use crate::metrics::PageRejection;
 
 /// What to do with a fetched page.
+// Made and matched once per fetch, never stored: boxing the page would cost an allocation for
+// nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(super) enum Verdict {
     /// It becomes the cached copy.
