@@ -131,6 +131,23 @@ pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
         .map_err(|source| StartError::Listen { addr, source })?;
     let local = listener.local_addr().unwrap_or(addr);
     print_start_lines(&state, local);
+    if !state.config.offline {
+        // Beside serving, not before it: a source that does not answer costs its deadline.
+        let state = state.clone();
+        runtime.spawn(async move {
+            let lines = crate::sources::first_read::first_read_lines(
+                &state.sources,
+                &state.index,
+                &state.client,
+            )
+            .await;
+            let mut out = std::io::stdout().lock();
+            for line in &lines {
+                let _ = writeln!(out, "{line}");
+            }
+            let _ = out.flush();
+        });
+    }
     let cores = per_core::cores();
     tracing::info!(listen = %local, cores, "wheelgate serving");
     per_core::serve_per_core(

@@ -19,6 +19,7 @@
 
 mod build;
 pub mod counters;
+pub mod first_read;
 pub mod merge;
 pub mod pages;
 mod pattern;

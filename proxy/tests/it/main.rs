@@ -24,6 +24,7 @@ mod per_core;
 mod private_mirror;
 mod private_upstream;
 mod proxy_under_test;
+mod real_world_pages;
 mod rogue_upstream;
 mod serve_start;
 mod simple;
