@@ -275,3 +275,41 @@ async fn the_first_read_of_each_source_names_the_one_whose_pages_cannot_be_read(
         ]
     );
 }
+
+/// Every page captured from a real registry (`testdata/registry/`), served by an upstream as it
+/// came: each file on it is on the page the proxy serves, in both forms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_captured_registry_page_is_served_whole_in_both_forms() {
+    logs();
+    for captured in &wheelgate_testdata::registry::REGISTRY_PAGES {
+        let rogue = Rogue::start().await;
+        let path = format!("/simple/{}/", captured.project);
+        let body = captured.body.to_owned();
+        rogue.set(
+            &path,
+            if captured.is_json() {
+                Answer::Json(body)
+            } else {
+                Answer::Html(body)
+            },
+        );
+        let proxy = start(&rogue, |_| {}).await;
+        let (status, json) = get_json(&proxy.url(&path)).await;
+        assert_eq!(status, 200, "{json}");
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let files = json["files"].as_array().unwrap();
+        assert_eq!(files.len(), captured.files, "{}", captured.project);
+        let yanked = files.iter().filter(|f| f["yanked"] != false).count();
+        assert_eq!(yanked, captured.yanked);
+        assert!(
+            files
+                .iter()
+                .all(|f| f["url"].as_str().unwrap().starts_with("/files/")
+                    && f["hashes"]["sha256"].is_string()),
+            "every link is the proxy's, every file verifiable"
+        );
+        let (status, html, _) = get(&proxy.url(&path)).await;
+        assert_eq!(status, 200);
+        assert_eq!(text(&html).matches("<a href=").count(), captured.files);
+    }
+}
