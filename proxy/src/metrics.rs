@@ -483,7 +483,7 @@ impl Metrics {
             out,
             "wheelgate_index_pages_rejected_total",
             "counter",
-            "Upstream pages refused in favour of the cached copy, by reason.",
+            "Upstream pages refused, by reason: in favour of the cached copy, or (unparseable) failing their request when none is cached.",
         );
         for reason in PageRejection::ALL {
             let _ = writeln!(
