@@ -182,6 +182,13 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         bucket,
         config.limits.download_slots(),
     )?;
+    let derived_metadata =
+        crate::cache::derived_metadata::MetadataStore::open(&config.cache_dir).map_err(
+            |source| StartError::CacheDir {
+                path: config.cache_dir.join("metadata"),
+                source,
+            },
+        )?;
     let metrics = Arc::new(crate::metrics::Metrics::default());
     let settings = ClientSettings {
         access,
@@ -200,6 +207,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         sources: Arc::new(sources),
         index: Arc::new(index),
         files: Arc::new(files),
+        derived_metadata: Arc::new(derived_metadata),
         ranges: Arc::default(),
         default_machine: Arc::new(machine),
         networks: Arc::new(networks),

@@ -668,6 +668,33 @@ impl CachedFile {
         }
     }
 
+    /// Waits until the file is committed: downloaded whole and verified against its page's
+    /// sha256. For what the server reads from a file itself (a wheel's `METADATA`), which must
+    /// come from verified bytes only.
+    pub async fn wait_committed(&mut self) -> Result<u64, FileCacheError> {
+        let Some(progress) = self.progress.as_mut() else {
+            return Ok(self.len.unwrap_or(0));
+        };
+        loop {
+            let current = progress.borrow_and_update().clone();
+            match current {
+                Progress::Committed { size } => return Ok(size),
+                Progress::Failed(err) => return Err(FileCacheError::Shared(err)),
+                Progress::Connecting | Progress::Streaming { .. } => {}
+            }
+            if progress.changed().await.is_err()
+                && !matches!(
+                    *progress.borrow(),
+                    Progress::Committed { .. } | Progress::Failed(_)
+                )
+            {
+                return Err(FileCacheError::Abandoned {
+                    url: self.url.clone(),
+                });
+            }
+        }
+    }
+
     /// The whole file in memory, for the small files the server reads itself (core metadata,
     /// variants files): at most `limit` bytes, reading no further past it, so a hostile
     /// upstream's 300 MB "metadata" costs no more memory than a real one.

@@ -66,6 +66,13 @@ pub enum FilesError {
         #[source]
         source: FileCacheError,
     },
+    /// The verified wheel holds no `METADATA` that can be served faithfully.
+    #[error("cannot serve `{filename}`")]
+    Derived {
+        filename: String,
+        #[source]
+        source: crate::cache::derived_metadata::DerivedMetadataError,
+    },
 }
 
 impl IntoResponse for FilesError {
@@ -76,6 +83,15 @@ impl IntoResponse for FilesError {
                 return api.into_response();
             }
             FilesError::Cache { filename, source } => (filename, source),
+            FilesError::Derived { filename, source } => {
+                warn!(filename = %filename, error = %source, cause = %source_chain(&source), "no metadata can be read from the verified wheel");
+                return (
+                    StatusCode::BAD_GATEWAY,
+                    [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                    format!("`{filename}` cannot be served: {source}\n"),
+                )
+                    .into_response();
+            }
         };
         let status = match source.kind() {
             // Never 403: uv tolerates a 403 only from download.pytorch.org itself.
@@ -287,6 +303,16 @@ pub(super) async fn serve_listed(
                 request.project, request.filename
             ))
         })?;
+    if request.metadata
+        && source.core_metadata == CoreMetadata::Absent
+        && request.filename.ends_with(".whl")
+        && source.sha256.is_some()
+    {
+        // Listed with `.metadata` though the upstream offers none (`server/rewrite.rs`).
+        let wheel = file_spec(&source, false).expect("a file's own spec");
+        return super::derived_metadata::serve(state, &wheel, &request.filename, method, headers)
+            .await;
+    }
     let spec = file_spec(&source, request.metadata).ok_or_else(|| {
         ApiError::NotFound(format!(
             "`{}` has no metadata file (PEP 658)",

@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod binding;
 pub mod client_addr;
+pub mod derived_metadata;
 pub mod error;
 pub mod explain;
 pub mod files;

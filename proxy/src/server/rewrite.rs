@@ -163,6 +163,10 @@ fn linked<'a>(
         upstream.meta.clone(),
         upstream.status.clone(),
     );
+    // Every verifiable wheel is offered with its `.metadata`: where the upstream has none (a
+    // registry mirror, Artifactory and Nexus remotes), `server/files.rs` reads it from the
+    // verified wheel once and keeps it, so installers resolve on kilobytes.
+    page.derived_metadata = true;
     // `/files/<project>/` and a filename of a few dozen bytes, a `+` of it encoded.
     page.reserve(kept.len(), project.len() + 80);
     for index in kept {

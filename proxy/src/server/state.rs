@@ -65,6 +65,9 @@ pub struct Shared {
     pub index: Arc<IndexCache>,
     /// Cached files (wheels, sdists, `.metadata`).
     pub files: Arc<FileCache>,
+    /// `.metadata` read from verified wheels whose upstream offers none
+    /// (`cache/derived_metadata.rs`).
+    pub derived_metadata: Arc<crate::cache::derived_metadata::MetadataStore>,
     /// Ranges read from the upstream by range, shared and capped.
     pub ranges: Arc<super::ranges::UpstreamRanges>,
     /// The machine `/simple/` resolves for when no `[[networks]]` rule holds the client.

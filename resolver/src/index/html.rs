@@ -221,20 +221,27 @@ pub fn render_project_html(page: &ProjectPage) -> String {
         page.status.as_ref(),
         page.base.as_deref(),
     );
-    render_files_html(head, files)
+    render_files_html(
+        head,
+        files.map(|(file, link)| (file, link, &file.core_metadata)),
+    )
 }
 
 /// Writes a [`LinkedPage`] as [`render_project_html`] writes the page of
 /// [`LinkedPage::to_page`], without that copy.
 pub fn render_linked_html(page: &LinkedPage<'_>) -> String {
     let head = (&page.name[..], &page.meta, page.status.as_ref(), None);
-    render_files_html(head, page.files())
+    render_files_html(
+        head,
+        page.files()
+            .map(|(file, link)| (file, link, page.core_metadata(file))),
+    )
 }
 
 /// The page (name, meta, status, base) with `files`, each written with the link beside it.
 fn render_files_html<'f>(
     (name, meta, status, base): (&str, &Meta, Option<&ProjectStatus>, Option<&str>),
-    files: impl ExactSizeIterator<Item = (&'f IndexFile, &'f str)>,
+    files: impl ExactSizeIterator<Item = (&'f IndexFile, &'f str, &'f CoreMetadata)>,
 ) -> String {
     let mut out = String::with_capacity(512 + files.len() * 400);
     render_head(&mut out, meta, status, base);
@@ -243,8 +250,8 @@ fn render_files_html<'f>(
     out.push_str("</title>\n  </head>\n  <body>\n    <h1>Links for ");
     escape_into(&mut out, name);
     out.push_str("</h1>\n");
-    for (file, link) in files {
-        render_file(&mut out, file, link);
+    for (file, link, metadata) in files {
+        render_file(&mut out, file, link, metadata);
     }
     out.push_str("  </body>\n</html>\n");
     out
@@ -309,7 +316,8 @@ fn render_head(out: &mut String, meta: &Meta, status: Option<&ProjectStatus>, ba
     }
 }
 
-fn render_file(out: &mut String, file: &IndexFile, link: &str) {
+/// One anchor: `file` linked to `link`, its core metadata as `metadata` says.
+fn render_file(out: &mut String, file: &IndexFile, link: &str, metadata: &CoreMetadata) {
     out.push_str("    <a href=\"");
     escape_into(out, link);
     if let Some((name, value)) = preferred_hash(&file.hashes) {
@@ -325,7 +333,7 @@ fn render_file(out: &mut String, file: &IndexFile, link: &str) {
     if let Yanked::Yes { reason } = &file.yanked {
         push_attr(out, "data-yanked", reason.as_deref().unwrap_or(""));
     }
-    let metadata = match &file.core_metadata {
+    let metadata = match metadata {
         CoreMetadata::Absent => None,
         CoreMetadata::Present => Some("true".to_owned()),
         CoreMetadata::Hashes(hashes) => Some(

@@ -91,7 +91,11 @@ pub fn render_project_json(page: &ProjectPage) -> String {
 pub fn render_linked_json(page: &LinkedPage<'_>) -> String {
     let files = page
         .files()
-        .map(|(file, link)| FileOut::new(file, Cow::Borrowed(link)));
+        .map(|(file, link)| {
+            let mut out = FileOut::new(file, Cow::Borrowed(link));
+            out.core_metadata = metadata_out(page.core_metadata(file));
+            out
+        });
     let head = (
         &page.name[..],
         &page.meta,
@@ -234,6 +238,16 @@ enum YankedOut<'a> {
     Reason(&'a str),
 }
 
+/// `core-metadata` as written: absent, `true`, or the hash table.
+fn metadata_out(metadata: &CoreMetadata) -> Option<MetadataOut<'_>> {
+    match metadata {
+        CoreMetadata::Absent => None,
+        CoreMetadata::Present => Some(MetadataOut::Flag(true)),
+        CoreMetadata::Hashes(hashes) if hashes.is_empty() => Some(MetadataOut::Flag(true)),
+        CoreMetadata::Hashes(hashes) => Some(MetadataOut::Hashes(hashes)),
+    }
+}
+
 impl<'a> FileOut<'a> {
     /// `file` with the link `url`.
     fn new(file: &'a IndexFile, url: Cow<'a, str>) -> Self {
@@ -242,12 +256,7 @@ impl<'a> FileOut<'a> {
             url,
             hashes: &file.hashes,
             requires_python: file.requires_python.as_deref(),
-            core_metadata: match &file.core_metadata {
-                CoreMetadata::Absent => None,
-                CoreMetadata::Present => Some(MetadataOut::Flag(true)),
-                CoreMetadata::Hashes(hashes) if hashes.is_empty() => Some(MetadataOut::Flag(true)),
-                CoreMetadata::Hashes(hashes) => Some(MetadataOut::Hashes(hashes)),
-            },
+            core_metadata: metadata_out(&file.core_metadata),
             gpg_sig: file.gpg_sig,
             yanked: match &file.yanked {
                 Yanked::No => YankedOut::Flag(false),

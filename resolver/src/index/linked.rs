@@ -6,7 +6,16 @@
 
 use std::ops::Range;
 
-use super::model::{IndexFile, Meta, ProjectPage, ProjectStatus};
+use super::model::{CoreMetadata, IndexFile, Meta, ProjectPage, ProjectStatus};
+
+/// Whether `file` is a wheel whose page offers no PEP 658 metadata but gives its sha256: its
+/// `METADATA` can be read from the wheel once the wheel is verified, and served as `.metadata`.
+/// An sdist has none to give, and a wheel without a hash could not be verified first.
+pub fn offers_derived_metadata(file: &IndexFile) -> bool {
+    file.core_metadata == CoreMetadata::Absent
+        && file.filename.ends_with(".whl")
+        && file.sha256().is_some()
+}
 
 /// A page of borrowed files, each with its own link. Rendered by
 /// [`super::render_linked_json`] and [`super::render_linked_html`] exactly as the
@@ -21,6 +30,10 @@ pub struct LinkedPage<'a> {
     pub meta: Meta,
     /// The project status marker, when the page has one.
     pub status: Option<ProjectStatus>,
+    /// Whether a wheel the page gives a sha256 but no PEP 658 metadata for is written with
+    /// core metadata offered (`true`) all the same ([`offers_derived_metadata`]): a proxy that
+    /// serves `.metadata` from the verified wheel itself sets it.
+    pub derived_metadata: bool,
     /// The files, in page order, each with where its link lies in `links`.
     files: Vec<(&'a IndexFile, Range<usize>)>,
     /// The files' links, one after another.
@@ -40,6 +53,7 @@ impl<'a> LinkedPage<'a> {
             versions,
             meta,
             status,
+            derived_metadata: false,
             files: Vec::new(),
             links: String::new(),
         }
@@ -75,6 +89,17 @@ impl<'a> LinkedPage<'a> {
             .map(|(file, link)| (*file, self.links.get(link.clone()).unwrap_or_default()))
     }
 
+    /// What the page says of `file`'s PEP 658 metadata: the page's own word, or offered when
+    /// [`LinkedPage::derived_metadata`] says so.
+    pub fn core_metadata<'f>(&self, file: &'f IndexFile) -> &'f CoreMetadata {
+        const OFFERED: &CoreMetadata = &CoreMetadata::Present;
+        if self.derived_metadata && offers_derived_metadata(file) {
+            OFFERED
+        } else {
+            &file.core_metadata
+        }
+    }
+
     /// The page with each file copied, its link replaced: for what must change the page
     /// further.
     pub fn to_page(&self) -> ProjectPage {
@@ -86,7 +111,7 @@ impl<'a> LinkedPage<'a> {
                 hashes: file.hashes.clone(),
                 requires_python: file.requires_python.clone(),
                 yanked: file.yanked.clone(),
-                core_metadata: file.core_metadata.clone(),
+                core_metadata: self.core_metadata(file).clone(),
                 gpg_sig: file.gpg_sig,
                 size: file.size,
                 upload_time: file.upload_time.clone(),

@@ -31,7 +31,7 @@ pub use json::{
     parse_project_json, parse_project_list_json, render_linked_json, render_project_json,
     render_project_list_json,
 };
-pub use linked::LinkedPage;
+pub use linked::{LinkedPage, offers_derived_metadata};
 pub use model::{
     CoreMetadata, DroppedFile, IndexFile, Meta, ProjectLink, ProjectList, ProjectPage,
     ProjectStatus, Yanked, normalize_project_name, resolve_url,
