@@ -236,8 +236,9 @@ fn merge_by<'a>(parts: &'a [SourcePage], keys: NameKeys<'_>) -> Option<MergedPag
 }
 
 /// Removes from `kept` (indices of files named by `filename`) a file whose build a
-/// higher-priority source also offers among the kept files: same project, public version and
-/// wheel tags, the local label aside. Returns each removed file with the source whose file is
+/// higher-priority source also offers among the kept files ([`build_key`]: same project, version
+/// as a number, Python and ABI tags and platform family, the local label and the platform
+/// version aside). Returns each removed file with the source whose file is
 /// served instead.
 pub fn drop_same_builds<'a>(
     filename: impl Fn(usize) -> &'a str,
@@ -268,33 +269,95 @@ pub fn drop_same_builds<'a>(
     dropped
 }
 
-/// A filename without the local label of its version: `torch-2.9.0+cu128-cp312-...` and
-/// `torch-2.9.0-cp312-...` are the same build when a selection kept both.
+/// What makes two kept files the same build for an installer, read from the filename: the
+/// project, the public version as a number (`2.9.0.0` is `2.9.0` is `2.9`), the Python and ABI
+/// tags, and the platform's family (operating system and architecture, whatever the glibc or
+/// macOS version its tag names). So `torch-2.9.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl`
+/// from the PyTorch index and PyPI's `torch-2.9.0.0+cpu-...-manylinux_2_35_x86_64.whl` are one
+/// build: PyPI's would otherwise be kept beside it, and pip and uv would prefer its more
+/// specific tag. A file that is not a wheel is compared by its whole name.
+///
 /// Borrowed from the name, as it is made twice per kept file of a page (hundreds on a torch
-/// page) where a new string each time cost an allocation per file: the name, and the public
-/// version and the rest when it has them.
-/// Found by byte searches: `splitn` with a char set up a searcher per part, most of the
-/// work of linking a selected page.
+/// page): byte searches and slices, no allocation.
 fn build_key(filename: &str) -> BuildKey<'_> {
-    let bytes = filename.as_bytes();
-    let Some(name_end) = memchr::memchr(b'-', bytes) else {
-        return (filename, None);
+    let whole = (filename, "", "", "", "", "", "");
+    let Some(stem) = filename.strip_suffix(".whl") else {
+        return whole;
     };
-    let Some(version_end) =
-        memchr::memchr(b'-', &bytes[name_end + 1..]).map(|at| name_end + 1 + at)
-    else {
-        return (filename, None);
+    let parts: [Option<&str>; 5] = {
+        let mut split = stem.rsplitn(4, '-');
+        let platform = split.next();
+        let abi = split.next();
+        let python = split.next();
+        let head = split.next();
+        [head, python, abi, platform, None]
     };
-    let version = &filename[name_end + 1..version_end];
+    let [Some(head), Some(python), Some(abi), Some(platform), None] = parts else {
+        return whole;
+    };
+    // `name-version` or `name-version-build`: the version is the second dash-separated part.
+    let mut head = head.splitn(3, '-');
+    let (Some(name), Some(version)) = (head.next(), head.next()) else {
+        return whole;
+    };
     let public = memchr::memchr(b'+', version.as_bytes()).map_or(version, |plus| &version[..plus]);
-    (
-        &filename[..name_end],
-        Some((public, &filename[version_end + 1..])),
-    )
+    let (release, suffix) = release_and_suffix(public);
+    let first_platform = platform.split('.').next().unwrap_or(platform);
+    let (os, arch) = platform_family(first_platform);
+    (name, release, suffix, python, abi, os, arch)
 }
 
-/// What [`build_key`] compares: `name-public-rest`, or the whole name.
-type BuildKey<'a> = (&'a str, Option<(&'a str, &'a str)>);
+/// `2.9.0.0` as `2.9`, and what follows the release (`rc1`, `.post1`): trailing zero segments
+/// do not change a version's value (PEP 440).
+fn release_and_suffix(public: &str) -> (&str, &str) {
+    let end = public
+        .bytes()
+        .position(|b| !(b.is_ascii_digit() || b == b'.'))
+        .unwrap_or(public.len());
+    let (mut release, suffix) = public.split_at(end);
+    // A suffix such as `.post1` starts with the dot the release ended on.
+    if !suffix.is_empty() && release.ends_with('.') {
+        release = &release[..release.len() - 1];
+    }
+    while let Some(shorter) = release.strip_suffix(".0") {
+        release = shorter;
+    }
+    (release, suffix)
+}
+
+/// A platform tag's operating system and architecture: `manylinux_2_28_x86_64`,
+/// `manylinux2014_x86_64` and `linux_x86_64` are all `linux` on `x86_64`; `macosx_11_0_arm64`
+/// is `macosx` on `arm64`; `win_amd64` is `win` on `amd64`.
+fn platform_family(tag: &str) -> (&'static str, &str) {
+    let (os, rest) = if let Some(rest) = tag.strip_prefix("manylinux") {
+        ("linux", rest)
+    } else if let Some(rest) = tag.strip_prefix("musllinux") {
+        ("musllinux", rest)
+    } else if let Some(rest) = tag.strip_prefix("linux") {
+        ("linux", rest)
+    } else if let Some(rest) = tag.strip_prefix("macosx") {
+        ("macosx", rest)
+    } else if let Some(rest) = tag.strip_prefix("win") {
+        ("win", rest)
+    } else {
+        return ("", tag);
+    };
+    // Past the version numbers the tag names (`_2_28`, `2014`, `_11_0`): the architecture.
+    let arch = rest.trim_start_matches(|c: char| c.is_ascii_digit() || c == '_');
+    (os, arch)
+}
+
+/// What [`build_key`] compares: project, release, version suffix, Python tag, ABI tag,
+/// operating system, architecture (a file that is not a wheel: its whole name, the rest empty).
+type BuildKey<'a> = (
+    &'a str,
+    &'a str,
+    &'a str,
+    &'a str,
+    &'a str,
+    &'static str,
+    &'a str,
+);
 
 #[cfg(test)]
 mod tests {
@@ -433,6 +496,42 @@ mod tests {
         let dropped = drop_same_builds(|i| &merged.files[i].filename, &merged.origins, &mut kept);
         assert_eq!(kept, [0, 3]);
         assert_eq!(dropped, [(2, SourceId(0))]);
+    }
+
+    /// issue 41 item 5: PyPI's files of a build the PyTorch index publishes never stand beside
+    /// its own, whatever their glibc tag or the spelling of their version.
+    #[test]
+    fn builds_are_compared_as_parsed_not_as_text() {
+        let key = build_key;
+        let pytorch = "torch-2.9.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl";
+        for same in [
+            "torch-2.9.0+cpu-cp312-cp312-manylinux_2_35_x86_64.whl",
+            "torch-2.9.0.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "torch-2.9+cpu-cp312-cp312-manylinux2014_x86_64.whl",
+            "torch-2.9.0-cp312-cp312-linux_x86_64.whl",
+            "torch-2.9.0-1-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+        ] {
+            assert_eq!(key(same), key(pytorch), "{same}");
+        }
+        for other in [
+            "torch-2.9.1+cpu-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "torch-2.9.0rc1+cpu-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "torch-2.9.0.post1-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "torch-2.9.0+cpu-cp313-cp313-manylinux_2_28_x86_64.whl",
+            "torch-2.9.0+cpu-cp312-cp312-manylinux_2_28_aarch64.whl",
+            "torch-2.9.0+cpu-cp312-cp312-musllinux_1_2_x86_64.whl",
+            "torch-2.9.0-cp312-none-macosx_11_0_arm64.whl",
+            "torch-2.9.0+cpu-cp312-cp312-win_amd64.whl",
+            "torch-2.9.0.tar.gz",
+        ] {
+            assert_ne!(key(other), key(pytorch), "{other}");
+        }
+        assert_eq!(
+            key("torch-2.9.0.post1-cp312-cp312-linux_x86_64.whl"),
+            key("torch-2.9.0.0post1-cp312-cp312-manylinux_2_28_x86_64.whl")
+        );
+        assert_eq!(key("a-1.0.tar.gz"), key("a-1.0.tar.gz"));
+        assert_ne!(key("a-1.0.tar.gz"), key("a-1.0.zip"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod files;
 mod forwarded_refusals;
 mod impossible_machines;
 mod listed_files;
+mod merged_builds;
 mod metadata_for_every_wheel;
 mod mirror_faults;
 mod networks;
