@@ -142,8 +142,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
             "private upstream access configured"
         );
     }
-    tokio::fs::create_dir_all(&config.cache_dir)
-        .await
+    crate::cache::private::create_dir(&config.cache_dir)
         .map_err(|source| StartError::CacheDir {
             path: config.cache_dir.clone(),
             source,

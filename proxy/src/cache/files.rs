@@ -814,7 +814,7 @@ async fn open_for_reading(path: PathBuf) -> io::Result<std::fs::File> {
 
 async fn create_part(path: PathBuf) -> io::Result<std::fs::File> {
     tokio::task::spawn_blocking(move || {
-        std::fs::OpenOptions::new()
+        super::private::file_options()
             .read(true)
             .write(true)
             .create_new(true)

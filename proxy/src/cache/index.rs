@@ -227,7 +227,7 @@ impl IndexCache {
         offline: bool,
     ) -> std::io::Result<IndexCache> {
         let dir = root.join("index");
-        std::fs::create_dir_all(&dir)?;
+        crate::cache::private::create_dir(&dir)?;
         remove_temporary_files(&dir);
         Ok(IndexCache {
             inner: Arc::new(Inner {
@@ -771,7 +771,12 @@ fn write_temp(path: &std::path::Path, parts: &[&[u8]]) -> std::io::Result<PathBu
     ));
     // In pieces: the writer thread yields its core to a waking serving thread only between
     // system calls (`serve/background.rs`), and one call for a 0.7 MB page held it 0.15 ms.
-    let written = std::fs::File::create(&temp).and_then(|mut file| {
+    let written = crate::cache::private::file_options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&temp)
+        .and_then(|mut file| {
         parts
             .iter()
             .flat_map(|part| part.chunks(WRITE_PIECE))

@@ -4,7 +4,7 @@
 //! crash never leaves a stale lock) and writes its pid and address into it for the message the
 //! second one prints. Leftovers of an earlier run are cleaned only once the lock is held.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
@@ -41,7 +41,7 @@ impl CacheDirLock {
             source,
         };
         let path = dir.join(LOCK_FILE);
-        let mut file = OpenOptions::new()
+        let mut file = super::private::file_options()
             .read(true)
             .write(true)
             .create(true)
@@ -60,6 +60,11 @@ impl CacheDirLock {
                 });
             }
             Err(TryLockError::Error(source)) => return Err(io(source)),
+        }
+        // Held: this process's directory now, closed to the host's other users (one an earlier
+        // version made is `0755`). One that is not ours to change is said, not fatal.
+        if let Err(err) = super::private::close_dir(dir) {
+            tracing::warn!(dir = %dir.display(), error = %err, "cannot make the cache directory owner-only; other users of this host may read what it holds");
         }
         file.set_len(0).map_err(io)?;
         file.rewind().map_err(io)?;

@@ -5,3 +5,4 @@ pub mod derived_metadata;
 pub mod files;
 pub mod index;
 pub mod lock;
+pub mod private;

@@ -182,8 +182,7 @@ pub enum SyncError {
 /// Creates the store and takes it, one writer per store until the sync ends: a second sync (or
 /// a server) is told who holds it.
 async fn take_store(store: &Path) -> Result<crate::cache::lock::CacheDirLock, SyncError> {
-    tokio::fs::create_dir_all(store)
-        .await
+    crate::cache::private::create_dir(store)
         .map_err(|source| SyncError::Store {
             path: store.to_path_buf(),
             source,

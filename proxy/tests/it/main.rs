@@ -21,6 +21,7 @@ mod networks;
 mod object_store;
 mod object_store_pages;
 mod ops;
+mod private_cache;
 mod page_fields;
 mod per_core;
 mod private_mirror;
