@@ -777,11 +777,11 @@ fn write_temp(path: &std::path::Path, parts: &[&[u8]]) -> std::io::Result<PathBu
         .truncate(true)
         .open(&temp)
         .and_then(|mut file| {
-        parts
-            .iter()
-            .flat_map(|part| part.chunks(WRITE_PIECE))
-            .try_for_each(|piece| file.write_all(piece))
-    });
+            parts
+                .iter()
+                .flat_map(|part| part.chunks(WRITE_PIECE))
+                .try_for_each(|piece| file.write_all(piece))
+        });
     if let Err(err) = written {
         let _ = std::fs::remove_file(&temp);
         return Err(err);

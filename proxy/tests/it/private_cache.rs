@@ -33,19 +33,25 @@ async fn every_stored_file_and_directory_is_owner_only() {
     logs();
     let wheel = "demo-1.0-py3-none-any.whl";
     let rogue = Rogue::start().await;
-    rogue.set("/simple/demo/", Answer::Html(page(&[(wheel, b"demo's bytes")])));
-    rogue.set(&format!("/f/{wheel}"), Answer::File(b"demo's bytes".to_vec()));
+    rogue.set(
+        "/simple/demo/",
+        Answer::Html(page(&[(wheel, b"demo's bytes")])),
+    );
+    rogue.set(
+        &format!("/f/{wheel}"),
+        Answer::File(b"demo's bytes".to_vec()),
+    );
     let proxy = start(&rogue, |config| {
         // A cache directory an earlier version made, open to everyone.
-        std::fs::set_permissions(
-            &config.cache_dir,
-            std::fs::Permissions::from_mode(0o755),
-        )
-        .unwrap();
+        std::fs::set_permissions(&config.cache_dir, std::fs::Permissions::from_mode(0o755))
+            .unwrap();
     })
     .await;
     assert_eq!(get(&proxy.url("/simple/demo/")).await.0, 200);
-    assert_eq!(get(&proxy.url(&format!("/files/demo/{wheel}"))).await.0, 200);
+    assert_eq!(
+        get(&proxy.url(&format!("/files/demo/{wheel}"))).await.0,
+        200
+    );
     // The page's disk copy lands moments after the answer.
     let index = proxy.cache.path().join("index");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
