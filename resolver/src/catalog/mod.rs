@@ -250,7 +250,13 @@ mod tests {
     #[test]
     fn names_published_on_pypi_are_pytorch_names_pypi_really_has() {
         let catalog = Catalog::embedded();
-        for name in ["torch", "torchvision", "torchaudio", "fbgemm-gpu"] {
+        for name in [
+            "torch",
+            "torchvision",
+            "torchaudio",
+            "fbgemm-gpu",
+            "xformers",
+        ] {
             assert!(catalog.is_published_on_pypi(name), "{name}");
         }
         // A placeholder on PyPI, the 2022 attack's name, a PyTorch-index-only name, and a name
