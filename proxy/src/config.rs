@@ -13,6 +13,8 @@ pub use object_store::{ObjectStoreConfig, StaticCredentials};
 pub mod auth;
 pub use auth::AuthConfig;
 
+pub mod env;
+
 pub mod catalog;
 pub use catalog::{CatalogConfig, LoadedCatalog};
 
@@ -54,6 +56,12 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     /// The PyTorch upstream: the root under which `<backend>/<project>/` pages live.
     pub pytorch_url: String,
+    /// Whether this network has a PyTorch index (default `true`). `false`: none is ever asked
+    /// (`pytorch_url` and `[upstreams.pytorch]` unused); the PyTorch projects PyTorch also
+    /// publishes on PyPI (the catalog's `published_on_pypi`) come from the general index alone,
+    /// and those only the PyTorch index publishes (`pytorch-triton`) answer 404, never looked
+    /// up elsewhere.
+    pub pytorch_index: bool,
     /// The general upstream: a PEP 503/691 simple index (PyPI or a company mirror).
     pub pypi_url: String,
     /// Where files and index pages are cached.
@@ -101,6 +109,7 @@ impl Default for ServeConfig {
         ServeConfig {
             listen: DEFAULT_LISTEN.parse().expect("valid default address"),
             pytorch_url: DEFAULT_PYTORCH_URL.to_string(),
+            pytorch_index: true,
             pypi_url: DEFAULT_PYPI_URL.to_string(),
             cache_dir: default_cache_dir(),
             offline: false,
@@ -157,6 +166,11 @@ impl ServeConfig {
         self.pytorch_url.trim_end_matches('/')
     }
 
+    /// The PyTorch index's URL as configured, `None` with `pytorch_index = false`.
+    pub fn pytorch_index_url(&self) -> Option<&str> {
+        self.pytorch_index.then_some(self.pytorch_url.as_str())
+    }
+
     /// The general upstream without a trailing slash.
     pub fn pypi_root(&self) -> &str {
         self.pypi_url.trim_end_matches('/')
@@ -176,7 +190,7 @@ impl ServeConfig {
     ) -> Result<crate::sources::Sources, crate::sources::SourcesError> {
         crate::sources::Sources::new(
             catalog,
-            &self.pytorch_url,
+            self.pytorch_index_url(),
             &self.pypi_url,
             &self.upstreams,
             &self.sources,
@@ -302,6 +316,36 @@ mod tests {
         std::fs::write(&path, "lisen = \"x\"\n").unwrap();
         let err = ServeConfig::from_file(&path).unwrap_err().to_string();
         assert!(err.contains("lisen"), "{err}");
+    }
+
+    #[test]
+    fn pytorch_index_false_leaves_no_pytorch_source_whatever_the_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wheelgate.toml");
+        assert!(ServeConfig::default().pytorch_index);
+        assert_eq!(
+            ServeConfig::default().pytorch_index_url(),
+            Some(DEFAULT_PYTORCH_URL)
+        );
+        // The one setting wins over a URL and access settings layered elsewhere: they stay
+        // unused, and `serve` and `config show` say there is no PyTorch index.
+        std::fs::write(
+            &path,
+            "pytorch_url = \"https://artifactory.example/whl\"\npytorch_index = false\n\
+             [upstreams.pytorch]\nca_bundle = \"/etc/ssl/company.pem\"\n",
+        )
+        .unwrap();
+        let config = ServeConfig::from_file(&path).unwrap();
+        assert!(!config.pytorch_index);
+        assert_eq!(config.pytorch_index_url(), None);
+        let sources = config.sources().unwrap();
+        assert!(sources.pytorch().is_none());
+        let names: Vec<&str> = sources.iter().map(|(_, s)| s.name.as_str()).collect();
+        assert_eq!(names, ["pypi"]);
+        assert!(sources.unserved("pytorch-triton").is_some());
+        std::fs::write(&path, "pytorch_index = \"no\"\n").unwrap();
+        let err = ServeConfig::from_file(&path).unwrap_err().to_string();
+        assert!(err.contains("pytorch_index"), "{err}");
     }
 
     #[test]

@@ -296,7 +296,10 @@ pub async fn run_until(
     let local = listener.local_addr().unwrap_or(addr);
     info!(
         listen = %local,
-        pytorch = %crate::upstream::redact(&state.config.pytorch_url),
+        pytorch = %state
+            .config
+            .pytorch_index_url()
+            .map_or_else(|| "none".to_string(), crate::upstream::redact),
         pypi = %crate::upstream::redact(&state.config.pypi_url),
         cache_dir = %state.config.cache_dir.display(),
         offline = state.config.offline,

@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::config::networks::{MachineSource, NetworksError};
-use crate::config::{ClientNetworks, ConfigError, DEFAULT_PYPI_URL, ServeConfig};
+use crate::config::{ClientNetworks, ConfigError, DEFAULT_PYPI_URL, ServeConfig, env};
 use crate::server::explain::describe_machine;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory};
@@ -103,15 +103,17 @@ impl std::fmt::Display for Source {
     }
 }
 
-/// The flags of `serve` that set a key of the same name, with their environment variable.
-const FLAGS: [(&str, &str); 7] = [
-    ("listen", "WHEELGATE_LISTEN"),
-    ("pytorch_url", "WHEELGATE_PYTORCH_URL"),
-    ("pypi_url", "WHEELGATE_PYPI_URL"),
-    ("cache_dir", "WHEELGATE_CACHE_DIR"),
-    ("offline", "WHEELGATE_OFFLINE"),
-    ("index_ttl_secs", "WHEELGATE_INDEX_TTL"),
-    ("cache_max_bytes", "WHEELGATE_CACHE_MAX_BYTES"),
+/// The flags of `serve` that set a key: the key, the flag's argument id (the key's own name but
+/// for `--no-pytorch-index`, which sets `pytorch_index` to `false`) and its environment variable.
+const FLAGS: [(&str, &str, &str); 8] = [
+    ("listen", "listen", env::LISTEN),
+    ("pytorch_url", "pytorch_url", env::PYTORCH_URL),
+    ("pytorch_index", "no_pytorch_index", env::NO_PYTORCH_INDEX),
+    ("pypi_url", "pypi_url", env::PYPI_URL),
+    ("cache_dir", "cache_dir", env::CACHE_DIR),
+    ("offline", "offline", env::OFFLINE),
+    ("index_ttl_secs", "index_ttl_secs", env::INDEX_TTL),
+    ("cache_max_bytes", "cache_max_bytes", env::CACHE_MAX_BYTES),
 ];
 
 fn arg_source(matches: Option<&ArgMatches>, id: &str, env: &str) -> Option<Source> {
@@ -131,7 +133,7 @@ struct Sources<'a> {
 impl Sources<'_> {
     fn of(&self, path: &[&str]) -> Source {
         if let [key] = path
-            && let Some((id, env)) = FLAGS.iter().find(|(id, _)| id == key)
+            && let Some((_, id, env)) = FLAGS.iter().find(|(flag_key, _, _)| flag_key == key)
             && let Some(source) = arg_source(self.matches, id, env)
         {
             return source;
@@ -198,7 +200,7 @@ fn render(args: &ServeArgs, matches: Option<&ArgMatches>) -> Result<String, Conf
          # redacted (***).\n",
     );
     if let Some(path) = &args.config {
-        let from = arg_source(matches, "config", "WHEELGATE_CONFIG")
+        let from = arg_source(matches, "config", env::CONFIG)
             .map_or_else(String::new, |s| format!(" ({s})"));
         let _ = writeln!(out, "# file: {}{from}", display_path(path));
     }
@@ -253,6 +255,13 @@ fn upstream_access(config: &ServeConfig) -> String {
             return out;
         }
     };
+    if sources.pytorch().is_none() {
+        let _ = writeln!(
+            out,
+            "#   pytorch: none ({}); `pytorch_url` and `[upstreams.pytorch]` unused",
+            crate::sources::WITHOUT_PYTORCH_INDEX
+        );
+    }
     for (_, source) in sources.iter() {
         let name = &source.name;
         let root = redact_url(&source.url);
@@ -556,6 +565,30 @@ bearer = ["tok-abc"]
         assert!(parsed.offline);
         assert_eq!(parsed.pypi_url, "https://pypi.example/simple");
         assert_eq!(parsed.cache_dir, dir.path());
+    }
+
+    #[test]
+    fn no_pytorch_index_is_shown_with_its_flag_and_the_missing_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().to_str().unwrap();
+        let text = show(&["--cache-dir", cache, "--no-pytorch-index"]);
+        assert!(
+            text.contains("pytorch_index = false  # flag --no-pytorch-index"),
+            "{text}"
+        );
+        assert!(
+            text.contains("#   pytorch: none (`pytorch_index = false`: PyTorch's projects"),
+            "{text}"
+        );
+        assert!(!text.contains("#   pytorch (https://"), "{text}");
+        let parsed: ServeConfig = toml::from_str(&text).unwrap();
+        assert!(!parsed.pytorch_index);
+        let path = dir.path().join("wheelgate.toml");
+        std::fs::write(&path, "pytorch_index = false\n").unwrap();
+        let text = show(&["--cache-dir", cache, "--config", path.to_str().unwrap()]);
+        assert!(text.contains("pytorch_index = false  # file"), "{text}");
+        let text = show(&["--cache-dir", cache]);
+        assert!(text.contains("pytorch_index = true  # default"), "{text}");
     }
 
     #[test]

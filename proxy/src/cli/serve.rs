@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use std::io::Write as _;
 
-use crate::config::{ConfigError, ServeConfig, pip_configured_index};
+use crate::config::{ConfigError, ServeConfig, env, pip_configured_index};
 use crate::serve::{StartError, per_core};
 use crate::server::AppState;
 use crate::server::explain::describe_machine;
@@ -21,28 +21,32 @@ use wheelgate_resolver::select_release;
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// TOML configuration file (see deploy/wheelgate.toml).
-    #[arg(long, env = "WHEELGATE_CONFIG", value_name = "FILE")]
+    #[arg(long, env = env::CONFIG, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Address to listen on [default: 127.0.0.1:3141, loopback only].
-    #[arg(long, env = "WHEELGATE_LISTEN", value_name = "ADDR")]
+    #[arg(long, env = env::LISTEN, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
     /// The PyTorch upstream [default: https://download.pytorch.org/whl].
-    #[arg(long, env = "WHEELGATE_PYTORCH_URL", value_name = "URL")]
+    #[arg(long, env = env::PYTORCH_URL, value_name = "URL")]
     pub pytorch_url: Option<String>,
+    /// This network has no PyTorch index: none is asked; PyTorch's projects published on PyPI
+    /// come from the general upstream alone, the others (pytorch-triton) answer 404.
+    #[arg(long, env = env::NO_PYTORCH_INDEX)]
+    pub no_pytorch_index: bool,
     /// The general upstream, a simple index [default: the index pip is configured with, else PyPI's].
-    #[arg(long, env = "WHEELGATE_PYPI_URL", value_name = "URL")]
+    #[arg(long, env = env::PYPI_URL, value_name = "URL")]
     pub pypi_url: Option<String>,
     /// Cache directory [default: $XDG_CACHE_HOME/wheelgate or ~/.cache/wheelgate].
-    #[arg(long, env = "WHEELGATE_CACHE_DIR", value_name = "DIR")]
+    #[arg(long, env = env::CACHE_DIR, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Serve only what is cached; never contact an upstream.
-    #[arg(long, env = "WHEELGATE_OFFLINE")]
+    #[arg(long, env = env::OFFLINE)]
     pub offline: bool,
     /// Seconds an index page is served before it is revalidated upstream [default: 600].
-    #[arg(long, env = "WHEELGATE_INDEX_TTL", value_name = "SECONDS")]
+    #[arg(long, env = env::INDEX_TTL, value_name = "SECONDS")]
     pub index_ttl_secs: Option<u64>,
     /// Size limit of the file cache in bytes [default: 50 GiB].
-    #[arg(long, env = "WHEELGATE_CACHE_MAX_BYTES", value_name = "BYTES")]
+    #[arg(long, env = env::CACHE_MAX_BYTES, value_name = "BYTES")]
     pub cache_max_bytes: Option<u64>,
 }
 
@@ -75,6 +79,9 @@ pub fn effective_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
     }
     if let Some(url) = &args.pytorch_url {
         config.pytorch_url.clone_from(url);
+    }
+    if args.no_pytorch_index {
+        config.pytorch_index = false;
     }
     if let Some(url) = &args.pypi_url {
         config.pypi_url.clone_from(url);
@@ -230,7 +237,10 @@ pub fn start_lines(state: &AppState, local: SocketAddr) -> Vec<String> {
         ),
         format!(
             "upstreams: PyTorch {}, general {}{offline}",
-            redact(&config.pytorch_url),
+            config.pytorch_index_url().map_or_else(
+                || format!("none ({})", crate::sources::WITHOUT_PYTORCH_INDEX),
+                redact
+            ),
             redact(&config.pypi_url)
         ),
         format!(

@@ -398,7 +398,7 @@ impl MirrorConfig {
         let policy = raw.policy.unwrap_or_default();
         let sources = Sources::new(
             catalog,
-            raw.pytorch_url.as_deref().unwrap_or(DEFAULT_PYTORCH_URL),
+            Some(raw.pytorch_url.as_deref().unwrap_or(DEFAULT_PYTORCH_URL)),
             raw.pypi_url.as_deref().unwrap_or(DEFAULT_PYPI_URL),
             &raw.upstreams,
             &raw.sources,
@@ -534,7 +534,7 @@ impl MirrorConfig {
     pub fn sources(&self) -> Sources {
         Sources::new(
             self.catalog.0,
-            &self.pytorch_url,
+            Some(&self.pytorch_url),
             &self.pypi_url,
             &self.upstreams,
             &self.sources,

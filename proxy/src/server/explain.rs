@@ -22,7 +22,7 @@ use wheelgate_resolver::{Machine, Policy};
 
 use super::client_addr::{Client, ClientReport};
 use super::error::ApiError;
-use super::lookup::project_page;
+use super::lookup::{no_page, project_page};
 use super::simple::{Target, check_project_name, machine_and_policy, parse_backend, parse_token};
 use super::state::AppState;
 use super::status::escape;
@@ -254,7 +254,7 @@ async fn explain_pages(
     let machine = std::borrow::Cow::Borrowed(machine);
     let pages = project_page(state, &project, policy.pinned.as_ref())
         .await?
-        .ok_or_else(|| ApiError::no_such_project(state, &project))?;
+        .ok_or_else(|| no_page(state, &project))?;
     let selected = state.sources.selects(&project);
     let merged = pages.merged();
     let source_name = |index: usize| state.sources.get(merged.origins.of(index)).name.clone();

@@ -12,6 +12,7 @@ use crate::cache::index::Revalidation;
 use crate::sources::ProjectPages;
 use crate::sources::pages::OwnersFailed;
 
+use super::error::ApiError;
 use super::state::AppState;
 
 /// Where a file comes from and what it must hash to.
@@ -37,12 +38,25 @@ pub async fn project_page(
     pages_with(state, project, pinned, Revalidation::Wait).await
 }
 
+/// Why `project` has no page: the reason no source serves it (`pytorch_index = false` and a
+/// name only the PyTorch index publishes), else that none has it.
+pub fn no_page(state: &AppState, project: &str) -> ApiError {
+    match state.sources.unserved(project) {
+        Some(unserved) => ApiError::NotFound(unserved.to_string()),
+        None => ApiError::no_such_project(state, project),
+    }
+}
+
 async fn pages_with(
     state: &AppState,
     project: &str,
     pinned: Option<&Backend>,
     revalidation: Revalidation,
 ) -> Result<Option<ProjectPages>, OwnersFailed> {
+    // A name no source owns has no page to fetch, from anyone.
+    if state.sources.unserved(project).is_some() {
+        return Ok(None);
+    }
     ProjectPages::fetch_counted(
         &state.sources,
         &state.index,

@@ -26,7 +26,7 @@ use super::binding;
 use super::client_addr::{Client, network_machine};
 use super::error::ApiError;
 use super::explain::{explain_url, page_comment, with_leading_comment};
-use super::lookup::project_page;
+use super::lookup::{no_page, project_page};
 use super::negotiate::{Format, negotiate};
 use super::precompressed::{Precompressed, accepts_gzip};
 use super::rewrite::{
@@ -458,7 +458,7 @@ async fn project_response(
     let pinned = policy.pinned.clone();
     let pages = project_page(state, &project, pinned.as_ref())
         .await?
-        .ok_or_else(|| ApiError::no_such_project(state, &project))?;
+        .ok_or_else(|| no_page(state, &project))?;
     let select = state.sources.selects(&project);
     let (mut pages_key, mut generation) = pages.key();
     let torch = bound_to_torch(state, &project, policy, &mut pages_key, &mut generation).await?;

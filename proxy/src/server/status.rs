@@ -421,6 +421,14 @@ fn render_upstreams(out: &mut String, state: &AppState) {
         "<h2 id=\"upstreams\">Sources</h2><table><thead><tr><th>Source</th><th>URL</th>\
          <th>Last page fetch</th><th>Access</th></tr></thead>",
     );
+    if state.sources.pytorch().is_none() {
+        let _ = write!(
+            out,
+            "<tr><td>pytorch</td><td colspan=\"3\"><span class=\"muted\">none on this network \
+             ({}); its URL is never asked</span></td></tr>",
+            escape(crate::sources::WITHOUT_PYTORCH_INDEX)
+        );
+    }
     for (_, source) in state.sources.iter() {
         let url = &source.url;
         let name = format!(

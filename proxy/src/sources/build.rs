@@ -64,26 +64,30 @@ pub enum SourcesError {
 
 impl Sources {
     /// The built-in PyTorch and general sources (`pytorch_url`, `pypi_url`, `[upstreams.*]`)
-    /// with the configured ones between them, checked.
+    /// with the configured ones between them, checked. Without a `pytorch_url`
+    /// (`pytorch_index = false`) there is no PyTorch source at all, and `[upstreams.pytorch]`
+    /// is unused: see [`Sources::unserved`].
     pub fn new(
         catalog: &'static Catalog,
-        pytorch_url: &str,
+        pytorch_url: Option<&str>,
         pypi_url: &str,
         upstreams: &UpstreamsConfig,
         configured: &[SourceConfig],
     ) -> Result<Sources, SourcesError> {
         let mut list = Vec::with_capacity(configured.len() + 2);
-        let (url, url_credentials) = without_credentials(root("`pytorch_url`", pytorch_url)?);
-        list.push(Source {
-            name: PYTORCH.to_string(),
-            kind: SourceKind::Pytorch,
-            url,
-            owns: Owns::PytorchNames,
-            template: None,
-            url_credentials,
-            access: upstreams.pytorch.clone(),
-            section: "[upstreams.pytorch]".to_string(),
-        });
+        if let Some(pytorch_url) = pytorch_url {
+            let (url, url_credentials) = without_credentials(root("`pytorch_url`", pytorch_url)?);
+            list.push(Source {
+                name: PYTORCH.to_string(),
+                kind: SourceKind::Pytorch,
+                url,
+                owns: Owns::PytorchNames,
+                template: None,
+                url_credentials,
+                access: upstreams.pytorch.clone(),
+                section: "[upstreams.pytorch]".to_string(),
+            });
+        }
         for entry in configured {
             list.push(configured_source(catalog, entry, &list)?);
         }
@@ -106,7 +110,7 @@ impl Sources {
     pub fn builtin(catalog: &'static Catalog, pytorch_url: &str, pypi_url: &str) -> Sources {
         Sources::new(
             catalog,
-            pytorch_url,
+            Some(pytorch_url),
             pypi_url,
             &UpstreamsConfig::default(),
             &[],
@@ -301,7 +305,7 @@ fn root(section: &str, url: &str) -> Result<String, SourcesError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sources::SourceId;
+    use crate::sources::{ProjectKind, SourceId};
 
     fn source(name: &str, url: &str, projects: &[&str]) -> SourceConfig {
         toml::from_str(&format!(
@@ -313,7 +317,7 @@ mod tests {
     fn sources(configured: &[SourceConfig]) -> Result<Sources, SourcesError> {
         Sources::new(
             Catalog::embedded(),
-            "https://download.example/whl",
+            Some("https://download.example/whl"),
             "https://pypi.example/simple/",
             &UpstreamsConfig::default(),
             configured,
@@ -331,7 +335,10 @@ mod tests {
     #[test]
     fn the_two_built_in_upstreams_are_the_first_and_last_sources() {
         let sources = sources(&[]).unwrap();
-        assert_eq!(sources.pytorch().url, "https://download.example/whl");
+        assert_eq!(
+            sources.pytorch().unwrap().url,
+            "https://download.example/whl"
+        );
         assert_eq!(sources.general().url, "https://pypi.example/simple");
         assert_eq!(owner_names(&sources, "numpy"), ["pypi"]);
         assert_eq!(owner_names(&sources, "torchtriton"), ["pypi"]);
@@ -342,6 +349,7 @@ mod tests {
         assert_eq!(
             sources
                 .pytorch()
+                .unwrap()
                 .page_url("torch", Some(&"cu128".parse().unwrap())),
             "https://download.example/whl/cu128/torch/"
         );
@@ -353,6 +361,50 @@ mod tests {
         );
     }
 
+    #[test]
+    fn without_a_pytorch_index_the_general_index_takes_only_what_pytorch_publishes_there() {
+        let without = Sources::new(
+            Catalog::embedded(),
+            None,
+            "https://pypi.example/simple/",
+            &UpstreamsConfig::default(),
+            &[source(
+                "mirror",
+                "https://mirror.example/simple",
+                &["pytorch-triton"],
+            )],
+        )
+        .unwrap();
+        assert!(without.pytorch().is_none());
+        for published in ["torch", "torchvision", "fbgemm-gpu", "xformers"] {
+            assert_eq!(owner_names(&without, published), ["pypi"], "{published}");
+            assert_eq!(without.unserved(published), None);
+        }
+        assert_eq!(owner_names(&without, "numpy"), ["pypi"]);
+        // Not a catalog name: PyPI's, as with a PyTorch index.
+        assert_eq!(owner_names(&without, "torchtriton"), ["pypi"]);
+        // Only on the PyTorch index: nobody's, never the general index's.
+        for only in ["pytorch-triton-rocm", "torcharrow", "flash-attn-3"] {
+            assert!(owner_names(&without, only).is_empty(), "{only}");
+            let unserved = without.unserved(only).unwrap().to_string();
+            assert!(
+                unserved.contains(&format!("`{only}`"))
+                    && unserved.contains("`pytorch_index = false`")
+                    && unserved.contains("never looked up on the general index"),
+                "{unserved}"
+            );
+        }
+        // Unless a source lists it by name.
+        assert_eq!(owner_names(&without, "pytorch-triton"), ["mirror"]);
+        assert_eq!(without.unserved("pytorch-triton"), None);
+        // Still selected per machine, wherever it comes from.
+        assert_eq!(without.kind("torch"), ProjectKind::Pytorch);
+        // With a PyTorch index, nothing is unserved.
+        let with = sources(&[]).unwrap();
+        for project in ["pytorch-triton-rocm", "torch", "numpy"] {
+            assert_eq!(with.unserved(project), None, "{project}");
+        }
+    }
     #[test]
     fn configured_sources_own_their_names_and_nothing_else() {
         let sources = sources(&[
@@ -423,13 +475,13 @@ mod tests {
     fn credentials_in_a_url_leave_the_url() {
         let sources = Sources::new(
             Catalog::embedded(),
-            "https://ci:p%40ss@download.example/whl",
+            Some("https://ci:p%40ss@download.example/whl"),
             "https://pypi.example/simple/",
             &UpstreamsConfig::default(),
             &[],
         )
         .unwrap();
-        let pytorch = sources.pytorch();
+        let pytorch = sources.pytorch().unwrap();
         assert_eq!(pytorch.url, "https://download.example/whl");
         let credentials = pytorch.url_credentials.as_ref().unwrap();
         assert_eq!(

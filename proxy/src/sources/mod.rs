@@ -16,6 +16,11 @@
 //!   torch, torchvision, ...), so torch still resolves when download.pytorch.org cannot be
 //!   reached. Names only on the PyTorch index (`pytorch-triton`, a placeholder on PyPI) stay
 //!   the PyTorch index's alone.
+//!
+//! Where the network has no PyTorch index (`pytorch_index = false`), there is no PyTorch source:
+//! the names published on PyPI are the general source's alone, and a name only the PyTorch
+//! index publishes has no owner ([`Sources::unserved`]): it answers 404 and is never asked of
+//! the general index, where it may be anyone's.
 
 mod build;
 pub mod counters;
@@ -139,8 +144,22 @@ pub enum ProjectKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SourceId(pub u16);
 
-/// Every source, in priority order: the PyTorch index, the configured sources as written, the
-/// general index.
+/// What a server without a PyTorch index does, in words: its start line, the status page and
+/// `config show` say it.
+pub const WITHOUT_PYTORCH_INDEX: &str = "`pytorch_index = false`: PyTorch's projects published on PyPI come from the general index alone; those only the PyTorch index publishes answer 404";
+
+/// A PyTorch project no source owns: only the PyTorch index publishes it, and this network has
+/// none (`pytorch_index = false`). Its answer is a 404 naming the setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{project}` is published only on the PyTorch index, and this server has none (`pytorch_index = false`): it is never looked up on the general index, where the name may be anyone's; to serve it, list it in the `projects` of a `[[sources]]` entry that holds PyTorch's builds"
+)]
+pub struct NoPytorchIndex {
+    pub project: String,
+}
+
+/// Every source, in priority order: the PyTorch index (unless `pytorch_index = false`), the
+/// configured sources as written, the general index.
 #[derive(Debug, Clone)]
 pub struct Sources {
     list: Vec<Source>,
@@ -163,9 +182,11 @@ impl Sources {
         self.iter().find(|(_, s)| s.name == name)
     }
 
-    /// The built-in PyTorch source.
-    pub fn pytorch(&self) -> &Source {
-        &self.list[0]
+    /// The built-in PyTorch source; `None` where the network has none (`pytorch_index = false`).
+    pub fn pytorch(&self) -> Option<&Source> {
+        self.list
+            .first()
+            .filter(|source| source.kind == SourceKind::Pytorch)
     }
 
     /// The built-in general source.
@@ -175,9 +196,22 @@ impl Sources {
             .expect("the general source is always there")
     }
 
-    /// The sources that own the normalized `project`, in priority order; never empty.
+    /// The sources that own the normalized `project`, in priority order; empty only for a
+    /// name [`Sources::unserved`] gives a reason for.
     pub fn owners(&self, project: &str) -> Vec<SourceId> {
         self.owners_where(project, |_| true)
+    }
+
+    /// Why no source serves `project`, when none does: a PyTorch name only the PyTorch index
+    /// publishes, where this network has none. Checked before a page is looked up: one
+    /// comparison while there is a PyTorch index.
+    pub fn unserved(&self, project: &str) -> Option<NoPytorchIndex> {
+        if self.pytorch().is_some() || !self.catalog.routes_to_pytorch(project) {
+            return None;
+        }
+        self.owners(project).is_empty().then(|| NoPytorchIndex {
+            project: project.to_string(),
+        })
     }
 
     /// The owners of `project` whose kind `keep` accepts, in priority order: one list made in
@@ -190,7 +224,14 @@ impl Sources {
             let owns = match &source.owns {
                 Owns::PytorchNames => self.catalog.routes_to_pytorch(project),
                 Owns::Patterns(patterns) => patterns.iter().any(|p| p.matches(project)),
-                Owns::Rest => !owned || self.catalog.is_published_on_pypi(project),
+                // A PyTorch name no earlier source owns only lacks a PyTorch index: the
+                // general index may not take it unless PyTorch publishes it there too.
+                Owns::Rest if owned => self.catalog.is_published_on_pypi(project),
+                Owns::Rest => {
+                    self.pytorch().is_some()
+                        || !self.catalog.routes_to_pytorch(project)
+                        || self.catalog.is_published_on_pypi(project)
+                }
             };
             owned |= owns;
             if owns && keep(source.kind) {

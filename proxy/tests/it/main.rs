@@ -18,6 +18,7 @@ mod merged_builds;
 mod metadata_for_every_wheel;
 mod mirror_faults;
 mod networks;
+mod no_pytorch_index;
 mod object_store;
 mod object_store_pages;
 mod ops;

@@ -19,7 +19,7 @@ use wheelgate_resolver::index::{ProjectPage, render_project_html, render_project
 use wheelgate_resolver::variants::choose::VARIANTS_JSON_SUFFIX;
 
 use super::super::error::ApiError;
-use super::super::lookup::project_page;
+use super::super::lookup::{no_page, project_page};
 use super::super::negotiate::{Format, negotiate};
 use super::super::rewrite::file_link;
 use super::super::simple::{check_project_name, parse_backend, parse_token};
@@ -99,7 +99,7 @@ async fn page(
     let format = negotiate(accept, query.format.as_deref()).ok_or(ApiError::NotAcceptable)?;
     let pages = project_page(state, &project, pinned.as_ref())
         .await?
-        .ok_or_else(|| ApiError::no_such_project(state, &project))?;
+        .ok_or_else(|| no_page(state, &project))?;
     let page = relinked(&project, &pages.merged().page());
     let body = match format {
         Format::Json => render_project_json(&page),

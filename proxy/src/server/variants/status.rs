@@ -23,9 +23,12 @@ pub async fn section(state: &AppState) -> String {
     let machine = &state.default_machine;
     let policy = &state.config.policy;
     let mut rows = String::new();
+    // Variant wheels are the PyTorch index's (its `/whl/variant/` layout): none without one.
+    let Some(pytorch) = state.sources.pytorch() else {
+        return String::new();
+    };
     for project in PROJECTS {
-        // Variant wheels are the PyTorch index's (its `/whl/variant/` layout).
-        let url = state.sources.pytorch().page_url(project, None);
+        let url = pytorch.page_url(project, None);
         let Some(cached) = state.index.peek(&url).await else {
             continue;
         };
