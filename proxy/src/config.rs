@@ -68,6 +68,11 @@ pub struct ServeConfig {
     pub cache_dir: PathBuf,
     /// Serve only what is cached; never contact an upstream.
     pub offline: bool,
+    /// Whether `wheelgate serve` reads one page of each source at start and prints what it got
+    /// (default `true`), so a source whose pages cannot be read is named before any installer
+    /// meets it. `false` for a server that must ask nothing before its first client (a
+    /// benchmark's cold page, a test counting upstream requests).
+    pub read_sources_at_start: bool,
     /// Seconds an index page is fresh; an older one is revalidated before it is answered
     /// (waiting at most `[limits] revalidate_wait_ms`).
     pub index_ttl_secs: u64,
@@ -113,6 +118,7 @@ impl Default for ServeConfig {
             pypi_url: DEFAULT_PYPI_URL.to_string(),
             cache_dir: default_cache_dir(),
             offline: false,
+            read_sources_at_start: true,
             index_ttl_secs: DEFAULT_INDEX_TTL_SECS,
             cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
             machine: None,

@@ -142,11 +142,12 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
             "private upstream access configured"
         );
     }
-    crate::cache::private::create_dir(&config.cache_dir)
-        .map_err(|source| StartError::CacheDir {
+    crate::cache::private::create_dir(&config.cache_dir).map_err(|source| {
+        StartError::CacheDir {
             path: config.cache_dir.clone(),
             source,
-        })?;
+        }
+    })?;
     // Before anything in the directory is touched: leftovers are cleaned only under the lock.
     let lock = CacheDirLock::acquire(&config.cache_dir, &config.listen.to_string())?;
     let (machine, policy) = default_machine(&config, catalog)?;
@@ -181,13 +182,11 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         bucket,
         config.limits.download_slots(),
     )?;
-    let derived_metadata =
-        crate::cache::derived_metadata::MetadataStore::open(&config.cache_dir).map_err(
-            |source| StartError::CacheDir {
-                path: config.cache_dir.join("metadata"),
-                source,
-            },
-        )?;
+    let derived_metadata = crate::cache::derived_metadata::MetadataStore::open(&config.cache_dir)
+        .map_err(|source| StartError::CacheDir {
+        path: config.cache_dir.join("metadata"),
+        source,
+    })?;
     let metrics = Arc::new(crate::metrics::Metrics::default());
     let settings = ClientSettings {
         access,

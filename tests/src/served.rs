@@ -25,7 +25,8 @@ impl Drop for Served {
 
 impl Served {
     /// Starts `wheelgate` with `config` (the `listen` and `cache_dir` keys added: a free port on
-    /// 127.0.0.1, `dir/cache`), and waits until `/healthz` answers.
+    /// 127.0.0.1, `dir/cache`; and no read of the sources at start, so a benchmark's first
+    /// request finds nothing cached and no connection open), and waits until `/healthz` answers.
     pub async fn start(wheelgate: &str, config: &str, dir: &Path) -> anyhow::Result<Served> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
@@ -34,7 +35,7 @@ impl Served {
         std::fs::write(
             &path,
             format!(
-                "listen = \"127.0.0.1:{port}\"\ncache_dir = \"{}\"\n{config}",
+                "listen = \"127.0.0.1:{port}\"\ncache_dir = \"{}\"\nread_sources_at_start = false\n{config}",
                 dir.join("cache").display()
             ),
         )?;

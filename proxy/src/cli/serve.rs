@@ -138,7 +138,7 @@ pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
         .map_err(|source| StartError::Listen { addr, source })?;
     let local = listener.local_addr().unwrap_or(addr);
     print_start_lines(&state, local);
-    if !state.config.offline {
+    if !state.config.offline && state.config.read_sources_at_start {
         // Beside serving, not before it: a source that does not answer costs its deadline.
         let state = state.clone();
         runtime.spawn(async move {

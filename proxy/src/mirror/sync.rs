@@ -182,11 +182,10 @@ pub enum SyncError {
 /// Creates the store and takes it, one writer per store until the sync ends: a second sync (or
 /// a server) is told who holds it.
 async fn take_store(store: &Path) -> Result<crate::cache::lock::CacheDirLock, SyncError> {
-    crate::cache::private::create_dir(store)
-        .map_err(|source| SyncError::Store {
-            path: store.to_path_buf(),
-            source,
-        })?;
+    crate::cache::private::create_dir(store).map_err(|source| SyncError::Store {
+        path: store.to_path_buf(),
+        source,
+    })?;
     crate::cache::lock::CacheDirLock::acquire(store, "running `wheelgate mirror sync`")
         .map_err(SyncError::StoreInUse)
 }

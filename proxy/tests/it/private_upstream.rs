@@ -621,7 +621,9 @@ async fn http_proxy_from_the_environment_carries_every_upstream_request() {
     // `.invalid` never resolves (RFC 2606): only the proxy can answer for these hosts.
     let config = write_config(
         dir.path(),
-        "pypi_url = \"http://pypi.wheelgate-test.invalid/simple\"",
+        // No read of the sources at start: the PyTorch index's default URL is https, which
+        // `HTTP_PROXY` does not carry, and no test reaches the internet.
+        "pypi_url = \"http://pypi.wheelgate-test.invalid/simple\"\nread_sources_at_start = false",
     );
     let mut child = wheelgate(
         &["serve", "--config", &config, "--listen", "127.0.0.1:0"],
@@ -707,6 +709,7 @@ async fn https_proxy_tunnels_to_a_private_upstream_trusted_by_its_ca_bundle() {
         dir.path(),
         &format!(
             "pypi_url = \"https://{ARTIFACTORY_HOST}/artifactory/api/pypi/pypi-remote/simple\"\n\
+             read_sources_at_start = false\n\
              [upstreams.pypi]\n\
              token = {{ file = {} }}\n\
              headers = {{ \"X-JFrog-Art-Api\" = {{ env = \"ARTIFACTORY_API_KEY\" }} }}\n\
