@@ -140,6 +140,15 @@ pub enum FileCacheError {
     #[error("the download task for `{url}` ended without a result")]
     Abandoned { url: String },
     #[error(
+        "`{url}` is larger than the {limit} bytes it may be{}: refused, nothing of it kept",
+        announced.map_or(String::new(), |n| format!(" ({n} bytes announced)"))
+    )]
+    TooLarge {
+        url: String,
+        limit: u64,
+        announced: Option<u64>,
+    },
+    #[error(
         "`{url}` is not cached and {} downloads are in flight (the `{}` cap of `[limits]`), none of which ended within {} s: retry shortly",
         busy.limit,
         busy.cap,
@@ -343,6 +352,32 @@ impl FileCache {
         spec: &FileSpec,
         offline: bool,
     ) -> Result<CachedFile, FileCacheError> {
+        self.fetch_within(client, spec, offline, None).await
+    }
+
+    /// [`FileCache::fetch`] of a file the server reads itself (a core metadata file): a
+    /// download it starts is refused ([`FileCacheError::TooLarge`]) once the upstream announces
+    /// or sends more than `limit` bytes, before anything past the limit is stored, so a hostile
+    /// upstream's 100 MB "metadata" neither fills the cache nor evicts what it holds. A copy
+    /// already cached, or a download a client started, is joined as it is (read it with
+    /// [`CachedFile::read_small`]).
+    pub async fn fetch_small(
+        &self,
+        client: &UpstreamClient,
+        spec: &FileSpec,
+        offline: bool,
+        limit: u64,
+    ) -> Result<CachedFile, FileCacheError> {
+        self.fetch_within(client, spec, offline, Some(limit)).await
+    }
+
+    async fn fetch_within(
+        &self,
+        client: &UpstreamClient,
+        spec: &FileSpec,
+        offline: bool,
+        limit: Option<u64>,
+    ) -> Result<CachedFile, FileCacheError> {
         let key = CacheKey::for_spec(spec)?;
         let etag = key.etag();
         for _ in 0..LOOKUP_ATTEMPTS {
@@ -401,7 +436,10 @@ impl FileCache {
                     } else {
                         Origin::Upstream
                     };
-                    if let Some(joined) = self.start_download(client, spec, &key, origin).await? {
+                    let started = self
+                        .start_download(client, spec, &key, (origin, limit))
+                        .await?;
+                    if let Some(joined) = started {
                         return CachedFile::follow(joined.0, joined.1, etag, redact(&spec.url))
                             .await;
                     }
@@ -420,7 +458,7 @@ impl FileCache {
         client: &UpstreamClient,
         spec: &FileSpec,
         key: &CacheKey,
-        origin: Origin,
+        (origin, limit): (Origin, Option<u64>),
     ) -> Result<Option<(Arc<std::fs::File>, watch::Receiver<Progress>)>, FileCacheError> {
         let n = self.inner.part_counter.fetch_add(1, Ordering::Relaxed);
         let part = self
@@ -453,6 +491,7 @@ impl FileCache {
             spec: spec.clone(),
             key: key.clone(),
             origin,
+            limit,
             part,
             file: Arc::clone(&file),
             progress: tx,

@@ -172,6 +172,11 @@ fn client_message(filename: &str, error: &FileCacheError) -> String {
                 "the upstream sent `{filename}` with {actual} bytes instead of {expected}; nothing was kept"
             )
         }
+        FileCacheError::TooLarge { limit, .. } => {
+            format!(
+                "the upstream's `{filename}` is larger than the {limit} bytes it may be; nothing was kept"
+            )
+        }
         FileCacheError::HashMismatch { .. } => {
             format!(
                 "the upstream sent `{filename}` with bytes that do not match the sha256 of its index page; nothing was kept"

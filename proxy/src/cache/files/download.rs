@@ -123,6 +123,8 @@ pub(super) struct Download {
     pub(super) spec: FileSpec,
     pub(super) key: CacheKey,
     pub(super) origin: Origin,
+    /// The most bytes the file may be ([`super::FileCache::fetch_small`]).
+    pub(super) limit: Option<u64>,
     pub(super) part: PathBuf,
     pub(super) file: Arc<File>,
     pub(super) progress: watch::Sender<Progress>,
@@ -333,6 +335,8 @@ impl Download {
             });
         }
         let input_total = self.spec.size.or(announced);
+        // Refused before a byte is stored or any room made for it.
+        self.within_limit(input_total, true)?;
         let total = match &self.spec.splice {
             Some(splice) => Some(splice.len),
             None => input_total,
@@ -361,6 +365,7 @@ impl Download {
             match body.next().await {
                 Some(Ok(chunk)) => {
                     let received = state.read + len_u64(pending.len()) + len_u64(chunk.len());
+                    self.within_limit(Some(received), false)?;
                     if let Some(expected) = input_total
                         && received > expected
                     {
@@ -408,6 +413,19 @@ impl Download {
         state = self.write(&mut pending, state, true).await?;
         let written = self.verify(state, input_total)?;
         Ok((written, origin, keep))
+    }
+
+    /// Refuses a file larger than [`Download::limit`]: `size` bytes announced, or received so
+    /// far.
+    fn within_limit(&self, size: Option<u64>, announced: bool) -> Result<(), FileCacheError> {
+        match (self.limit, size) {
+            (Some(limit), Some(size)) if size > limit => Err(FileCacheError::TooLarge {
+                url: redact(&self.spec.url),
+                limit,
+                announced: announced.then_some(size),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Cancels a download nobody has read for [`ABANDONED_GRACE`] (every client that wanted it
