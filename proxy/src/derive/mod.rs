@@ -11,12 +11,16 @@
 //!   client is served at the upstream's pace. The derived file is its own cache entry.
 //! - **Deterministic**: the same upstream wheel and change give the same bytes on every
 //!   replica; its sha256 is listed once a download here has computed it, never before.
+//! - **Bounded**: each ranged read stops at the bytes asked for (`mirror/wheel_metadata.rs`);
+//!   the central directory, `METADATA` (the limit of a served `.metadata`) and `RECORD` are
+//!   refused past their limits before they are read, and a member that does not inflate to
+//!   exactly what its central directory says (size and CRC-32) is refused, never truncated.
+//!   Concurrent requests for one derivation share one plan.
 
 pub mod metadata;
 pub mod wheel;
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Read as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -24,19 +28,30 @@ use base64::Engine as _;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use crate::cache::files::splice::Splice;
+use crate::cache::files::splice::{Segment, Splice};
 use crate::cache::files::{FileCache, FileSpec};
-use crate::mirror::wheel_metadata::{Ranged, get_range};
+use crate::mirror::wheel_metadata::{Ranged, Span, get_range, inflate_exact};
 use crate::upstream::UpstreamClient;
 
 use self::wheel::{CentralEntry, EndRecord};
 
 /// The tail read first: the end record and, for most wheels, the whole central directory.
 const TAIL: u64 = 256 * 1024;
-/// The most `METADATA` or `RECORD` may inflate to (torch's RECORD is about 2 MB).
-const MAX_MEMBER: u64 = 64 * 1024 * 1024;
+/// The most `METADATA` may inflate to: the limit of a core metadata file the server reads or
+/// serves, since the derived one is served as the wheel's `.metadata`.
+const MAX_METADATA: u64 = crate::cache::files::CORE_METADATA_LIMIT as u64;
+/// The most `RECORD` may inflate to (torch's is about 2 MB): it is held, rewritten, with the
+/// plan.
+const MAX_RECORD: u64 = 16 * 1024 * 1024;
+/// The most a central directory may be (torch's, of about 13,000 entries, is 1.3 MB).
+const MAX_DIRECTORY: u64 = 64 * 1024 * 1024;
+/// A local header's most: its fixed part, then a name and an extra field of 64 KiB each.
+const MAX_LOCAL_HEADER: u64 = 30 + 2 * 0xFFFF;
 /// Derivations remembered at most; one costs a few ranged reads to plan again.
 const REMEMBERED: usize = 4096;
+/// The most bytes the remembered derivations may hold (their `METADATA`, and the members the
+/// plan writes): past it they are forgotten, as past [`REMEMBERED`].
+const REMEMBERED_BYTES: usize = 128 * 1024 * 1024;
 
 /// A wheel that cannot be derived.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +70,9 @@ pub enum DeriveError {
         #[source]
         source: std::io::Error,
     },
+    /// The failure of a plan shared by several requests.
+    #[error(transparent)]
+    Shared(Arc<DeriveError>),
 }
 
 /// What a derived wheel changes in its core metadata.
@@ -106,14 +124,24 @@ pub struct Derivation {
     pub changed: bool,
 }
 
-/// Derivations by upstream identity and change.
+/// A plan's outcome, as every request that waited for it sees it.
+type Planned = Result<Arc<Derivation>, Arc<DeriveError>>;
+
+/// Derivations by upstream identity and change, and those being planned.
 #[derive(Debug, Default)]
-pub struct Derivations(Mutex<HashMap<String, Arc<Derivation>>>);
+pub struct Derivations {
+    known: Mutex<Memo>,
+    /// Plans in flight: a request for one while it runs waits for it (single flight) rather
+    /// than reading the wheel's parts again. Removed once done: a failed plan is tried again
+    /// by the next request.
+    planning: Mutex<HashMap<String, Arc<tokio::sync::OnceCell<Planned>>>>,
+}
 
 impl Derivations {
     /// The derivation of `upstream` (the wheel `filename`) with `change`, planned once and
     /// remembered: from `files`' copy of the upstream wheel when it holds one (offline too),
-    /// else by ranged requests upstream.
+    /// else by ranged requests upstream. Concurrent requests for the same derivation share one
+    /// plan; if the request planning it goes away, a waiting one takes it over.
     pub async fn get(
         &self,
         (client, files): (&UpstreamClient, &FileCache),
@@ -122,32 +150,93 @@ impl Derivations {
         change: &Change,
     ) -> Result<Arc<Derivation>, DeriveError> {
         let key = memo_key(upstream, change);
-        if let Some(known) = self.lock().get(&key) {
+        if let Some(known) = self.memo().map.get(&key) {
             return Ok(Arc::clone(known));
         }
-        let source = match files.committed_path(upstream) {
-            Some(path) => Source::Local(path),
-            None => Source::Upstream(client),
-        };
-        let derivation = Arc::new(derive(source, upstream, filename, change).await?);
-        let mut memo = self.lock();
-        if memo.len() >= REMEMBERED {
-            memo.clear();
+        let flight = Arc::clone(self.planning().entry(key.clone()).or_default());
+        let planned = flight
+            .get_or_init(|| async {
+                // Planned by a flight that ended between the look-up above and this one.
+                if let Some(known) = self.memo().map.get(&key) {
+                    return Ok(Arc::clone(known));
+                }
+                let source = match files.committed_path(upstream) {
+                    Some(path) => Source::Local(path),
+                    None => Source::Upstream(client),
+                };
+                let planned = derive(source, upstream, filename, change).await;
+                let derivation = Arc::new(planned.map_err(Arc::new)?);
+                self.memo().insert(key.clone(), Arc::clone(&derivation));
+                Ok(derivation)
+            })
+            .await
+            .clone();
+        let mut planning = self.planning();
+        if planning
+            .get(&key)
+            .is_some_and(|current| Arc::ptr_eq(current, &flight))
+        {
+            planning.remove(&key);
         }
-        memo.insert(key, Arc::clone(&derivation));
-        Ok(derivation)
+        planned.map_err(DeriveError::Shared)
     }
 
     /// The derivation of `upstream` with `change`, when it was planned already.
     pub fn known(&self, upstream: &FileSpec, change: &Change) -> Option<Arc<Derivation>> {
-        self.lock().get(&memo_key(upstream, change)).cloned()
+        self.memo().map.get(&memo_key(upstream, change)).cloned()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Derivation>>> {
-        self.0
+    fn memo(&self) -> std::sync::MutexGuard<'_, Memo> {
+        self.known
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    fn planning(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, Arc<tokio::sync::OnceCell<Planned>>>> {
+        self.planning
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The derivations remembered, and the bytes they hold.
+#[derive(Debug, Default)]
+struct Memo {
+    map: HashMap<String, Arc<Derivation>>,
+    bytes: usize,
+}
+
+impl Memo {
+    /// Remembers `derivation`, forgetting every other first when it would pass a limit (each
+    /// costs a few ranged reads to plan again).
+    fn insert(&mut self, key: String, derivation: Arc<Derivation>) {
+        let held = weight(&derivation);
+        if self.map.len() >= REMEMBERED || self.bytes + held > REMEMBERED_BYTES {
+            self.map.clear();
+            self.bytes = 0;
+        }
+        if let Some(old) = self.map.insert(key, derivation) {
+            self.bytes = self.bytes.saturating_sub(weight(&old));
+        }
+        self.bytes += held;
+    }
+}
+
+/// The bytes `derivation` holds: its `METADATA` and what its plan writes.
+fn weight(derivation: &Derivation) -> usize {
+    let inserted = derivation.spec.splice.as_ref().map_or(0, |splice| {
+        splice
+            .segments
+            .iter()
+            .map(|segment| match segment {
+                Segment::Insert(bytes) => bytes.len(),
+                Segment::Copy(_) => 0,
+            })
+            .sum()
+    });
+    derivation.metadata.len() + inserted
 }
 
 fn memo_key(upstream: &FileSpec, change: &Change) -> String {
@@ -185,6 +274,12 @@ pub async fn derive(
     };
     let (tail, tail_start) = reader.read(Span::Suffix(TAIL)).await?;
     let end = wheel::end_record(&tail).map_err(zip_error)?;
+    if end.directory_size > MAX_DIRECTORY {
+        return Err(zip_error(format!(
+            "a central directory of {} bytes (more than {MAX_DIRECTORY} is not read)",
+            end.directory_size
+        )));
+    }
     let directory = reader
         .slice_or_read(&tail, tail_start, end.directory_offset, end.directory_size)
         .await?;
@@ -192,7 +287,9 @@ pub async fn derive(
     let metadata_name = wheel::dist_info_member(&entries, "METADATA")
         .ok_or_else(|| zip_error("no top-level `*.dist-info/METADATA`".into()))?
         .to_string();
-    let original = reader.member(&entries, &end, &metadata_name).await?;
+    let original = reader
+        .member(&entries, &end, &metadata_name, MAX_METADATA)
+        .await?;
     let metadata = change.apply(&original);
     if metadata == original {
         return Ok(Derivation {
@@ -204,7 +301,9 @@ pub async fn derive(
     let mut replaced = BTreeMap::new();
     if let Some(record_name) = wheel::dist_info_member(&entries, "RECORD") {
         let record_name = record_name.to_string();
-        let record = reader.member(&entries, &end, &record_name).await?;
+        let record = reader
+            .member(&entries, &end, &record_name, MAX_RECORD)
+            .await?;
         replaced.insert(
             record_name,
             with_record_line(&record, &metadata_name, &metadata),
@@ -241,27 +340,20 @@ fn with_record_line(record: &[u8], name: &str, content: &[u8]) -> Vec<u8> {
     out.into_bytes()
 }
 
-/// Which bytes of a file to read.
-#[derive(Debug, Clone, Copy)]
-enum Span {
-    /// The last so many.
-    Suffix(u64),
-    /// `len` bytes from `offset` (`len` > 0).
-    At { offset: u64, len: u64 },
-}
-
 /// Ranged reads of one upstream file, or slices of it once a server answered a range with
 /// the whole file.
 struct RangeReader<'a> {
     source: Source<'a>,
     url: &'a str,
     file: &'a str,
-    whole: Option<Vec<u8>>,
+    /// The whole file, once its server answered a range with it (a small file: see
+    /// [`crate::mirror::wheel_metadata::WHOLE_LIMIT`]).
+    whole: Option<Bytes>,
 }
 
 impl RangeReader<'_> {
     /// The bytes of `span` and where they start.
-    async fn read(&mut self, span: Span) -> Result<(Vec<u8>, u64), DeriveError> {
+    async fn read(&mut self, span: Span) -> Result<(Bytes, u64), DeriveError> {
         if let Some(whole) = &self.whole {
             return Ok((whole.clone(), 0));
         }
@@ -270,17 +362,14 @@ impl RangeReader<'_> {
             Source::Local(path) => {
                 return read_local(path.clone(), span)
                     .await
+                    .map(|(bytes, start)| (Bytes::from(bytes), start))
                     .map_err(|source| DeriveError::Local {
                         file: self.file.to_string(),
                         source,
                     });
             }
         };
-        let range = match span {
-            Span::Suffix(len) => format!("bytes=-{len}"),
-            Span::At { offset, len } => format!("bytes={offset}-{}", offset + len - 1),
-        };
-        match get_range(client, self.url, &range)
+        match get_range(client, self.url, span)
             .await
             .map_err(|source| DeriveError::Read {
                 file: self.file.to_string(),
@@ -320,12 +409,15 @@ impl RangeReader<'_> {
             })
     }
 
-    /// The inflated content of the member `name`.
+    /// The inflated content of the member `name`, at most `limit` bytes: a member its central
+    /// directory says is larger is refused before it is read, and one that does not inflate to
+    /// exactly the size and CRC-32 its central directory says is refused, never truncated.
     async fn member(
         &mut self,
         entries: &[CentralEntry],
         end: &EndRecord,
         name: &str,
+        limit: u64,
     ) -> Result<Vec<u8>, DeriveError> {
         let zip_error = |problem: String| DeriveError::Zip {
             file: self.file.to_string(),
@@ -335,10 +427,16 @@ impl RangeReader<'_> {
             .iter()
             .find(|e| e.name == name)
             .expect("a member of the directory");
-        if entry.size() > MAX_MEMBER {
-            return Err(zip_error(format!("`{name}` of {} bytes", entry.size())));
+        for (what, size) in [("", entry.size()), (" compressed", entry.compressed_size())] {
+            if size > limit {
+                return Err(zip_error(format!(
+                    "`{name}` is{what} {size} bytes, over the limit of {limit} bytes"
+                )));
+            }
         }
-        let span = wheel::member_end(entries, entry, end) - entry.local_offset;
+        // Its local header and data: never more, whatever lies between it and the next member.
+        let span = (wheel::member_end(entries, entry, end).saturating_sub(entry.local_offset))
+            .min(MAX_LOCAL_HEADER + entry.compressed_size());
         let bytes = self.slice_or_read(&[], 0, entry.local_offset, span).await?;
         let start = wheel::local_data_offset(&bytes)
             .and_then(|at| usize::try_from(at).ok())
@@ -347,20 +445,29 @@ impl RangeReader<'_> {
             .ok()
             .and_then(|len| bytes.get(start..start + len))
             .ok_or_else(|| zip_error(format!("`{name}` runs past its member")))?;
-        match entry.method() {
-            0 => Ok(data.to_vec()),
-            8 => {
-                let mut out = Vec::new();
-                flate2::read::DeflateDecoder::new(data)
-                    .take(MAX_MEMBER)
-                    .read_to_end(&mut out)
-                    .map_err(|err| zip_error(format!("`{name}` does not inflate ({err})")))?;
-                Ok(out)
+        let size = usize::try_from(entry.size()).expect("at most the limit");
+        let content = match entry.method() {
+            0 if data.len() == size => data.to_vec(),
+            0 => {
+                return Err(zip_error(format!(
+                    "`{name}` is stored in {} bytes where its central directory says {size}",
+                    data.len()
+                )));
             }
-            method => Err(zip_error(format!(
-                "`{name}` uses compression method {method} (only stored and deflate are read)"
-            ))),
+            8 => inflate_exact(data, size)
+                .map_err(|problem| zip_error(format!("`{name}` {problem}")))?,
+            method => {
+                return Err(zip_error(format!(
+                    "`{name}` uses compression method {method} (only stored and deflate are read)"
+                )));
+            }
+        };
+        if crc32fast::hash(&content) != entry.crc32() {
+            return Err(zip_error(format!(
+                "`{name}` does not match the CRC-32 its central directory gives"
+            )));
         }
+        Ok(content)
     }
 }
 

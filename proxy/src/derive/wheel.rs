@@ -77,6 +77,11 @@ impl CentralEntry {
     pub fn size(&self) -> u64 {
         u64::from(u32_at(&self.raw, 24).unwrap_or(0))
     }
+
+    /// The CRC-32 of the member's uncompressed bytes.
+    pub fn crc32(&self) -> u32 {
+        u32_at(&self.raw, 16).unwrap_or(0)
+    }
 }
 
 /// Where the member whose local header starts `header` has its data, from that header

@@ -1,15 +1,23 @@
 //! A wheel's `*.dist-info/METADATA` read with HTTP range requests, for pages that offer no PEP
 //! 658 `.metadata` file (download.pytorch.org's older wheels): the zip's end (end of central
 //! directory record and central directory), then the one member, so a 900 MB wheel costs a few
-//! kilobytes. A server that ignores `Range` answers the whole file, which works too.
+//! kilobytes. A server that ignores `Range` answers the whole file, which works too while it is
+//! small ([`WHOLE_LIMIT`]).
+//!
+//! Every read is bounded: a ranged answer is read up to the bytes asked for and no further, a
+//! whole-file answer up to [`WHOLE_LIMIT`], and the connection is dropped past either (an
+//! upstream that answers a suffix range with a 1 GiB body costs kilobytes, not a gigabyte). A
+//! `METADATA` member is read only when its central directory says it fits the limit of a core
+//! metadata file ([`CORE_METADATA_LIMIT`]), and only when it inflates to exactly the size the
+//! directory says: refused, never truncated.
 
-use std::io::Read as _;
-
+use bytes::Bytes;
 use reqwest::header::{CONTENT_RANGE, HeaderMap, HeaderValue, RANGE};
 use reqwest::{Method, StatusCode};
 
 use tracing::debug;
 
+use crate::cache::files::CORE_METADATA_LIMIT;
 use crate::upstream::{UpstreamClient, redact};
 
 /// The tail fetched first: the end of central directory record (22 bytes plus a comment of at
@@ -18,8 +26,16 @@ const TAIL: u64 = 64 * 1024;
 const EOCD_SIGNATURE: [u8; 4] = [0x50, 0x4b, 0x05, 0x06];
 const CENTRAL_SIGNATURE: [u8; 4] = [0x50, 0x4b, 0x01, 0x02];
 const LOCAL_SIGNATURE: [u8; 4] = [0x50, 0x4b, 0x03, 0x04];
-/// The most a `METADATA` file may inflate to (real ones are a few KiB to a few hundred KiB).
-const MAX_METADATA: u64 = 16 * 1024 * 1024;
+/// The most a `METADATA` member may inflate to: the limit of a core metadata file the server
+/// reads or serves (real ones are a few KiB to a few hundred KiB).
+const MAX_METADATA: u64 = CORE_METADATA_LIMIT as u64;
+/// The most a central directory may be (torch's, of about 13,000 entries, is 1.3 MB): a
+/// directory said to be larger is not read.
+const MAX_DIRECTORY: u64 = 64 * 1024 * 1024;
+/// The most of a file read when its server ignores `Range` and answers it whole (`200`): small
+/// wheels (most pure-Python ones) still work from such a server; past it the read stops, the
+/// connection is dropped and the file is refused.
+pub(crate) const WHOLE_LIMIT: u64 = 8 * 1024 * 1024;
 /// Retries of a ranged read after a connection error or a 5xx answer, and the first wait.
 const RANGE_RETRIES: u32 = 2;
 const RANGE_BACKOFF: std::time::Duration = std::time::Duration::from_millis(200);
@@ -39,6 +55,14 @@ pub enum WheelMetadataError {
     Timeout { url: String, secs: f64 },
     #[error("`{file}` is not a valid wheel: {problem}")]
     Zip { file: String, problem: String },
+    #[error(
+        "`{url}` does not honour range requests: it answered with the whole file, larger than the {limit} bytes read without ranges (read no further)"
+    )]
+    RangeIgnored { url: String, limit: u64 },
+    #[error(
+        "`{url}` answered a range request of {asked} bytes with more than that (read no further)"
+    )]
+    RangeOverrun { url: String, asked: u64 },
 }
 
 /// The bytes of the wheel's top-level `*.dist-info/METADATA`.
@@ -51,7 +75,7 @@ pub async fn read_wheel_metadata(
         file: file.to_string(),
         problem: problem.to_string(),
     };
-    let (tail, tail_start) = match get_range(client, url, &format!("bytes=-{TAIL}")).await? {
+    let (tail, tail_start) = match get_range(client, url, Span::Suffix(TAIL)).await? {
         Ranged::Whole(bytes) => {
             // The server sent everything: read the member straight from it.
             return member_from_whole(&bytes, file);
@@ -70,40 +94,45 @@ pub async fn read_wheel_metadata(
             .ok_or_else(|| zip_error("the central directory runs past the file"))?
             .to_vec()
     } else {
-        let range = format!(
-            "bytes={}-{}",
-            directory.offset,
-            directory.offset + u64::from(directory.size) - 1
-        );
-        match get_range(client, url, &range).await? {
+        if u64::from(directory.size) > MAX_DIRECTORY {
+            return Err(zip_error(&format!(
+                "a central directory of {} bytes (more than {MAX_DIRECTORY} is not read)",
+                directory.size
+            )));
+        }
+        let span = Span::At {
+            offset: directory.offset,
+            len: u64::from(directory.size),
+        };
+        match get_range(client, url, span).await? {
             Ranged::Whole(bytes) => return member_from_whole(&bytes, file),
-            Ranged::Part { bytes, .. } => bytes,
+            Ranged::Part { bytes, .. } => bytes.to_vec(),
         }
     };
     let entry = find_metadata_entry(&directory_bytes)
         .ok_or_else(|| zip_error("no top-level `*.dist-info/METADATA` member"))?;
+    // Refused before its bytes are asked for.
+    check_sizes(&entry).map_err(|problem| zip_error(&problem))?;
     // The local header's name and extra field may differ in length from the central
     // directory's: read the fixed part first, then the data.
-    let header = match get_range(
-        client,
-        url,
-        &format!("bytes={}-{}", entry.local_offset, entry.local_offset + 29),
-    )
-    .await?
-    {
+    let span = Span::At {
+        offset: entry.local_offset,
+        len: 30,
+    };
+    let header = match get_range(client, url, span).await? {
         Ranged::Whole(bytes) => return member_from_whole(&bytes, file),
         Ranged::Part { bytes, .. } => bytes,
     };
     let data_offset = entry.local_offset
         + local_data_offset(&header).ok_or_else(|| zip_error("a bad local header"))?;
     let data = if entry.compressed_size == 0 {
-        Vec::new()
+        Bytes::new()
     } else {
-        let range = format!(
-            "bytes={data_offset}-{}",
-            data_offset + u64::from(entry.compressed_size) - 1
-        );
-        match get_range(client, url, &range).await? {
+        let span = Span::At {
+            offset: data_offset,
+            len: u64::from(entry.compressed_size),
+        };
+        match get_range(client, url, span).await? {
             Ranged::Whole(bytes) => return member_from_whole(&bytes, file),
             Ranged::Part { bytes, .. } => bytes,
         }
@@ -111,11 +140,37 @@ pub async fn read_wheel_metadata(
     inflate(&data, &entry).map_err(|problem| zip_error(&problem))
 }
 
+/// Which bytes of a file to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Span {
+    /// The last so many.
+    Suffix(u64),
+    /// `len` bytes from `offset` (`len` > 0).
+    At { offset: u64, len: u64 },
+}
+
+impl Span {
+    /// The `Range` header that asks for it.
+    fn header(self) -> String {
+        match self {
+            Span::Suffix(len) => format!("bytes=-{len}"),
+            Span::At { offset, len } => format!("bytes={offset}-{}", offset + len - 1),
+        }
+    }
+
+    /// How many bytes it asks for: the most a ranged answer may carry.
+    fn len(self) -> u64 {
+        match self {
+            Span::Suffix(len) | Span::At { len, .. } => len,
+        }
+    }
+}
+
 pub(crate) enum Ranged {
-    /// `206`: `bytes` start at `start`.
-    Part { bytes: Vec<u8>, start: u64 },
-    /// `200`: the whole file.
-    Whole(Vec<u8>),
+    /// `206`: `bytes` start at `start`; never more than was asked.
+    Part { bytes: Bytes, start: u64 },
+    /// `200`: the whole file, at most [`WHOLE_LIMIT`] bytes.
+    Whole(Bytes),
 }
 
 /// [`get_range_once`], tried again after a connection error or a 5xx answer (the client's
@@ -124,13 +179,13 @@ pub(crate) enum Ranged {
 pub(crate) async fn get_range(
     client: &UpstreamClient,
     url: &str,
-    range: &str,
+    span: Span,
 ) -> Result<Ranged, WheelMetadataError> {
     let mut attempt = 0;
     loop {
         // A stalling upstream costs each attempt the client's page deadline at most, not the
         // per-read timeout again for every chunk it drips.
-        let once = tokio::time::timeout(client.deadline(), get_range_once(client, url, range))
+        let once = tokio::time::timeout(client.deadline(), get_range_once(client, url, span))
             .await
             .unwrap_or_else(|_| {
                 Err(WheelMetadataError::Timeout {
@@ -155,15 +210,20 @@ impl WheelMetadataError {
         match self {
             WheelMetadataError::Request { .. } | WheelMetadataError::Timeout { .. } => true,
             WheelMetadataError::Status { status, .. } => status.is_server_error(),
-            WheelMetadataError::Zip { .. } => false,
+            WheelMetadataError::Zip { .. }
+            | WheelMetadataError::RangeIgnored { .. }
+            | WheelMetadataError::RangeOverrun { .. } => false,
         }
     }
 }
 
+/// One ranged `GET` of `span`, its body read as it streams and never past what may come: the
+/// bytes asked for in a `206`, [`WHOLE_LIMIT`] of a `200`. Past either the response is dropped
+/// (and its connection with it), before its body is read when its `Content-Length` says so.
 async fn get_range_once(
     client: &UpstreamClient,
     url: &str,
-    range: &str,
+    span: Span,
 ) -> Result<Ranged, WheelMetadataError> {
     let request_error = |source| WheelMetadataError::Request {
         url: redact(url),
@@ -172,10 +232,10 @@ async fn get_range_once(
     let mut headers = HeaderMap::new();
     headers.insert(
         RANGE,
-        HeaderValue::from_str(range).expect("a range of digits is a valid header value"),
+        HeaderValue::from_str(&span.header()).expect("a range of digits is a valid header value"),
     );
     // With the upstream's access: a private upstream wants its credentials on these too.
-    let response = client
+    let mut response = client
         .send(Method::GET, url, &headers)
         .await
         .map_err(request_error)?;
@@ -185,21 +245,48 @@ async fn get_range_once(
         .get(CONTENT_RANGE)
         .and_then(|v| v.to_str().ok())
         .and_then(parse_content_range_start);
-    let bytes = match status {
-        StatusCode::OK | StatusCode::PARTIAL_CONTENT => {
-            response.bytes().await.map_err(request_error)?.to_vec()
-        }
-        status => {
+    let part = match (status, start) {
+        (StatusCode::PARTIAL_CONTENT, Some(start)) => Some(start),
+        (StatusCode::OK | StatusCode::PARTIAL_CONTENT, _) => None,
+        (status, _) => {
             return Err(WheelMetadataError::Status {
                 url: redact(url),
                 status,
             });
         }
     };
-    match (status, start) {
-        (StatusCode::PARTIAL_CONTENT, Some(start)) => Ok(Ranged::Part { bytes, start }),
-        _ => Ok(Ranged::Whole(bytes)),
+    let (limit, too_long) = match part {
+        Some(_) => (
+            span.len(),
+            WheelMetadataError::RangeOverrun {
+                url: redact(url),
+                asked: span.len(),
+            },
+        ),
+        None => (
+            WHOLE_LIMIT,
+            WheelMetadataError::RangeIgnored {
+                url: redact(url),
+                limit: WHOLE_LIMIT,
+            },
+        ),
+    };
+    if response.content_length().is_some_and(|len| len > limit) {
+        return Err(too_long);
     }
+    let capacity = response.content_length().unwrap_or(0).min(limit);
+    let mut bytes = Vec::with_capacity(usize::try_from(capacity).unwrap_or(0));
+    while let Some(chunk) = response.chunk().await.map_err(request_error)? {
+        if u64::try_from(bytes.len() + chunk.len()).map_or(true, |len| len > limit) {
+            return Err(too_long);
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    let bytes = Bytes::from(bytes);
+    Ok(match part {
+        Some(start) => Ranged::Part { bytes, start },
+        None => Ranged::Whole(bytes),
+    })
 }
 
 /// The first byte of `Content-Range: bytes 1000-1999/2000`.
@@ -224,6 +311,7 @@ fn member_from_whole(bytes: &[u8], file: &str) -> Result<Vec<u8>, WheelMetadataE
         .ok_or_else(|| zip_error("the central directory runs past the file"))?;
     let entry = find_metadata_entry(directory_bytes)
         .ok_or_else(|| zip_error("no top-level `*.dist-info/METADATA` member"))?;
+    check_sizes(&entry).map_err(|problem| zip_error(&problem))?;
     let local = usize::try_from(entry.local_offset).map_err(|_| zip_error("offset"))?;
     let header = bytes
         .get(local..local + 30)
@@ -310,22 +398,62 @@ fn local_data_offset(header: &[u8]) -> Option<u64> {
 }
 
 fn inflate(data: &[u8], entry: &Entry) -> Result<Vec<u8>, String> {
-    if u64::from(entry.size) > MAX_METADATA {
-        return Err(format!("a METADATA member of {} bytes", entry.size));
-    }
+    check_sizes(entry)?;
     match entry.method {
-        0 => Ok(data.to_vec()),
-        8 => {
-            let mut out = Vec::with_capacity(entry.size as usize);
-            flate2::read::DeflateDecoder::new(data)
-                .take(MAX_METADATA)
-                .read_to_end(&mut out)
-                .map_err(|err| format!("the METADATA member does not inflate ({err})"))?;
-            Ok(out)
-        }
+        0 if data.len() == entry.size as usize => Ok(data.to_vec()),
+        0 => Err(format!(
+            "a stored METADATA member of {} bytes where its central directory says {}",
+            data.len(),
+            entry.size
+        )),
+        8 => inflate_exact(data, entry.size as usize)
+            .map_err(|problem| format!("the METADATA member {problem}")),
         method => Err(format!(
             "compression method {method} (only stored and deflate are)"
         )),
+    }
+}
+
+/// Refuses a `METADATA` member whose central directory says it is larger than a core metadata
+/// file may be ([`MAX_METADATA`]), before any of its bytes are read.
+fn check_sizes(entry: &Entry) -> Result<(), String> {
+    for (what, size) in [
+        ("a METADATA member", entry.size),
+        ("a compressed METADATA member", entry.compressed_size),
+    ] {
+        if u64::from(size) > MAX_METADATA {
+            return Err(format!(
+                "{what} of {size} bytes, over the {MAX_METADATA}-byte limit of core metadata"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The deflate stream `data` inflated, when it ends within `data` and inflates to exactly
+/// `size` bytes; else what is wrong with it. Never reads more than `size` bytes and one more:
+/// a member that inflates past what its central directory says (or a stream cut short by a
+/// directory that understates its compressed size) is refused, never truncated.
+pub(crate) fn inflate_exact(data: &[u8], size: usize) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(size + 1);
+    let mut inflater = flate2::Decompress::new(false);
+    let status = inflater
+        .decompress_vec(data, &mut out, flate2::FlushDecompress::Finish)
+        .map_err(|err| format!("does not inflate ({err})"));
+    match status {
+        Ok(flate2::Status::StreamEnd) if out.len() == size => Ok(out),
+        _ if out.len() > size => Err(format!(
+            "inflates to more than the {size} bytes its central directory says"
+        )),
+        Ok(flate2::Status::StreamEnd) => Err(format!(
+            "inflates to {} bytes where its central directory says {size}",
+            out.len()
+        )),
+        Ok(_) => Err(format!(
+            "is cut short: its {} bytes end before its deflate stream does",
+            data.len()
+        )),
+        Err(problem) => Err(problem),
     }
 }
 
@@ -471,7 +599,7 @@ mod tests {
                 tokio::spawn(async move {
                     let mut request = [0u8; 4096];
                     let _ = socket.read(&mut request).await;
-                    let head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-99999/100000\r\nContent-Length: 100000\r\n\r\n";
+                    let head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-9999/10000\r\nContent-Length: 10000\r\n\r\n";
                     if socket.write_all(head.as_bytes()).await.is_err() {
                         return;
                     }
@@ -501,7 +629,7 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, WheelMetadataError::Timeout { .. }), "{err:?}");
         // Three attempts of 0.6 s and the backoff between them; without the deadline, the
-        // drip would go on for 100,000 × 0.2 s.
+        // drip would go on for 10,000 × 0.2 s.
         assert!(
             started.elapsed() < std::time::Duration::from_secs(4),
             "{:?}",
@@ -527,6 +655,234 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("404"), "{err}");
+    }
+
+    /// `bytes` with the sizes its central directory gives `METADATA` replaced.
+    fn with_directory_sizes(
+        mut bytes: Vec<u8>,
+        compressed: Option<u32>,
+        size: Option<u32>,
+    ) -> Vec<u8> {
+        let name = b"pkg-1.0.dist-info/METADATA";
+        let at = bytes
+            .windows(4)
+            .enumerate()
+            .filter(|(_, w)| *w == CENTRAL_SIGNATURE)
+            .map(|(at, _)| at)
+            .find(|&at| bytes[at + 46..].starts_with(name))
+            .unwrap();
+        if let Some(compressed) = compressed {
+            bytes[at + 20..at + 24].copy_from_slice(&compressed.to_le_bytes());
+        }
+        if let Some(size) = size {
+            bytes[at + 24..at + 28].copy_from_slice(&size.to_le_bytes());
+        }
+        bytes
+    }
+
+    /// The sizes the central directory gives `METADATA` in `bytes`: compressed, then inflated.
+    fn directory_sizes(bytes: &[u8]) -> (u32, u32) {
+        let eocd = find_eocd(bytes).unwrap();
+        let directory = CentralDirectory::parse_eocd(&bytes[eocd..]).unwrap();
+        let from = usize::try_from(directory.offset).unwrap();
+        let entry = find_metadata_entry(&bytes[from..from + directory.size as usize]).unwrap();
+        (entry.compressed_size, entry.size)
+    }
+
+    #[tokio::test]
+    async fn a_metadata_member_over_the_limit_is_refused_before_it_is_read() {
+        // 9 MiB of text deflates to a few kilobytes: only the directory says how large it is.
+        let metadata = b"Metadata-Version: 2.1\nName: pkg\n".repeat(9 * 1024 * 1024 / 32);
+        let bytes = wheel(&metadata, true);
+        let size = bytes.len();
+        let (url, sent) = range_server(bytes.clone()).await;
+        let client = UpstreamClient::new(&crate::upstream::ClientSettings::default()).unwrap();
+        let err = read_wheel_metadata(&client, &url, "pkg.whl")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!(
+                "a METADATA member of {} bytes, over the 8388608-byte limit of core metadata",
+                metadata.len()
+            )),
+            "{err}"
+        );
+        // The tail only: the member itself was never asked for.
+        let sent = sent.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(sent <= 64 * 1024 + 1024, "{sent} of {size} bytes read");
+        // Held whole (a server without ranges), refused the same way.
+        let err = member_from_whole(&bytes, "pkg.whl")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("over the 8388608-byte limit"), "{err}");
+        // One byte under the limit is read.
+        let fits = vec![b'a'; usize::try_from(MAX_METADATA).unwrap()];
+        assert_eq!(
+            member_from_whole(&wheel(&fits, true), "pkg.whl").unwrap(),
+            fits
+        );
+    }
+
+    #[test]
+    fn a_directory_that_understates_the_member_is_refused_not_truncated() {
+        let metadata = b"Metadata-Version: 2.1\nName: pkg\nRequires-Dist: six\n".repeat(40);
+        let deflated = wheel(&metadata, true);
+        let (compressed, size) = directory_sizes(&deflated);
+        // It inflates to more than the directory says.
+        let bytes = with_directory_sizes(deflated.clone(), None, Some(size - 100));
+        let err = member_from_whole(&bytes, "pkg.whl")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!(
+                "the METADATA member inflates to more than the {} bytes its central directory says",
+                size - 100
+            )),
+            "{err}"
+        );
+        // Its deflate stream is cut where the directory says it ends.
+        let bytes = with_directory_sizes(deflated, Some(compressed / 2), None);
+        let err = member_from_whole(&bytes, "pkg.whl")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is cut short"), "{err}");
+        // Stored, with the data longer than the directory's inflated size.
+        let stored = wheel(&metadata, false);
+        let bytes = with_directory_sizes(stored, None, Some(size - 1));
+        let err = member_from_whole(&bytes, "pkg.whl")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("where its central directory says"), "{err}");
+    }
+
+    #[test]
+    fn inflating_stops_one_byte_past_the_size_said() {
+        let mut encoder =
+            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(&vec![b'z'; 100_000]).unwrap();
+        let data = encoder.finish().unwrap();
+        assert_eq!(inflate_exact(&data, 100_000).unwrap().len(), 100_000);
+        let err = inflate_exact(&data, 10).unwrap_err();
+        assert_eq!(
+            err,
+            "inflates to more than the 10 bytes its central directory says"
+        );
+        let err = inflate_exact(&data, 200_000).unwrap_err();
+        assert_eq!(
+            err,
+            "inflates to 100000 bytes where its central directory says 200000"
+        );
+        assert!(inflate_exact(&data[..data.len() / 2], 100_000).is_err());
+        assert!(inflate_exact(b"\xff\xff\xff", 10).is_err());
+    }
+
+    /// An upstream that answers every request `200` with `len` bytes, whatever its `Range`
+    /// (its `Content-Length` given when `announce`), counting the bytes its socket took.
+    async fn range_ignoring_server(
+        len: u64,
+        announce: bool,
+    ) -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+        use std::sync::atomic::Ordering;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = sent.clone();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/pkg.whl", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let counter = counter.clone();
+                tokio::spawn(async move {
+                    let mut request = [0u8; 4096];
+                    let _ = socket.read(&mut request).await;
+                    let length = if announce {
+                        format!("Content-Length: {len}\r\n")
+                    } else {
+                        String::new()
+                    };
+                    let head = format!("HTTP/1.1 200 OK\r\n{length}Connection: close\r\n\r\n");
+                    if socket.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let chunk = vec![b'x'; 64 * 1024];
+                    let mut left = len;
+                    while left > 0 {
+                        let n = left.min(chunk.len() as u64);
+                        if socket
+                            .write_all(&chunk[..usize::try_from(n).unwrap()])
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                        counter.fetch_add(n, Ordering::SeqCst);
+                        left -= n;
+                    }
+                });
+            }
+        });
+        (url, sent)
+    }
+
+    #[tokio::test]
+    async fn an_upstream_that_ignores_range_is_read_no_further_than_the_limit() {
+        const LEN: u64 = 256 * 1024 * 1024;
+        let client = UpstreamClient::new(&crate::upstream::ClientSettings::default()).unwrap();
+        for announce in [true, false] {
+            let (url, sent) = range_ignoring_server(LEN, announce).await;
+            let err = read_wheel_metadata(&client, &url, "pkg.whl")
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    WheelMetadataError::RangeIgnored {
+                        limit: WHOLE_LIMIT,
+                        ..
+                    }
+                ),
+                "{err:?}"
+            );
+            assert!(
+                err.to_string().contains("does not honour range requests"),
+                "{err}"
+            );
+            // Let the server's writes run into the closed connection.
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            let sent = sent.load(std::sync::atomic::Ordering::SeqCst);
+            // The limit, and what the sockets' buffers took meanwhile: not the 256 MiB.
+            assert!(
+                sent < 4 * WHOLE_LIMIT,
+                "announce {announce}: {sent} bytes sent"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_range_answered_with_more_than_was_asked_is_refused() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/pkg.whl", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut request = [0u8; 4096];
+                    let _ = socket.read(&mut request).await;
+                    // Asked for the last 64 KiB, answers a megabyte as a part, without length.
+                    let head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-1048575/1048576\r\nConnection: close\r\n\r\n";
+                    let _ = socket.write_all(head.as_bytes()).await;
+                    let _ = socket.write_all(&vec![0u8; 1024 * 1024]).await;
+                });
+            }
+        });
+        let client = UpstreamClient::new(&crate::upstream::ClientSettings::default()).unwrap();
+        let err = read_wheel_metadata(&client, &url, "pkg.whl")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, WheelMetadataError::RangeOverrun { asked: TAIL, .. }),
+            "{err:?}"
+        );
     }
 
     #[test]
