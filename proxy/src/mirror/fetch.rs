@@ -295,17 +295,38 @@ impl<'a> Fetcher<'a> {
             size: None,
             splice: None,
         };
-        let cached = self.files.fetch(self.client, &spec, false).await?;
+        // Refused past the limit as it arrives: nothing of a 100 MB "metadata" file is kept.
+        let limit = crate::cache::files::CORE_METADATA_LIMIT;
+        let too_large = MetadataFetchError::TooLarge { limit };
+        let cached = match self
+            .files
+            .fetch_small(self.client, &spec, false, limit as u64)
+            .await
+        {
+            Err(err) if is_too_large(&err) => return Err(too_large),
+            fetched => fetched?,
+        };
         // As the server reads them: a core metadata file is kilobytes; a "metadata" file of
         // hundreds of megabytes is refused without holding it in memory.
-        cached
-            .read_small(crate::cache::files::CORE_METADATA_LIMIT)
-            .await
-            .map_err(|err| match err {
-                SmallReadError::TooLarge { limit } => MetadataFetchError::TooLarge { limit },
-                SmallReadError::Io(source) => MetadataFetchError::Read(source),
-            })
+        cached.read_small(limit).await.map_err(|err| match err {
+            SmallReadError::TooLarge { .. } => too_large,
+            // The download refused it as it arrived (a body without a length).
+            SmallReadError::Io(source)
+                if source
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<Arc<FileCacheError>>())
+                    .is_some_and(|inner| is_too_large(inner)) =>
+            {
+                too_large
+            }
+            SmallReadError::Io(source) => MetadataFetchError::Read(source),
+        })
     }
+}
+
+/// Whether a download was refused for its size ([`FileCache::fetch_small`]).
+fn is_too_large(err: &FileCacheError) -> bool {
+    matches!(err.root(), FileCacheError::TooLarge { .. })
 }
 
 /// The upstream pages of `project` on every source that owns it, for messages.

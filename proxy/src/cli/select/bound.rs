@@ -21,8 +21,9 @@ use crate::upstream::{UpstreamClient, redact};
 /// Metadata reads in flight at once, as the proxy reads them.
 const CONCURRENT_READS: usize = 16;
 
-/// The most a PEP 658 file may hold: core metadata is kilobytes; more is an upstream's garbage.
-const METADATA_LIMIT: usize = 16 << 20;
+/// The most a PEP 658 file may hold, as the proxy reads it: core metadata is kilobytes; more is
+/// an upstream's garbage.
+const METADATA_LIMIT: usize = crate::cache::files::CORE_METADATA_LIMIT;
 
 /// What binding needs besides the project's own page.
 pub struct BindContext<'a> {
@@ -138,6 +139,14 @@ async fn metadata_file(
         .get_stream(&url, reqwest::header::HeaderMap::new())
         .await
         .map_err(|err| crate::error_chain::source_chain(&err))?;
+    if let Some(announced) = response.content_length()
+        && announced > METADATA_LIMIT as u64
+    {
+        return Err(format!(
+            "`{}` is {announced} bytes, larger than {METADATA_LIMIT}: not a core metadata file",
+            redact(&url)
+        ));
+    }
     let mut bytes = Vec::new();
     while let Some(chunk) = response
         .chunk()

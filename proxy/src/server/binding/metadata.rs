@@ -7,14 +7,18 @@ use std::sync::Mutex;
 
 use wheelgate_resolver::index::{CoreMetadata, IndexFile, ProjectPage};
 
-use crate::cache::files::FileSpec;
+use crate::cache::files::{CORE_METADATA_LIMIT, FileSpec};
+use crate::error_chain::with_causes;
 use crate::mirror::metadata::parse_metadata;
 use crate::mirror::wheel_metadata::read_wheel_metadata;
 use crate::server::state::AppState;
+use crate::upstream::redact;
 use wheelgate_resolver::select::TorchPin;
 
 /// Pins remembered at most; cleared whole past it (a pin costs one small read to learn again).
 const REMEMBERED: usize = 65_536;
+/// The most a core metadata file read here may be.
+const METADATA_LIMIT: u64 = CORE_METADATA_LIMIT as u64;
 
 /// What binding reads from one file's core metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,7 +83,7 @@ pub async fn facts(
     let bytes = match &file.core_metadata {
         CoreMetadata::Absent => read_wheel_metadata(&state.client, &url, &file.filename)
             .await
-            .map_err(|err| err.to_string())?,
+            .map_err(|err| with_causes(&err))?,
         present => {
             let sha256 = match present {
                 CoreMetadata::Hashes(hashes) => hashes.get("sha256").cloned(),
@@ -91,15 +95,17 @@ pub async fn facts(
                 size: None,
                 splice: None,
             };
+            // Refused past the limit as it arrives, before more is stored: a 100 MB
+            // "metadata" file neither fills the cache nor evicts what it holds.
             let cached = state
                 .files
-                .fetch(&state.client, &spec, state.config.offline)
+                .fetch_small(&state.client, &spec, state.config.offline, METADATA_LIMIT)
                 .await
-                .map_err(|err| crate::error_chain::source_chain(&err))?;
+                .map_err(|err| with_causes(&err))?;
             cached
-                .read_small(crate::cache::files::CORE_METADATA_LIMIT)
+                .read_small(CORE_METADATA_LIMIT)
                 .await
-                .map_err(|err| crate::error_chain::source_chain(&err))?
+                .map_err(|err| format!("`{}`: {}", redact(&spec.url), with_causes(&err)))?
         }
     };
     let metadata = parse_metadata(&bytes, &file.filename).map_err(|err| err.to_string())?;
