@@ -1,5 +1,6 @@
 //! Integration tests of the wheelgate server, one module per area.
 
+mod bounded_ranges;
 mod catalog_check;
 mod cli;
 mod deploy;

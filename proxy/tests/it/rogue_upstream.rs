@@ -43,6 +43,14 @@ pub enum Answer {
     MovedTo(String),
     /// Closes the connection without a word.
     Close,
+    /// `200` to every request, `Range` or not: `len` bytes made as they are sent (never held
+    /// here), announced with `Content-Length` when `announce`; `sent` counts the bytes the
+    /// connection took before the client hung up.
+    IgnoresRange {
+        len: u64,
+        announce: bool,
+        sent: Arc<std::sync::atomic::AtomicU64>,
+    },
 }
 
 #[derive(Default)]
@@ -189,6 +197,27 @@ async fn respond(stream: &mut TcpStream, answer: Answer) -> std::io::Result<()> 
             stream.write_all(text.as_bytes()).await?;
         }
         Answer::Close => {}
+        Answer::IgnoresRange {
+            len,
+            announce,
+            sent,
+        } => {
+            let length = usize::try_from(len).unwrap();
+            let text = head(
+                "200 OK",
+                "application/octet-stream",
+                announce.then_some(length),
+            );
+            stream.write_all(text.as_bytes()).await?;
+            let chunk = vec![b'x'; 64 * 1024];
+            let mut left = len;
+            while left > 0 {
+                let n = usize::try_from(left.min(chunk.len() as u64)).unwrap();
+                stream.write_all(&chunk[..n]).await?;
+                sent.fetch_add(n as u64, std::sync::atomic::Ordering::SeqCst);
+                left -= n as u64;
+            }
+        }
     }
     stream.shutdown().await
 }
