@@ -440,6 +440,12 @@ pub fn normalized_name(name: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Whether `filename` names a wheel: it ends in `.whl`, in any case, as installers read it.
+pub fn is_wheel(filename: &str) -> bool {
+    let name = filename.as_bytes();
+    name.len() > 4 && name[name.len() - 4..].eq_ignore_ascii_case(b".whl")
+}
+
 /// Normalizes a project name per PEP 503: runs of `-`, `_`, `.` become one `-`, lowercased.
 pub fn normalize_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len());

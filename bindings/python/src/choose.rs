@@ -153,6 +153,7 @@ pub fn read_entries(project: &str, files: &[Bound<'_, PyAny>]) -> PyResult<Proje
         meta: wheelgate_resolver::index::Meta::default(),
         base: None,
         status: None,
+        dropped: Vec::new(),
     };
     for (position, entry) in files.iter().enumerate() {
         let file = if let Ok(name) = entry.cast::<PyString>() {

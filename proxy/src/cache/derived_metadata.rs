@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 
 use crate::derive::wheel::{central_entries, dist_info_member, end_record, local_data_offset};
 
-/// The most a `METADATA` member may be: the limit of a served `.metadata` file. Real ones are a
-/// few KiB to a few hundred KiB.
-pub const MAX_METADATA_BYTES: u64 = 8 * 1024 * 1024;
+/// The most a `METADATA` member may be: the limit of every core metadata file the server reads
+/// or serves. Real ones are a few KiB to a few hundred KiB.
+pub const MAX_METADATA_BYTES: u64 = crate::cache::files::CORE_METADATA_LIMIT as u64;
 /// The tail read first: the end record and, for most wheels, the whole central directory.
 const TAIL: u64 = 256 * 1024;
 /// The largest central directory read (torch's has about 13,000 entries, 1.3 MB).
@@ -244,7 +244,10 @@ mod tests {
         bytes[central + 24] = 3; // uncompressed size
         let lying = on_disk(&bytes);
         let err = read_wheel_metadata(lying.path(), "demo.whl").unwrap_err();
-        assert!(err.to_string().contains("where its directory says 3"), "{err}");
+        assert!(
+            err.to_string().contains("where its directory says 3"),
+            "{err}"
+        );
     }
 
     #[tokio::test]

@@ -181,7 +181,7 @@ pub enum SyncError {
 
 /// Creates the store and takes it, one writer per store until the sync ends: a second sync (or
 /// a server) is told who holds it.
-async fn take_store(store: &Path) -> Result<crate::cache::lock::CacheDirLock, SyncError> {
+fn take_store(store: &Path) -> Result<crate::cache::lock::CacheDirLock, SyncError> {
     crate::cache::private::create_dir(store).map_err(|source| SyncError::Store {
         path: store.to_path_buf(),
         source,
@@ -203,7 +203,7 @@ pub async fn sync(
         path: store.clone(),
         source,
     };
-    let _held = take_store(&store).await?;
+    let _held = take_store(&store)?;
     // First: whatever happens next, the store is not complete until this sync says so.
     let marker = store.join(MARKER);
     match tokio::fs::remove_file(&marker).await {

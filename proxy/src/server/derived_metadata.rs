@@ -26,17 +26,14 @@ pub(super) async fn serve(
         .sha256
         .as_deref()
         .expect("only a wheel with a sha256 is offered with derived metadata");
-    let metadata = match state.derived_metadata.get(sha256).await {
-        Some(kept) => {
-            state.metrics.file_lookup(true);
-            kept
-        }
-        None => {
-            state.metrics.file_lookup(false);
-            let read = read_verified(state, wheel, filename).await?;
-            state.derived_metadata.put(sha256, read.clone()).await;
-            read
-        }
+    let kept = state.derived_metadata.get(sha256).await;
+    state.metrics.file_lookup(kept.is_some());
+    let metadata = if let Some(kept) = kept {
+        kept
+    } else {
+        let read = read_verified(state, wheel, filename).await?;
+        state.derived_metadata.put(sha256, read.clone()).await;
+        read
     };
     Ok(response(&metadata, method, headers))
 }

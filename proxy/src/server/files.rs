@@ -310,7 +310,7 @@ pub(super) async fn serve_listed(
         })?;
     if request.metadata
         && source.core_metadata == CoreMetadata::Absent
-        && request.filename.ends_with(".whl")
+        && wheelgate_resolver::filename::is_wheel(&request.filename)
         && source.sha256.is_some()
     {
         // Listed with `.metadata` though the upstream offers none (`server/rewrite.rs`).

@@ -13,7 +13,7 @@ use super::model::{CoreMetadata, IndexFile, Meta, ProjectPage, ProjectStatus};
 /// An sdist has none to give, and a wheel without a hash could not be verified first.
 pub fn offers_derived_metadata(file: &IndexFile) -> bool {
     file.core_metadata == CoreMetadata::Absent
-        && file.filename.ends_with(".whl")
+        && crate::filename::is_wheel(&file.filename)
         && file.sha256().is_some()
 }
 
