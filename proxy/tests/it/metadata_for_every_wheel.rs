@@ -78,12 +78,20 @@ async fn every_verifiable_wheel_is_listed_with_metadata_read_once_from_the_verif
         ]
     );
     let (_, html, _) = get(&proxy.url("/simple/demo/")).await;
-    assert_eq!(text(&html).matches("data-core-metadata=\"true\"").count(), 1);
+    assert_eq!(
+        text(&html).matches("data-core-metadata=\"true\"").count(),
+        1
+    );
 
     let metadata_url = proxy.url(&format!("/files/demo/{WHEEL}.metadata"));
     for _ in 0..3 {
         let (status, body, _) = get(&metadata_url).await;
-        assert_eq!((status, body.as_slice()), (200, METADATA), "{}", text(&body));
+        assert_eq!(
+            (status, body.as_slice()),
+            (200, METADATA),
+            "{}",
+            text(&body)
+        );
     }
     // The wheel once, whole: the bytes the metadata came from were verified.
     assert_eq!(rogue.hits(&format!("/f/{WHEEL}")), 1);
@@ -112,7 +120,12 @@ async fn kept_metadata_is_served_with_the_upstream_and_the_wheel_gone() {
     // The wheel evicted from the file cache, the upstream's file gone: kilobytes kept serve.
     for entry in std::fs::read_dir(proxy.cache.path().join("files")).unwrap() {
         let path = entry.unwrap().path();
-        if path.file_name().unwrap().to_string_lossy().starts_with("sha256-") {
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("sha256-")
+        {
             std::fs::remove_file(path).unwrap();
         }
     }

@@ -89,13 +89,11 @@ pub fn render_project_json(page: &ProjectPage) -> String {
 /// Writes a [`LinkedPage`] as [`render_project_json`] writes the page of
 /// [`LinkedPage::to_page`], without that copy.
 pub fn render_linked_json(page: &LinkedPage<'_>) -> String {
-    let files = page
-        .files()
-        .map(|(file, link)| {
-            let mut out = FileOut::new(file, Cow::Borrowed(link));
-            out.core_metadata = metadata_out(page.core_metadata(file));
-            out
-        });
+    let files = page.files().map(|(file, link)| {
+        let mut out = FileOut::new(file, Cow::Borrowed(link));
+        out.core_metadata = metadata_out(page.core_metadata(file));
+        out
+    });
     let head = (
         &page.name[..],
         &page.meta,
