@@ -36,6 +36,7 @@ pub mod metadata;
 pub mod plan;
 pub mod resolve;
 pub mod select;
+pub mod serve_config;
 pub mod solver;
 pub mod sync;
 pub mod variants;

@@ -96,6 +96,9 @@ pub struct SyncReport {
     pub store_bytes: u64,
     pub pytorch_url: String,
     pub pypi_url: String,
+    /// The offline server's configuration written into the store (`serve.toml`), when the
+    /// mirror has `[[sources]]`, which no flag can say.
+    pub serve_config: Option<PathBuf>,
 }
 
 impl SyncReport {
@@ -121,8 +124,8 @@ impl SyncReport {
     pub fn serve_command(&self) -> String {
         serve_command(
             &self.store,
-            &self.pytorch_url,
-            &self.pypi_url,
+            (&self.pytorch_url, &self.pypi_url),
+            self.serve_config.as_deref(),
             self.store_bytes,
         )
     }
@@ -250,6 +253,7 @@ pub async fn sync(
         store_bytes: files.total_bytes(),
         pytorch_url: config.pytorch_url.clone(),
         pypi_url: config.pypi_url.clone(),
+        serve_config: None,
     };
     let mut sizes = Vec::with_capacity(outcomes.len());
     for (file, outcome) in plan.files.iter().zip(&outcomes) {
@@ -294,8 +298,17 @@ pub async fn sync(
             message: error_chain(&err),
         });
     }
+    if report.failures.is_empty() && !config.sources.is_empty() {
+        match super::serve_config::write(&store, config) {
+            Ok(path) => report.serve_config = Some(path),
+            Err(err) => report.failures.push(Failure {
+                what: super::serve_config::SERVE_CONFIG.to_string(),
+                message: format!("cannot write it: {err}{}", disk_hint(&err)),
+            }),
+        }
+    }
     if report.failures.is_empty() {
-        match write_marker(&store, config, &plan, &sizes, report.store_bytes).await {
+        match write_marker(&store, config, &plan, &sizes, &report).await {
             Ok(path) => report.marker = Some(path),
             Err(err) => report.failures.push(Failure {
                 what: MARKER.to_string(),
@@ -579,7 +592,7 @@ async fn write_marker(
     config: &MirrorConfig,
     plan: &Plan,
     sizes: &[u64],
-    store_bytes: u64,
+    report: &SyncReport,
 ) -> io::Result<PathBuf> {
     let now = SystemTime::now();
     let marker = Marker {
@@ -588,7 +601,7 @@ async fn write_marker(
         completed_at_unix: now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         pytorch_url: redact(&config.pytorch_url),
         pypi_url: redact(&config.pypi_url),
-        serve: serve_command(store, &config.pytorch_url, &config.pypi_url, store_bytes),
+        serve: report.serve_command(),
         total_bytes: sizes.iter().sum(),
         pages: plan
             .pages
@@ -649,13 +662,23 @@ async fn write_marker(
     Ok(path)
 }
 
-fn serve_command(store: &Path, pytorch_url: &str, pypi_url: &str, store_bytes: u64) -> String {
-    let mut command = format!(
-        "wheelgate serve --offline --cache-dir {} --pytorch-url {} --pypi-url {}",
-        store.display(),
-        redact(pytorch_url),
-        redact(pypi_url)
-    );
+/// The command that serves `store` offline: its configuration file when the sync wrote one
+/// (`[[sources]]`), else the flags that say the same upstream URLs.
+fn serve_command(
+    store: &Path,
+    (pytorch_url, pypi_url): (&str, &str),
+    serve_config: Option<&Path>,
+    store_bytes: u64,
+) -> String {
+    let mut command = match serve_config {
+        Some(path) => format!("wheelgate serve --config {}", path.display()),
+        None => format!(
+            "wheelgate serve --offline --cache-dir {} --pytorch-url {} --pypi-url {}",
+            store.display(),
+            redact(pytorch_url),
+            redact(pypi_url)
+        ),
+    };
     if store_bytes > DEFAULT_CACHE_MAX_BYTES {
         // Room for the whole store: the server evicts down to its limit when it opens the cache.
         let limit = store_bytes.div_ceil(1 << 30) * (1 << 30);
@@ -719,12 +742,12 @@ mod tests {
 
     #[test]
     fn the_serve_command_fits_the_store() {
-        let small = serve_command(Path::new("/m"), "http://a/whl", "http://b/simple", 10);
+        let small = serve_command(Path::new("/m"), ("http://a/whl", "http://b/simple"), None, 10);
         assert_eq!(
             small,
             "wheelgate serve --offline --cache-dir /m --pytorch-url http://a/whl --pypi-url http://b/simple"
         );
-        let big = serve_command(Path::new("/m"), "a", "b", DEFAULT_CACHE_MAX_BYTES + 1);
+        let big = serve_command(Path::new("/m"), ("a", "b"), None, DEFAULT_CACHE_MAX_BYTES + 1);
         assert!(
             big.ends_with(&format!(
                 " --cache-max-bytes {}",

@@ -416,15 +416,29 @@ async fn a_mirror_stores_internal_packages_from_their_source_and_serves_them_off
     assert!(!names.iter().any(|n| n.contains("99.0")), "{names:?}");
     assert!(squatter_fetched(&pypi).is_empty(), "{:?}", pypi.requests());
 
-    // The internal index goes away; an offline server on the store, with the same sources.
-    let (pypi_url, internal_url) = (pypi.url(), internal.url());
+    // The internal index goes away; an offline server on the store, configured by the
+    // `serve.toml` the sync wrote into it, as the command it prints says (no flag can say which
+    // source owns which names).
+    let serve_toml = report
+        .serve_config
+        .clone()
+        .expect("a store synced with [[sources]] has its serve.toml");
+    assert_eq!(
+        report.serve_command(),
+        format!("wheelgate serve --config {}", serve_toml.display())
+    );
+    let from_store = wheelgate::config::ServeConfig::from_file(&serve_toml).unwrap();
+    assert!(from_store.offline);
+    assert_eq!(from_store.cache_dir, store);
+    assert_eq!(from_store.sources, vec![internal_source(&internal.url())]);
     drop(internal);
     let proxy = Proxy::start_with(&upstreams, move |config| {
-        config.offline = true;
-        config.cache_dir.clone_from(&store);
+        config.offline = from_store.offline;
+        config.cache_dir = from_store.cache_dir;
+        config.pytorch_url = from_store.pytorch_url;
+        config.pypi_url = from_store.pypi_url;
+        config.sources = from_store.sources;
         config.machine = Some(machines::CPU_ONLY.machine());
-        config.pypi_url = pypi_url;
-        config.sources = vec![internal_source(&internal_url)];
     })
     .await;
     // A project the store does not hold is said to be missing from this mirror.

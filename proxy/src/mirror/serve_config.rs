@@ -1,0 +1,111 @@
+//! The configuration an offline server needs for a store synced with `[[sources]]`: flags
+//! cannot say which source owns which names, and without them every owned name answered 404
+//! offline (issue 41 item 4). Written into the store as `serve.toml` beside the marker; the
+//! command `mirror sync` prints names it.
+//!
+//! No credential is written: an offline server never asks an upstream, and every URL's
+//! `user:password@` is left out (pages are stored under the URL without it, so the keys match).
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::config::MirrorConfig;
+
+/// The file's name in the store.
+pub const SERVE_CONFIG: &str = "serve.toml";
+
+#[derive(Serialize)]
+struct OfflineServe<'a> {
+    offline: bool,
+    cache_dir: &'a Path,
+    pytorch_url: String,
+    pypi_url: String,
+    sources: Vec<OfflineSource<'a>>,
+}
+
+#[derive(Serialize)]
+struct OfflineSource<'a> {
+    name: &'a str,
+    url: String,
+    projects: &'a [String],
+}
+
+/// The file's text for `store` synced with `config`.
+pub fn render(store: &Path, config: &MirrorConfig) -> String {
+    let serve = OfflineServe {
+        offline: true,
+        cache_dir: store,
+        pytorch_url: without_userinfo(&config.pytorch_url),
+        pypi_url: without_userinfo(&config.pypi_url),
+        sources: config
+            .sources
+            .iter()
+            .map(|source| OfflineSource {
+                name: &source.name,
+                url: without_userinfo(&source.url),
+                projects: &source.projects,
+            })
+            .collect(),
+    };
+    let body = toml::to_string(&serve).unwrap_or_default();
+    format!(
+        "# Written by `wheelgate mirror sync`: `wheelgate serve --config <this file>` serves this\n\
+         # store offline with the sources it was synced from. No credentials: offline, no\n\
+         # upstream is asked.\n{body}"
+    )
+}
+
+/// Writes [`render`] into `store` (owner-only, atomically); its path.
+pub fn write(store: &Path, config: &MirrorConfig) -> std::io::Result<PathBuf> {
+    use std::io::Write as _;
+    let path = store.join(SERVE_CONFIG);
+    let temp = store.join(format!(".{SERVE_CONFIG}.{}.tmp", std::process::id()));
+    let written = crate::cache::private::file_options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&temp)
+        .and_then(|mut file| file.write_all(render(store, config).as_bytes()))
+        .and_then(|()| std::fs::rename(&temp, &path));
+    if let Err(err) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(err);
+    }
+    Ok(path)
+}
+
+/// `url` without the `user:password@` of its authority, as written otherwise (a per-build
+/// source's `{torch}` placeholders stay as they are, which a URL parser would encode).
+fn without_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn userinfo_is_left_out_and_templates_kept() {
+        assert_eq!(
+            without_userinfo("https://ci:s3cret@mirror.example/simple"),
+            "https://mirror.example/simple"
+        );
+        assert_eq!(
+            without_userinfo("https://tok@data.example/whl/torch-{torch}+{backend}.html"),
+            "https://data.example/whl/torch-{torch}+{backend}.html"
+        );
+        assert_eq!(
+            without_userinfo("https://a.example/p@th/simple"),
+            "https://a.example/p@th/simple"
+        );
+        assert_eq!(without_userinfo("not a url"), "not a url");
+    }
+}
