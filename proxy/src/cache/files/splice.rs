@@ -26,6 +26,11 @@ pub struct Splice {
     /// What identifies the output beside the input's identity (hex sha256 over the segments),
     /// part of its cache key.
     pub identity: String,
+    /// The input's bytes the plan was made from, read by ranges (at their input offsets),
+    /// which nothing verified: each is compared with the input as it streams through its sha256
+    /// check, and a difference fails the download before its last byte (issue 41: a host that
+    /// answers ranges from a forged wheel must not shape the derived file).
+    pub checks: Vec<(u64, Bytes)>,
 }
 
 impl Splice {
@@ -50,6 +55,36 @@ impl Splice {
             segments,
             len,
             identity: hex::encode(hasher.finalize()),
+            checks: Vec::new(),
+        })
+    }
+
+    /// [`Splice::new`], planned from `checks`: the input's bytes read by ranges, by offset.
+    pub fn checked(segments: Vec<Segment>, len: u64, checks: Vec<(u64, Bytes)>) -> Arc<Splice> {
+        let mut splice = Arc::try_unwrap(Splice::new(segments, len)).expect("just made");
+        splice.checks = checks;
+        Arc::new(splice)
+    }
+
+    /// The first input offset in `data` (the input's bytes from `offset`) that differs from
+    /// what the plan read there, if any.
+    pub fn first_difference(&self, offset: u64, data: &[u8]) -> Option<u64> {
+        let end = offset + u64::try_from(data.len()).unwrap_or(u64::MAX);
+        self.checks.iter().find_map(|(at, expected)| {
+            let expected_end = at + u64::try_from(expected.len()).unwrap_or(u64::MAX);
+            let from = (*at).max(offset);
+            let to = expected_end.min(end);
+            if from >= to {
+                return None;
+            }
+            let here = usize::try_from(from - offset).ok()?;
+            let there = usize::try_from(from - at).ok()?;
+            let len = usize::try_from(to - from).ok()?;
+            let (seen, planned) = (&data[here..here + len], &expected[there..there + len]);
+            seen.iter()
+                .zip(planned)
+                .position(|(a, b)| a != b)
+                .map(|at| from + u64::try_from(at).unwrap_or(0))
         })
     }
 }
