@@ -141,9 +141,12 @@ fn configured_source(
         return Err(SourcesError::Duplicate(name.clone()));
     }
     let section = format!("[[sources]] {name}");
-    let template = template_of(&section, &entry.url)?;
+    // A template's `user:password@` leaves it like a plain URL's, before anything is filled in
+    // (so no page key, stored page or log line holds it; issue 41 item 4).
+    let (template_text, template_credentials) = template_without_credentials(&entry.url);
+    let template = template_of(&section, &template_text)?;
     let (url, url_credentials) = match &template {
-        Some(_) => (entry.url.clone(), None),
+        Some(_) => (template_text, template_credentials),
         None => without_credentials(root(&format!("`{section}`"), &entry.url).map_err(|_| {
             SourcesError::NotHttp {
                 section: section.clone(),
@@ -260,6 +263,26 @@ fn without_credentials(url: String) -> (String, Option<UrlCredentials>) {
     (
         parsed.as_str().trim_end_matches('/').to_string(),
         Some(credentials),
+    )
+}
+
+/// `template` (a URL with placeholders, which a URL parser would encode) without the
+/// `user:password@` of its authority, and those credentials.
+fn template_without_credentials(template: &str) -> (String, Option<UrlCredentials>) {
+    let Some((scheme, rest)) = template.split_once("://") else {
+        return (template.to_string(), None);
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return (template.to_string(), None);
+    };
+    let (user, password) = rest[..at].split_once(':').unwrap_or((&rest[..at], ""));
+    (
+        format!("{scheme}://{}", &rest[at + 1..]),
+        Some(UrlCredentials {
+            user: percent_decoded(user),
+            password: percent_decoded(password),
+        }),
     )
 }
 
@@ -469,6 +492,39 @@ mod tests {
         );
         assert_eq!(sources.per_build_owners("torch-scatter"), [id]);
         assert!(sources.per_build_owners("numpy").is_empty());
+    }
+
+    #[test]
+    fn credentials_in_a_template_leave_the_template() {
+        let entry = source(
+            "pyg",
+            "https://ci:p%40ss@data.example/whl/torch-{torch}+{backend}.html",
+            &["torch-scatter"],
+        );
+        let sources = Sources::new(
+            Catalog::embedded(),
+            Some("https://download.example/whl"),
+            "https://pypi.example/simple/",
+            &UpstreamsConfig::default(),
+            &[entry],
+        )
+        .unwrap();
+        let (_, pyg) = sources.iter().find(|(_, s)| s.name == "pyg").unwrap();
+        assert_eq!(
+            pyg.url,
+            "https://data.example/whl/torch-{torch}+{backend}.html"
+        );
+        let credentials = pyg.url_credentials.as_ref().unwrap();
+        assert_eq!(
+            (credentials.user.as_str(), credentials.password.as_str()),
+            ("ci", "p@ss")
+        );
+        let filled = pyg
+            .template
+            .as_ref()
+            .unwrap()
+            .fill(&"2.10.0".parse().unwrap(), &"cu128".parse().unwrap());
+        assert_eq!(filled, "https://data.example/whl/torch-2.10.0+cu128.html");
     }
 
     #[test]
