@@ -298,8 +298,21 @@ pub async fn sync(
             message: error_chain(&err),
         });
     }
+    finish_store(&store, config, &plan, &sizes, &mut report).await;
+    Ok(report)
+}
+
+/// What a complete store ends with: the offline server's configuration when the mirror has
+/// `[[sources]]`, then the marker, each a failure of `report` when it cannot be written.
+async fn finish_store(
+    store: &Path,
+    config: &MirrorConfig,
+    plan: &Plan,
+    sizes: &[u64],
+    report: &mut SyncReport,
+) {
     if report.failures.is_empty() && !config.sources.is_empty() {
-        match super::serve_config::write(&store, config) {
+        match super::serve_config::write(store, config) {
             Ok(path) => report.serve_config = Some(path),
             Err(err) => report.failures.push(Failure {
                 what: super::serve_config::SERVE_CONFIG.to_string(),
@@ -308,7 +321,7 @@ pub async fn sync(
         }
     }
     if report.failures.is_empty() {
-        match write_marker(&store, config, &plan, &sizes, &report).await {
+        match write_marker(store, config, plan, sizes, report).await {
             Ok(path) => report.marker = Some(path),
             Err(err) => report.failures.push(Failure {
                 what: MARKER.to_string(),
@@ -316,7 +329,6 @@ pub async fn sync(
             }),
         }
     }
-    Ok(report)
 }
 
 /// Plans without writing anything to the store (pages go to a temporary directory; the store's
