@@ -30,6 +30,10 @@
 //!   not), each network getting its own build from the same `/simple/` URL.
 //! - `variants`: a wheel-variant index (PEP 825): pip and uv get the machine's variant under
 //!   the plain filename, for every schema generation, through `/m/<token>/` and `/b/cu128/`.
+//! - `variantlib`: wheelgate's variants-file validation and PEP 825 ordering against variantlib
+//!   0.2.2, the reference implementation (from `scripts/variantlib-setup`), on PyTorch's
+//!   published files and seeded generated ones; every difference is one the README's table
+//!   records.
 //! - `auth`: pip and uv through a server that requires credentials, given in the index URL;
 //!   without them both fail.
 //! - `real_servers`: real index servers companies run (pypiserver, a devpi-server user index,
@@ -67,5 +71,6 @@ mod rewriting;
 mod routing;
 mod sources;
 mod support;
+mod variantlib;
 mod variants;
 mod variants_mirror;
