@@ -65,6 +65,9 @@ pub struct FileSpec {
     /// derived wheel); `sha256` and `size` still verify the upstream's bytes. Its own key, never
     /// shared through the bucket (which verifies by the upstream's hash).
     pub splice: Option<std::sync::Arc<splice::Splice>>,
+    /// The page that lists it (its URL): the download carries the access of that page's source
+    /// only, on that source's origins (`None`: no access). Not part of its key.
+    pub listed_on: Option<Arc<str>>,
 }
 
 /// The most a core metadata file (PEP 658) may weigh when the server or the mirror reads it
@@ -886,6 +889,7 @@ mod tests {
             sha256: Some(hash.clone()),
             size: None,
             splice: None,
+            listed_on: None,
         };
         let key = CacheKey::for_spec(&spec).unwrap();
         assert_eq!(
@@ -899,6 +903,7 @@ mod tests {
             sha256: None,
             size: None,
             splice: None,
+            listed_on: None,
         };
         let key = CacheKey::for_spec(&spec).unwrap();
         assert!(key.as_str().starts_with("url-"));
@@ -919,6 +924,7 @@ mod tests {
             sha256: Some("../../etc".into()),
             size: None,
             splice: None,
+            listed_on: None,
         };
         assert!(matches!(
             CacheKey::for_spec(&spec),

@@ -361,7 +361,11 @@ fn variants_findings(
                     .block_on(async {
                         let response = remote
                             .client
-                            .get_stream(&link, reqwest::header::HeaderMap::default())
+                            .get_stream(
+                                &link,
+                                reqwest::header::HeaderMap::default(),
+                                Some(url.as_str()),
+                            )
                             .await?;
                         Ok::<_, crate::upstream::UpstreamError>(response.text().await.ok())
                     })

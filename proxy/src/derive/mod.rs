@@ -269,6 +269,7 @@ pub async fn derive(
     let mut reader = RangeReader {
         source,
         url: &upstream.url,
+        listed_on: upstream.listed_on.as_deref(),
         file: filename,
         whole: None,
     };
@@ -345,6 +346,8 @@ fn with_record_line(record: &[u8], name: &str, content: &[u8]) -> Vec<u8> {
 struct RangeReader<'a> {
     source: Source<'a>,
     url: &'a str,
+    /// The page that lists it, whose source's access the reads carry.
+    listed_on: Option<&'a str>,
     file: &'a str,
     /// The whole file, once its server answered a range with it (a small file: see
     /// [`crate::mirror::wheel_metadata::WHOLE_LIMIT`]).
@@ -369,7 +372,7 @@ impl RangeReader<'_> {
                     });
             }
         };
-        match get_range(client, self.url, span)
+        match get_range(client, (self.url, self.listed_on), span)
             .await
             .map_err(|source| DeriveError::Read {
                 file: self.file.to_string(),

@@ -260,7 +260,7 @@ impl<'a> Fetcher<'a> {
             .clone();
         slot.get_or_init(|| async {
             let read = async {
-                let mut bytes = self.metadata_bytes(&url, file).await?;
+                let mut bytes = self.metadata_bytes(&url, &page.url, file).await?;
                 if let Some(label) = variant_label(&file.filename) {
                     bytes =
                         decide_variant_label(&String::from_utf8_lossy(&bytes), label).into_bytes();
@@ -276,14 +276,18 @@ impl<'a> Fetcher<'a> {
         .clone()
     }
 
+    /// The metadata bytes of `file` at `url`, listed on the page at `page_url`.
     async fn metadata_bytes(
         &self,
         url: &str,
+        page_url: &str,
         file: &IndexFile,
     ) -> Result<Vec<u8>, MetadataFetchError> {
         let sha256 = match &file.core_metadata {
             CoreMetadata::Absent => {
-                return Ok(read_wheel_metadata(self.client, url, &file.filename).await?);
+                return Ok(
+                    read_wheel_metadata(self.client, (url, Some(page_url)), &file.filename).await?,
+                );
             }
             CoreMetadata::Present => None,
             CoreMetadata::Hashes(hashes) => hashes.get("sha256").cloned(),
@@ -294,6 +298,7 @@ impl<'a> Fetcher<'a> {
             sha256,
             size: None,
             splice: None,
+            listed_on: Some(Arc::from(page_url)),
         };
         // Refused past the limit as it arrives: nothing of a 100 MB "metadata" file is kept.
         let limit = crate::cache::files::CORE_METADATA_LIMIT;

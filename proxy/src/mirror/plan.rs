@@ -317,6 +317,7 @@ impl Planner<'_> {
                 sha256: file.sha256().map(str::to_ascii_lowercase),
                 size: file.size,
                 splice: None,
+                listed_on: Some(std::sync::Arc::from(cached.url.as_str())),
             };
             if self.seen_files.insert(spec.url.clone()) {
                 self.plan.files.push(PlannedFile {
@@ -336,6 +337,7 @@ impl Planner<'_> {
                 sha256: metadata_sha256,
                 size: None,
                 splice: None,
+                listed_on: Some(std::sync::Arc::from(cached.url.as_str())),
             };
             if self.seen_files.insert(spec.url.clone()) {
                 self.plan.files.push(PlannedFile {

@@ -349,7 +349,11 @@ pub async fn dry_run(
         .map(|file| async {
             match file.spec.size {
                 Some(size) => Some(size),
-                None => client.head_length(&file.spec.url).await,
+                None => {
+                    client
+                        .head_length(&file.spec.url, file.spec.listed_on.as_deref())
+                        .await
+                }
             }
         })
         .buffered(jobs.max(1) * 2)

@@ -65,17 +65,18 @@ pub enum WheelMetadataError {
     RangeOverrun { url: String, asked: u64 },
 }
 
-/// The bytes of the wheel's top-level `*.dist-info/METADATA`.
+/// The bytes of the wheel's top-level `*.dist-info/METADATA`, the wheel at `url` listed on the
+/// page at `listed_on` (whose source's access the reads carry).
 pub async fn read_wheel_metadata(
     client: &UpstreamClient,
-    url: &str,
+    (url, listed_on): (&str, Option<&str>),
     file: &str,
 ) -> Result<Vec<u8>, WheelMetadataError> {
     let zip_error = |problem: &str| WheelMetadataError::Zip {
         file: file.to_string(),
         problem: problem.to_string(),
     };
-    let (tail, tail_start) = match get_range(client, url, Span::Suffix(TAIL)).await? {
+    let (tail, tail_start) = match get_range(client, (url, listed_on), Span::Suffix(TAIL)).await? {
         Ranged::Whole(bytes) => {
             // The server sent everything: read the member straight from it.
             return member_from_whole(&bytes, file);
@@ -104,7 +105,7 @@ pub async fn read_wheel_metadata(
             offset: directory.offset,
             len: u64::from(directory.size),
         };
-        match get_range(client, url, span).await? {
+        match get_range(client, (url, listed_on), span).await? {
             Ranged::Whole(bytes) => return member_from_whole(&bytes, file),
             Ranged::Part { bytes, .. } => bytes.to_vec(),
         }
@@ -119,7 +120,7 @@ pub async fn read_wheel_metadata(
         offset: entry.local_offset,
         len: 30,
     };
-    let header = match get_range(client, url, span).await? {
+    let header = match get_range(client, (url, listed_on), span).await? {
         Ranged::Whole(bytes) => return member_from_whole(&bytes, file),
         Ranged::Part { bytes, .. } => bytes,
     };
@@ -132,7 +133,7 @@ pub async fn read_wheel_metadata(
             offset: data_offset,
             len: u64::from(entry.compressed_size),
         };
-        match get_range(client, url, span).await? {
+        match get_range(client, (url, listed_on), span).await? {
             Ranged::Whole(bytes) => return member_from_whole(&bytes, file),
             Ranged::Part { bytes, .. } => bytes,
         }
@@ -178,21 +179,24 @@ pub(crate) enum Ranged {
 /// time, as the client retries pages.
 pub(crate) async fn get_range(
     client: &UpstreamClient,
-    url: &str,
+    (url, listed_on): (&str, Option<&str>),
     span: Span,
 ) -> Result<Ranged, WheelMetadataError> {
     let mut attempt = 0;
     loop {
         // A stalling upstream costs each attempt the client's page deadline at most, not the
         // per-read timeout again for every chunk it drips.
-        let once = tokio::time::timeout(client.deadline(), get_range_once(client, url, span))
-            .await
-            .unwrap_or_else(|_| {
-                Err(WheelMetadataError::Timeout {
-                    url: redact(url),
-                    secs: client.deadline().as_secs_f64(),
-                })
-            });
+        let once = tokio::time::timeout(
+            client.deadline(),
+            get_range_once(client, (url, listed_on), span),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(WheelMetadataError::Timeout {
+                url: redact(url),
+                secs: client.deadline().as_secs_f64(),
+            })
+        });
         match once {
             Err(err) if attempt < RANGE_RETRIES && err.is_transient() => {
                 attempt += 1;
@@ -222,7 +226,7 @@ impl WheelMetadataError {
 /// (and its connection with it), before its body is read when its `Content-Length` says so.
 async fn get_range_once(
     client: &UpstreamClient,
-    url: &str,
+    (url, listed_on): (&str, Option<&str>),
     span: Span,
 ) -> Result<Ranged, WheelMetadataError> {
     let request_error = |source| WheelMetadataError::Request {
@@ -236,7 +240,7 @@ async fn get_range_once(
     );
     // With the upstream's access: a private upstream wants its credentials on these too.
     let mut response = client
-        .send(Method::GET, url, &headers)
+        .send(Method::GET, url, &headers, listed_on)
         .await
         .map_err(request_error)?;
     let status = response.status();
@@ -624,7 +628,7 @@ mod tests {
         })
         .unwrap();
         let started = std::time::Instant::now();
-        let err = read_wheel_metadata(&client, &url, "pkg.whl")
+        let err = read_wheel_metadata(&client, (&url, None), "pkg.whl")
             .await
             .unwrap_err();
         assert!(matches!(err, WheelMetadataError::Timeout { .. }), "{err:?}");
@@ -644,13 +648,15 @@ mod tests {
         let size = bytes.len();
         let (url, sent) = range_server(bytes).await;
         let client = UpstreamClient::new(&crate::upstream::ClientSettings::default()).unwrap();
-        let read = read_wheel_metadata(&client, &url, "pkg.whl").await.unwrap();
+        let read = read_wheel_metadata(&client, (&url, None), "pkg.whl")
+            .await
+            .unwrap();
         assert_eq!(read, metadata);
         let sent = sent.load(std::sync::atomic::Ordering::SeqCst);
         assert!(sent < size / 3, "{sent} of {size} bytes read");
         // A missing wheel is named with its status.
         let missing = url.replace("pkg.whl", "other.whl");
-        let err = read_wheel_metadata(&client, &missing, "other.whl")
+        let err = read_wheel_metadata(&client, (&missing, None), "other.whl")
             .await
             .unwrap_err()
             .to_string();
@@ -697,7 +703,7 @@ mod tests {
         let size = bytes.len();
         let (url, sent) = range_server(bytes.clone()).await;
         let client = UpstreamClient::new(&crate::upstream::ClientSettings::default()).unwrap();
-        let err = read_wheel_metadata(&client, &url, "pkg.whl")
+        let err = read_wheel_metadata(&client, (&url, None), "pkg.whl")
             .await
             .unwrap_err()
             .to_string();
@@ -830,7 +836,7 @@ mod tests {
         let client = UpstreamClient::new(&crate::upstream::ClientSettings::default()).unwrap();
         for announce in [true, false] {
             let (url, sent) = range_ignoring_server(LEN, announce).await;
-            let err = read_wheel_metadata(&client, &url, "pkg.whl")
+            let err = read_wheel_metadata(&client, (&url, None), "pkg.whl")
                 .await
                 .unwrap_err();
             assert!(
@@ -876,7 +882,7 @@ mod tests {
             }
         });
         let client = UpstreamClient::new(&crate::upstream::ClientSettings::default()).unwrap();
-        let err = read_wheel_metadata(&client, &url, "pkg.whl")
+        let err = read_wheel_metadata(&client, (&url, None), "pkg.whl")
             .await
             .unwrap_err();
         assert!(

@@ -347,6 +347,7 @@ fn file_spec(source: &FileSource, metadata: bool) -> Option<FileSpec> {
             sha256: source.sha256.clone(),
             size: source.size,
             splice: None,
+            listed_on: Some(std::sync::Arc::clone(&source.listed_on)),
         });
     }
     let sha256 = match &source.core_metadata {
@@ -359,6 +360,7 @@ fn file_spec(source: &FileSource, metadata: bool) -> Option<FileSpec> {
         sha256,
         size: None,
         splice: None,
+        listed_on: Some(std::sync::Arc::clone(&source.listed_on)),
     })
 }
 
@@ -484,7 +486,11 @@ async fn upstream_len(client: &UpstreamClient, spec: &FileSpec) -> Option<u64> {
     }
     match spec.size {
         Some(size) => Some(size),
-        None => client.head_length(&spec.url).await,
+        None => {
+            client
+                .head_length(&spec.url, spec.listed_on.as_deref())
+                .await
+        }
     }
 }
 
@@ -523,7 +529,11 @@ async fn range_from_upstream(
     // Every slot taken, or the upstream does not answer the range: the file is downloaded.
     let body = state
         .ranges
-        .read(client, &spec.url, (start, end, len))
+        .read(
+            client,
+            (&spec.url, spec.listed_on.as_ref()),
+            (start, end, len),
+        )
         .await?;
     Some(range_response(
         body,
@@ -582,7 +592,11 @@ async fn upstream_range(
     // Every slot taken, or the upstream does not answer the range: the download is followed.
     let body = state
         .ranges
-        .read(&state.client, &spec.url, (start, end, len))
+        .read(
+            &state.client,
+            (&spec.url, spec.listed_on.as_ref()),
+            (start, end, len),
+        )
         .await?;
     Some(range_response(body, etag, (start, end, len)))
 }
@@ -839,6 +853,7 @@ mod tests {
             sha256: Some("a".repeat(64)),
             size: Some(10),
             core_metadata: CoreMetadata::Absent,
+            listed_on: "https://files.example/simple/torch/".into(),
         };
         assert_eq!(file_spec(&source, false).unwrap().size, Some(10));
         assert_eq!(file_spec(&source, true), None);

@@ -3,6 +3,7 @@
 //! Files are only ever fetched from URLs an owner's page listed, so a client cannot make the
 //! proxy fetch anything else.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use wheelgate_resolver::Backend;
@@ -24,6 +25,9 @@ pub struct FileSource {
     pub sha256: Option<String>,
     pub size: Option<u64>,
     pub core_metadata: CoreMetadata,
+    /// The URL of the page that lists it: its download carries that page's source's access
+    /// only ([`crate::cache::files::FileSpec::listed_on`]).
+    pub listed_on: Arc<str>,
 }
 
 /// A failed lookup.
@@ -111,5 +115,6 @@ pub async fn find_file(
         sha256: file.sha256().map(str::to_ascii_lowercase),
         size: file.size,
         core_metadata: file.core_metadata.clone(),
+        listed_on: Arc::from(part.cached.url.as_str()),
     }))
 }

@@ -35,6 +35,7 @@ pub fn stored_only(upstream: &ProjectPage, page_url: &str, files: &FileCache) ->
             sha256: file.sha256().map(str::to_ascii_lowercase),
             size: file.size,
             splice: None,
+            listed_on: None,
         };
         if !files.contains(&spec) {
             left_out.push(file.filename.clone());
@@ -50,6 +51,7 @@ pub fn stored_only(upstream: &ProjectPage, page_url: &str, files: &FileCache) ->
             sha256: metadata_sha256,
             size: None,
             splice: None,
+            listed_on: None,
         };
         if !files.contains(&metadata) {
             file.core_metadata = CoreMetadata::Absent;
@@ -120,6 +122,7 @@ mod tests {
             sha256: Some(sha256(body)),
             size: None,
             splice: None,
+            listed_on: None,
         };
         let client = UpstreamClient::new(&ClientSettings::default()).unwrap();
         let cached = files.fetch(&client, &spec, false).await.unwrap();

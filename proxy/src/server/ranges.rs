@@ -100,20 +100,38 @@ pub enum RangeBody {
 }
 
 impl UpstreamRanges {
-    /// Bytes `start..end` of the upstream file at `url` (`len` bytes long); `None` when every
-    /// slot is taken, or the upstream fails or does not answer exactly that range.
+    /// Bytes `start..end` of the upstream file at `url` (`len` bytes long), listed on the page
+    /// at `listed_on` (whose source's access the read carries); `None` when every slot is
+    /// taken, or the upstream fails or does not answer exactly that range.
     pub async fn read(
         &self,
         client: &UpstreamClient,
-        url: &str,
+        (url, listed_on): (&str, Option<&Arc<str>>),
         (start, end, len): (u64, u64, u64),
     ) -> Option<RangeBody> {
         if end - start > SHARED_MAX {
             let slot = Arc::clone(&self.slots).try_acquire_owned().ok()?;
-            let body = fetch(client, url, (start, end, len)).await?;
+            let body = fetch(
+                client,
+                url,
+                listed_on.map(|page| &**page),
+                (start, end, len),
+            )
+            .await?;
             return Some(RangeBody::Stream(Box::pin(holding(body, slot))));
         }
-        let key = (url.to_string(), start, end);
+        // Shared only between reads made with the same access: one source's bytes are never
+        // another's.
+        let key = (
+            format!(
+                "{}\n{url}",
+                client
+                    .section_for(listed_on.map(|page| &**page))
+                    .unwrap_or_default()
+            ),
+            start,
+            end,
+        );
         let read = {
             let mut small = lock(&self.small);
             if let Some(bytes) = small.recent.get(&key) {
@@ -124,11 +142,13 @@ impl UpstreamRanges {
             } else {
                 let slot = Arc::clone(&self.slots).try_acquire_owned().ok()?;
                 let (client, url) = (client.clone(), url.to_string());
+                let listed_on = listed_on.cloned();
                 let (reads, done) = (Arc::clone(&self.small), key.clone());
                 let read = async move {
                     let _slot = slot;
                     let read = async {
-                        let body = fetch(&client, &url, (start, end, len)).await?;
+                        let body =
+                            fetch(&client, &url, listed_on.as_deref(), (start, end, len)).await?;
                         let chunks: Vec<Bytes> = body.try_collect().await.ok()?;
                         Some(Bytes::from(chunks.concat()))
                     };
@@ -166,6 +186,7 @@ fn lock(reads: &Mutex<SmallReads>) -> std::sync::MutexGuard<'_, SmallReads> {
 async fn fetch(
     client: &UpstreamClient,
     url: &str,
+    listed_on: Option<&str>,
     (start, end, len): (u64, u64, u64),
 ) -> Option<impl Stream<Item = std::io::Result<Bytes>> + Send + 'static + use<>> {
     let mut headers = HeaderMap::new();
@@ -177,7 +198,7 @@ async fn fetch(
         header::ACCEPT_ENCODING,
         HeaderValue::from_static("identity"),
     );
-    let response = match client.get_stream(url, headers).await {
+    let response = match client.get_stream(url, headers, listed_on).await {
         Ok(response) => response,
         Err(err) => {
             debug!(url = %redact(url), error = %err, "upstream range request failed");

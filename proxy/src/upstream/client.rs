@@ -289,38 +289,54 @@ impl UpstreamClient {
         self.transport.default_client()
     }
 
-    /// One request with the access of `url`'s origin (credentials, headers, CA bundle), redirects
-    /// followed as for pages and files, each hop with its own origin's access; no retries and no
-    /// breaker. For the mirror's ranged reads of a wheel and its `HEAD`s for sizes.
     /// How long one page fetch may take in all (`[limits] upstream_deadline_secs`): the bound
     /// for other small reads too.
     pub fn deadline(&self) -> Duration {
         self.deadline
     }
 
+    /// One request with a source's access (credentials, headers, CA bundle), redirects followed
+    /// as for pages and files; no retries and no breaker. For ranged reads of a wheel and `HEAD`s
+    /// for sizes.
+    ///
+    /// `for_page` is the page the request is made for (the page that lists the file): only its
+    /// source's access is used, on that source's origins (`None`: no access).
     pub async fn send(
         &self,
         method: reqwest::Method,
         url: &str,
         headers: &HeaderMap,
+        for_page: Option<&str>,
     ) -> Result<reqwest::Response, reqwest::Error> {
-        self.transport.send(method, url, headers).await
+        self.transport.send(method, url, headers, for_page).await
     }
 
-    /// The length of the file at `url` by a `HEAD`, with this client's access; `None` when the
-    /// upstream does not say (logged when it fails).
-    pub async fn head_length(&self, url: &str) -> Option<u64> {
+    /// The section whose access requests made for the page at `for_page` carry (`None`: no
+    /// access): what shares reads between requests must tell sources apart by it.
+    pub fn section_for(&self, for_page: Option<&str>) -> Option<&str> {
+        self.transport.section_for(for_page)
+    }
+
+    /// The length of the file at `url` by a `HEAD` made for the page at `for_page` (with its
+    /// source's access, as [`UpstreamClient::send`]); `None` when the upstream does not say
+    /// (logged when it fails).
+    pub async fn head_length(&self, url: &str, for_page: Option<&str>) -> Option<u64> {
+        // Remembered per source: a length learned with one source's access is not another's.
+        let key = format!(
+            "{}\n{url}",
+            self.transport.section_for(for_page).unwrap_or_default()
+        );
         let remembered =
-            |lengths: &std::collections::HashMap<String, u64>| lengths.get(url).copied();
+            |lengths: &std::collections::HashMap<String, u64>| lengths.get(&key).copied();
         if let Some(len) = remembered(&self.lengths()) {
             return Some(len);
         }
-        let len = self.head_length_now(url).await?;
+        let len = self.head_length_now(url, for_page).await?;
         let mut lengths = self.lengths();
         if lengths.len() >= LENGTHS_REMEMBERED {
             lengths.clear();
         }
-        lengths.insert(url.to_string(), len);
+        lengths.insert(key, len);
         Some(len)
     }
 
@@ -330,9 +346,9 @@ impl UpstreamClient {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    async fn head_length_now(&self, url: &str) -> Option<u64> {
+    async fn head_length_now(&self, url: &str, for_page: Option<&str>) -> Option<u64> {
         let response = self
-            .send(reqwest::Method::HEAD, url, &HeaderMap::new())
+            .send(reqwest::Method::HEAD, url, &HeaderMap::new(), for_page)
             .await
             .ok()?;
         if !response.status().is_success() {
@@ -349,7 +365,8 @@ impl UpstreamClient {
     }
 
     /// Fetches an index page, conditionally when `validators` are given, within the deadline;
-    /// `reader` sees the body as it arrives.
+    /// `reader` sees the body as it arrives. Made for the page itself: with the access of the
+    /// source whose origins hold `url`, on that source's origins only.
     pub async fn get_page(
         &self,
         url: &str,
@@ -475,7 +492,7 @@ impl UpstreamClient {
         };
         let mut response = self
             .transport
-            .get(url, headers)
+            .get(url, headers, Some(url))
             .await
             .map_err(request_error)?;
         if let Some(answer) = self.bodiless_answer(url, response.status()) {
@@ -585,14 +602,20 @@ impl UpstreamClient {
         })
     }
 
-    /// Starts a GET whose body the caller streams. Retries only before any byte was received.
+    /// Starts a GET whose body the caller streams, made for the page at `for_page` (the page
+    /// that lists the file: its source's access only, as [`UpstreamClient::send`]). Retries only
+    /// before any byte was received.
     pub async fn get_stream(
         &self,
         url: &str,
         headers: HeaderMap,
+        for_page: Option<&str>,
     ) -> Result<reqwest::Response, UpstreamError> {
         let retries = self.admit(url, RequestKind::Files)?;
-        let result = match self.send_with_retries(url, headers, retries).await {
+        let result = match self
+            .send_with_retries(url, headers, retries, for_page)
+            .await
+        {
             Ok(response) if response.status().is_success() => Ok(response),
             Ok(response) => Err(UpstreamError::Status {
                 url: redact(url),
@@ -609,24 +632,27 @@ impl UpstreamClient {
         url: &str,
         headers: HeaderMap,
         retries: u32,
+        for_page: Option<&str>,
     ) -> Result<reqwest::Response, UpstreamError> {
         let mut attempt = 0;
         loop {
             let started = Instant::now();
-            let result =
-                match tokio::time::timeout(self.attempt_timeout, self.transport.get(url, &headers))
-                    .await
-                {
-                    Ok(Ok(response)) => Ok(response),
-                    Ok(Err(source)) => Err(UpstreamError::Request {
-                        url: redact(url),
-                        source,
-                    }),
-                    Err(_) => Err(UpstreamError::Timeout {
-                        url: redact(url),
-                        secs: self.attempt_timeout.as_secs_f64(),
-                    }),
-                };
+            let result = match tokio::time::timeout(
+                self.attempt_timeout,
+                self.transport.get(url, &headers, for_page),
+            )
+            .await
+            {
+                Ok(Ok(response)) => Ok(response),
+                Ok(Err(source)) => Err(UpstreamError::Request {
+                    url: redact(url),
+                    source,
+                }),
+                Err(_) => Err(UpstreamError::Timeout {
+                    url: redact(url),
+                    secs: self.attempt_timeout.as_secs_f64(),
+                }),
+            };
             let outcome = match &result {
                 Ok(response) if response.status().is_server_error() => UpstreamOutcome::ServerError,
                 Ok(_) => UpstreamOutcome::Answered,

@@ -2,9 +2,13 @@
 //! origins: the one place that decides where credentials go.
 //!
 //! Origins with `[upstreams.*]` access get their own client (the system's roots plus the
-//! section's CA bundle) and their headers. Those clients follow redirects only within the
-//! origin; a redirect to another origin (Artifactory sending a download to a presigned bucket
-//! URL) comes back here and is followed with *that* origin's access, usually none. reqwest
+//! section's CA bundle) and their headers. Every request names the page it is made for (a
+//! page fetch its own URL, a file the page that lists it): only the source whose origins hold
+//! that page lends its access, and only to its own origins. A file another source's page links
+//! to on a private origin is fetched with no access at all. Those clients follow redirects only
+//! within the origin; a redirect to another origin (Artifactory sending a download to a
+//! presigned bucket URL) comes back here and is followed with the same source's access if the
+//! new origin is one of its own, and with none otherwise. reqwest
 //! alone would strip `Authorization` on such a redirect but forward every other header
 //! (`X-JFrog-Art-Api`) to the new host. Every other URL goes through the default client, which
 //! carries none of these headers and follows redirects itself.
@@ -63,28 +67,39 @@ impl Transport {
         &self.default
     }
 
-    /// A GET of `url` with `headers`, plus the access of `url`'s origin, following redirects;
-    /// each hop to another origin gets that origin's access only.
+    /// A GET of `url` with `headers`, made for the page at `for_page` (`None`: for no source),
+    /// following redirects; see [`Transport::send`].
     pub(super) async fn get(
         &self,
         url: &str,
         headers: &HeaderMap,
+        for_page: Option<&str>,
     ) -> Result<Response, reqwest::Error> {
-        self.send(Method::GET, url, headers).await
+        self.send(Method::GET, url, headers, for_page).await
     }
 
-    /// A request of `method` (GET, or HEAD for a size) as [`Transport::get`] makes it.
+    /// A request of `method` (GET, or HEAD for a size) for the page at `for_page`: each hop
+    /// carries the access of the source whose origins hold that page, when the hop's origin is
+    /// one of that source's, and no access otherwise (`None`: never any).
     pub(super) async fn send(
         &self,
         method: Method,
         url: &str,
         headers: &HeaderMap,
+        for_page: Option<&str>,
     ) -> Result<Response, reqwest::Error> {
+        let requester = for_page
+            .and_then(|page| Url::parse(page).ok())
+            .and_then(|page| self.scoped_for(&page));
         let mut current = url.to_string();
         let mut hops = 0;
         loop {
             let parsed = Url::parse(&current).ok();
-            let Some(scoped) = parsed.as_ref().and_then(|url| self.scoped_for(url)) else {
+            let Some(scoped) = requester.filter(|scoped| {
+                parsed
+                    .as_ref()
+                    .is_some_and(|url| scoped.access.applies_to(url))
+            }) else {
                 // No access of ours to leak: reqwest follows redirects (and strips a URL's own
                 // `user:password@` credentials when one leaves the host).
                 return self
@@ -119,9 +134,16 @@ impl Transport {
         self.scoped.iter().map(|scoped| &scoped.access)
     }
 
-    /// Whether requests to `url` carry a private upstream's access.
+    /// Whether requests to `url` made for its own source carry a private upstream's access.
     pub(super) fn has_access(&self, url: &str) -> bool {
         Url::parse(url).is_ok_and(|url| self.scoped_for(&url).is_some())
+    }
+
+    /// The section whose access requests made for the page at `for_page` may carry.
+    pub(super) fn section_for(&self, for_page: Option<&str>) -> Option<&str> {
+        let page = Url::parse(for_page?).ok()?;
+        self.scoped_for(&page)
+            .map(|scoped| scoped.access.section.as_str())
     }
 
     fn scoped_for(&self, url: &Url) -> Option<&Scoped> {

@@ -144,7 +144,7 @@ async fn an_upstream_that_ignores_range_is_read_no_further_than_a_few_megabytes(
             },
         );
         let url = rogue.url("/f/xpkg-1.0-py3-none-any.whl");
-        let err = read_wheel_metadata(&client, &url, "xpkg-1.0-py3-none-any.whl")
+        let err = read_wheel_metadata(&client, (&url, None), "xpkg-1.0-py3-none-any.whl")
             .await
             .unwrap_err()
             .to_string();
@@ -158,6 +158,7 @@ async fn an_upstream_that_ignores_range_is_read_no_further_than_a_few_megabytes(
             sha256: Some("0".repeat(64)),
             size: None,
             splice: None,
+            listed_on: None,
         };
         let change = Change::AddRequirements(vec!["torch==2.9.*".to_string()]);
         let err = Derivations::default()
@@ -267,7 +268,7 @@ async fn a_metadata_member_over_the_limit_is_refused_before_it_is_read() {
     // The tail (the directory) only.
     assert!(sent <= 256 * 1024, "{sent}");
     // Binding's read of the same wheel by ranges says the same.
-    let err = read_wheel_metadata(&client, &spec.url, "xpkg-1.0-py3-none-any.whl")
+    let err = read_wheel_metadata(&client, (&spec.url, None), "xpkg-1.0-py3-none-any.whl")
         .await
         .unwrap_err()
         .to_string();

@@ -74,7 +74,8 @@ impl Fake {
         format!("http://{}{path}", self.addr)
     }
 
-    /// Serves `bytes` at `path`; returns a spec with their sha256.
+    /// Serves `bytes` at `path`; returns a spec with their sha256, listed on a page of this
+    /// upstream (so it carries this upstream's access, if any).
     pub fn add_file(&self, path: &str, bytes: &[u8]) -> FileSpec {
         self.state
             .files
@@ -86,6 +87,7 @@ impl Fake {
             sha256: Some(sha256(bytes)),
             size: None,
             splice: None,
+            listed_on: Some(self.url("/simple/").into()),
         }
     }
 

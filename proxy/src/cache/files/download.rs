@@ -243,7 +243,7 @@ impl Download {
         headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
         let response = self
             .client
-            .get_stream(&self.spec.url, headers)
+            .get_stream(&self.spec.url, headers, self.spec.listed_on.as_deref())
             .await
             .map_err(|source| FileCacheError::Upstream { url: url(), source })?;
         let announced = response.content_length();

@@ -116,27 +116,33 @@ async fn read_pin(
 ) -> Result<TorchPin, String> {
     let url = page.file_url(file, page_url);
     let bytes = match &file.core_metadata {
-        CoreMetadata::Absent => read_wheel_metadata(client, &url, &file.filename)
+        CoreMetadata::Absent => read_wheel_metadata(client, (&url, Some(page_url)), &file.filename)
             .await
             .map_err(|err| err.to_string())?,
-        CoreMetadata::Present => metadata_file(client, &url, None).await?,
+        CoreMetadata::Present => metadata_file(client, (&url, page_url), None).await?,
         CoreMetadata::Hashes(hashes) => {
-            metadata_file(client, &url, hashes.get("sha256").map(String::as_str)).await?
+            metadata_file(
+                client,
+                (&url, page_url),
+                hashes.get("sha256").map(String::as_str),
+            )
+            .await?
         }
     };
     let metadata = parse_metadata(&bytes, &file.filename).map_err(|err| err.to_string())?;
     Ok(TorchPin::of(&metadata.requires_dist))
 }
 
-/// The PEP 658 file of the file at `url`, checked against the page's `sha256` when it gives one.
+/// The PEP 658 file of the file at `url` (listed on the page at `page_url`), checked against the
+/// page's `sha256` when it gives one.
 async fn metadata_file(
     client: &UpstreamClient,
-    url: &str,
+    (url, page_url): (&str, &str),
     sha256: Option<&str>,
 ) -> Result<Vec<u8>, String> {
     let url = format!("{url}.metadata");
     let mut response = client
-        .get_stream(&url, reqwest::header::HeaderMap::new())
+        .get_stream(&url, reqwest::header::HeaderMap::new(), Some(page_url))
         .await
         .map_err(|err| crate::error_chain::source_chain(&err))?;
     if let Some(announced) = response.content_length()

@@ -296,6 +296,7 @@ pub fn upstream_spec(cached: &CachedPage, file: &IndexFile) -> FileSpec {
         sha256: file.sha256().map(str::to_ascii_lowercase),
         size: file.size,
         splice: None,
+        listed_on: Some(std::sync::Arc::from(cached.url.as_str())),
     }
 }
 

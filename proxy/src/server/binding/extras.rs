@@ -147,6 +147,7 @@ pub async fn apply(
                     sha256: f.sha256().map(str::to_ascii_lowercase),
                     size: f.size,
                     splice: None,
+                    listed_on: Some(std::sync::Arc::from(base_url)),
                 });
             let derived = spec
                 .and_then(|spec| {

@@ -85,6 +85,7 @@ async fn serve_extras(
         sha256: source.sha256,
         size: source.size,
         splice: None,
+        listed_on: Some(source.listed_on),
     };
     derived_response(
         state,

@@ -81,9 +81,11 @@ pub async fn facts(
         return Ok(pin);
     }
     let bytes = match &file.core_metadata {
-        CoreMetadata::Absent => read_wheel_metadata(&state.client, &url, &file.filename)
-            .await
-            .map_err(|err| with_causes(&err))?,
+        CoreMetadata::Absent => {
+            read_wheel_metadata(&state.client, (&url, Some(base_url)), &file.filename)
+                .await
+                .map_err(|err| with_causes(&err))?
+        }
         present => {
             let sha256 = match present {
                 CoreMetadata::Hashes(hashes) => hashes.get("sha256").cloned(),
@@ -94,6 +96,7 @@ pub async fn facts(
                 sha256,
                 size: None,
                 splice: None,
+                listed_on: Some(std::sync::Arc::from(base_url)),
             };
             // Refused past the limit as it arrives, before more is stored: a 100 MB
             // "metadata" file neither fills the cache nor evicts what it holds.

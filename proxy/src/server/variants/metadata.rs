@@ -139,6 +139,7 @@ pub(super) async fn has_variant_label_markers(
         sha256,
         size: None,
         splice: None,
+        listed_on: Some(std::sync::Arc::from(page_url)),
     };
     let requested = format!("{}{METADATA_SUFFIX}", file.filename);
     match read(state, &spec, &file.filename, &requested, cached_only).await {
@@ -204,6 +205,7 @@ pub(super) async fn decided(
         sha256,
         size: None,
         splice: None,
+        listed_on: Some(source.listed_on),
     };
     let bytes = read(state, &spec, dist, requested, false).await?;
     let text = String::from_utf8_lossy(&bytes);

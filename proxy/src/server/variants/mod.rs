@@ -124,6 +124,7 @@ async fn derived(
         sha256: source.sha256,
         size: source.size,
         splice: None,
+        listed_on: Some(source.listed_on),
     };
     let change = Change::DecideVariantLabel(label.to_string());
     // Offline, from the store's copy of the upstream wheel.
@@ -420,6 +421,7 @@ fn derived_hash(
         sha256: file.sha256().map(str::to_ascii_lowercase),
         size: file.size,
         splice: None,
+        listed_on: Some(std::sync::Arc::from(page_url)),
     };
     let Some(derivation) = state
         .derivations
@@ -558,6 +560,7 @@ pub async fn read_variants_files_within(
             sha256: file.sha256().map(str::to_ascii_lowercase),
             size: file.size,
             splice: None,
+            listed_on: Some(std::sync::Arc::from(page_url)),
         };
         async move {
             // A download another request started and waited for in vain is not waited for
