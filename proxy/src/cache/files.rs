@@ -134,6 +134,10 @@ pub enum FileCacheError {
         expected: String,
         actual: String,
     },
+    #[error(
+        "`{url}` verified, but its bytes at offset {offset} differ from what its upstream answered to a ranged read there: the derived file was planned from bytes this file does not hold, and nothing of it is kept"
+    )]
+    PlannedFromOtherBytes { url: String, offset: u64 },
     #[error("reading `{url}` from the shared object store failed")]
     Bucket {
         url: String,

@@ -272,6 +272,7 @@ pub async fn derive(
         listed_on: upstream.listed_on.as_deref(),
         file: filename,
         whole: None,
+        read: Vec::new(),
     };
     let (tail, tail_start) = reader.read(Span::Suffix(TAIL)).await?;
     let end = wheel::end_record(&tail).map_err(zip_error)?;
@@ -314,7 +315,11 @@ pub async fn derive(
     let layout = wheel::plan(&entries, &end, &replaced).map_err(zip_error)?;
     Ok(Derivation {
         spec: FileSpec {
-            splice: Some(Splice::new(layout.segments, layout.len)),
+            splice: Some(Splice::checked(
+                layout.segments,
+                layout.len,
+                std::mem::take(&mut reader.read),
+            )),
             ..upstream.clone()
         },
         metadata: Bytes::from(metadata),
@@ -352,6 +357,9 @@ struct RangeReader<'a> {
     /// The whole file, once its server answered a range with it (a small file: see
     /// [`crate::mirror::wheel_metadata::WHOLE_LIMIT`]).
     whole: Option<Bytes>,
+    /// Every byte read from the upstream, by offset: the plan is checked against the verified
+    /// file as it streams ([`Splice::checked`]).
+    read: Vec<(u64, Bytes)>,
 }
 
 impl RangeReader<'_> {
@@ -378,8 +386,12 @@ impl RangeReader<'_> {
                 file: self.file.to_string(),
                 source,
             })? {
-            Ranged::Part { bytes, start } => Ok((bytes, start)),
+            Ranged::Part { bytes, start } => {
+                self.read.push((start, bytes.clone()));
+                Ok((bytes, start))
+            }
             Ranged::Whole(bytes) => {
+                self.read.push((0, bytes.clone()));
                 self.whole = Some(bytes.clone());
                 Ok((bytes, 0))
             }

@@ -182,6 +182,9 @@ fn client_message(filename: &str, error: &FileCacheError) -> String {
                 "the upstream sent `{filename}` with bytes that do not match the sha256 of its index page; nothing was kept"
             )
         }
+        FileCacheError::PlannedFromOtherBytes { .. } => format!(
+            "the upstream answered ranged reads of the file `{filename}` is derived from with bytes the file does not hold; nothing was kept"
+        ),
         FileCacheError::InvalidHash { hash, .. } => format!(
             "the index page gives `{hash}` as the sha256 of `{filename}`, which is not a sha256"
         ),

@@ -13,6 +13,7 @@ mod faults_files;
 mod faults_index;
 mod faults_server;
 mod files;
+mod forged_ranges;
 mod forwarded_refusals;
 mod impossible_machines;
 mod listed_files;

@@ -92,12 +92,43 @@ struct WriteState {
     read: u64,
     /// Bytes written to the `*.part` file.
     written: u64,
+    /// A spliced file's plan, whose ranged reads the input is compared with as it passes.
+    checked: Option<Arc<super::splice::Splice>>,
+    /// The first input offset that differed from what the plan read by ranges.
+    differs_at: Option<u64>,
 }
 
 impl WriteState {
+    /// Nothing read or written yet of `spec`'s file.
+    fn for_spec(spec: &FileSpec) -> WriteState {
+        let splicer = spec
+            .splice
+            .as_ref()
+            .map(|splice| Splicer::new(splice.segments.clone()));
+        WriteState {
+            input: Sha256::new(),
+            output: None,
+            prefix: splicer.as_ref().map_or(0, Splicer::identical_prefix),
+            spliced: spec.splice.is_some(),
+            splicer,
+            read: 0,
+            written: 0,
+            checked: spec
+                .splice
+                .clone()
+                .filter(|splice| !splice.checks.is_empty()),
+            differs_at: None,
+        }
+    }
+
     /// Hashes input bytes `data` (read from `self.read` on), forking the output's hash where
     /// the identical prefix ends.
     fn hash_input(&mut self, data: &[u8]) {
+        if self.differs_at.is_none()
+            && let Some(splice) = &self.checked
+        {
+            self.differs_at = splice.first_difference(self.read, data);
+        }
         if !self.spliced || self.output.is_some() {
             self.input.update(data);
             return;
@@ -345,20 +376,7 @@ impl Download {
         self.progress
             .send_replace(Progress::Streaming { written: 0, total });
 
-        let mut state = WriteState {
-            input: Sha256::new(),
-            output: None,
-            prefix: 0,
-            spliced: self.spec.splice.is_some(),
-            splicer: self
-                .spec
-                .splice
-                .as_ref()
-                .map(|splice| Splicer::new(splice.segments.clone())),
-            read: 0,
-            written: 0,
-        };
-        state.prefix = state.splicer.as_ref().map_or(0, Splicer::identical_prefix);
+        let mut state = WriteState::for_spec(&self.spec);
         let mut pending: Vec<u8> = Vec::with_capacity(WRITE_CHUNK);
         let mut unread_since: Option<std::time::Instant> = None;
         loop {
@@ -476,6 +494,11 @@ impl Download {
                 expected: expected.to_ascii_lowercase(),
                 actual,
             });
+        }
+        if let Some(offset) = state.differs_at {
+            // The file verified, but the plan was read from other bytes: what it would add
+            // (a METADATA, a RECORD) is not this file's. Nothing is kept or delivered whole.
+            return Err(FileCacheError::PlannedFromOtherBytes { url: url(), offset });
         }
         if let Some(splice) = &self.spec.splice
             && state.written != splice.len
