@@ -758,12 +758,22 @@ mod tests {
 
     #[test]
     fn the_serve_command_fits_the_store() {
-        let small = serve_command(Path::new("/m"), ("http://a/whl", "http://b/simple"), None, 10);
+        let small = serve_command(
+            Path::new("/m"),
+            ("http://a/whl", "http://b/simple"),
+            None,
+            10,
+        );
         assert_eq!(
             small,
             "wheelgate serve --offline --cache-dir /m --pytorch-url http://a/whl --pypi-url http://b/simple"
         );
-        let big = serve_command(Path::new("/m"), ("a", "b"), None, DEFAULT_CACHE_MAX_BYTES + 1);
+        let big = serve_command(
+            Path::new("/m"),
+            ("a", "b"),
+            None,
+            DEFAULT_CACHE_MAX_BYTES + 1,
+        );
         assert!(
             big.ends_with(&format!(
                 " --cache-max-bytes {}",
