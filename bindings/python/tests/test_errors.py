@@ -59,6 +59,9 @@ def test_unreadable_pages(tmp_path):
         wheelgate.select("torch", machine=machine, index=str(page))
     page = tmp_path / "torch.json"
     page.write_text('{"files": 3}')
+    with pytest.raises(wheelgate.PageError, match="project page has `files` as a number, not a list"):
+        wheelgate.select("torch", machine=machine, index=str(page))
+    page.write_text('{"files": [')
     with pytest.raises(wheelgate.PageError, match="invalid PEP 691 JSON project page"):
         wheelgate.select("torch", machine=machine, index=str(page))
     with pytest.raises(wheelgate.PageError, match="no `url`"):
