@@ -293,13 +293,14 @@ async fn explain_pages(
             policy,
             &project,
             &page,
-            merged.base_url(),
+            super::listing::Listing::of(&merged),
             &merged.origins.reindexed(&whole, &page),
         )
         .await?;
         explanation.versions = versions;
         explanation.dropped = dropped;
-        explain_device_extras(state, &machine, &page, merged.base_url(), &mut explanation).await;
+        let listing = super::listing::Listing::of(&merged);
+        explain_device_extras(state, &machine, &page, listing, &mut explanation).await;
         super::variants::explain(
             state,
             &machine,
@@ -333,7 +334,7 @@ async fn explain_device_extras(
     state: &AppState,
     machine: &Machine,
     upstream: &wheelgate_resolver::index::ProjectPage,
-    base_url: &str,
+    listing: super::listing::Listing<'_>,
     explanation: &mut Explanation,
 ) {
     if super::binding::extras::machine_extras(machine).is_empty() {
@@ -351,7 +352,7 @@ async fn explain_device_extras(
         machine,
         &explanation.project,
         upstream,
-        base_url,
+        listing,
         &mut served,
     )
     .await;
@@ -457,7 +458,7 @@ async fn explain_selection(
     policy: &Policy,
     project: &str,
     page: &wheelgate_resolver::index::ProjectPage,
-    base_url: &str,
+    listing: super::listing::Listing<'_>,
     origins: &crate::sources::merge::Origins,
 ) -> Result<(Vec<VersionExplanation>, Vec<DroppedFile>), ApiError> {
     let files = &page.files;
@@ -470,7 +471,7 @@ async fn explain_selection(
         let bound = super::binding::Bindable {
             project,
             page,
-            base_url,
+            listing,
         };
         super::binding::bind(state, machine, policy, bound, &torch, &mut selection).await;
     }

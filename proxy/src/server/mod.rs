@@ -10,6 +10,7 @@ pub mod files;
 pub mod header_list;
 pub mod limits;
 pub mod listener;
+pub mod listing;
 pub mod lookup;
 pub mod negotiate;
 pub mod observe;

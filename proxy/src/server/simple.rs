@@ -702,7 +702,7 @@ async fn rewritten<'p>(
             let bound = binding::Bindable {
                 project,
                 page: &offered,
-                base_url: merged.base_url(),
+                listing: super::listing::Listing::of(&merged),
             };
             complete = binding::bind(state, machine, policy, bound, torch, &mut selection).await;
         }
@@ -737,7 +737,7 @@ async fn rewritten<'p>(
             machine,
             project,
             &offered,
-            merged.base_url(),
+            super::listing::Listing::of(&merged),
             &mut page,
         )
         .await;
@@ -784,7 +784,7 @@ async fn selected_in_place<'p>(
         machine,
         project,
         &whole,
-        merged.base_url(),
+        super::listing::Listing::of(merged),
         &mut page,
     )
     .await;

@@ -90,6 +90,11 @@ impl<'a> MergedPage<'a> {
         Some(Cow::Owned(FileGroups::merged(parts)))
     }
 
+    /// The owners' pages merged, in priority order.
+    pub fn parts(&self) -> &'a [SourcePage] {
+        self.parts
+    }
+
     /// The first (highest-priority) page: its name, meta and status stand for the project.
     pub fn first(&self) -> &'a ProjectPage {
         &self.parts[0].cached.page

@@ -24,6 +24,7 @@ use wheelgate_resolver::index::{CoreMetadata, Hashes, ProjectPage};
 use super::metadata::facts;
 use crate::cache::files::FileSpec;
 use crate::derive::Change;
+use crate::server::listing::Listing;
 use crate::server::state::AppState;
 
 /// Metadata reads in flight at once for one page.
@@ -71,14 +72,14 @@ pub struct DeviceNote {
 
 /// `page` (rewritten for `machine`) with its builds that declare device extras served with the
 /// machine's extras required, or left out where the machine's targets have none; `upstream` is
-/// the page it was rewritten from (fetched from `base_url`). What was done, per version, for
+/// the page it was rewritten from (its files listed as `listing` says). What was done, per version, for
 /// the log and `/explain/`.
 pub async fn apply(
     state: &AppState,
     machine: &Machine,
     project: &str,
     upstream: &ProjectPage,
-    base_url: &str,
+    listing: Listing<'_>,
     page: &mut ProjectPage,
 ) -> Vec<DeviceNote> {
     let needed = machine_extras(machine);
@@ -107,7 +108,7 @@ pub async fn apply(
         })
         .collect();
     let provided: BTreeMap<String, Result<Vec<String>, String>> = stream::iter(reads)
-        .map(|(version, index)| read_extras(state, upstream, base_url, version, index))
+        .map(|(version, index)| read_extras(state, upstream, listing, version, index))
         .buffer_unordered(CONCURRENT_READS)
         .collect()
         .await;
@@ -143,11 +144,11 @@ pub async fn apply(
                 .iter()
                 .find(|f| f.filename == file.filename)
                 .map(|f| FileSpec {
-                    url: upstream.file_url(f, base_url),
+                    url: upstream.file_url(f, listing.base_url()),
                     sha256: f.sha256().map(str::to_ascii_lowercase),
                     size: f.size,
                     splice: None,
-                    listed_on: Some(std::sync::Arc::from(base_url)),
+                    listed_on: listing.page_of(f),
                 });
             let derived = spec
                 .and_then(|spec| {
@@ -197,11 +198,11 @@ fn leave_out(page: &mut ProjectPage, dropped: &[bool]) {
 async fn read_extras(
     state: &AppState,
     upstream: &ProjectPage,
-    base_url: &str,
+    listing: Listing<'_>,
     version: String,
     index: usize,
 ) -> (String, Result<Vec<String>, String>) {
-    let extras = facts(state, upstream, base_url, &upstream.files[index])
+    let extras = facts(state, upstream, listing, &upstream.files[index])
         .await
         .map(|facts| facts.device_extras);
     (version, extras)

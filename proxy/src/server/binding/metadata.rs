@@ -11,6 +11,7 @@ use crate::cache::files::{CORE_METADATA_LIMIT, FileSpec};
 use crate::error_chain::with_causes;
 use crate::mirror::metadata::parse_metadata;
 use crate::mirror::wheel_metadata::read_wheel_metadata;
+use crate::server::listing::Listing;
 use crate::server::state::AppState;
 use crate::upstream::redact;
 use wheelgate_resolver::select::TorchPin;
@@ -52,28 +53,29 @@ impl PinMemo {
     }
 }
 
-/// The torch pin of `file` (listed on `page`, fetched from `base_url`), or why its metadata
-/// could not be read.
+/// The torch pin of `file` (listed on `page`, as `listing` says), or why its metadata could not
+/// be read.
 pub async fn torch_pin(
     state: &AppState,
     page: &ProjectPage,
-    base_url: &str,
+    listing: Listing<'_>,
     file: &IndexFile,
 ) -> Result<TorchPin, String> {
-    facts(state, page, base_url, file)
+    facts(state, page, listing, file)
         .await
         .map(|facts| facts.pin)
 }
 
-/// What `file`'s core metadata says (listed on `page`, fetched from `base_url`), or why it
-/// could not be read.
+/// What `file`'s core metadata says (listed on `page`, as `listing` says: its reads carry that
+/// page's source's access), or why it could not be read.
 pub async fn facts(
     state: &AppState,
     page: &ProjectPage,
-    base_url: &str,
+    listing: Listing<'_>,
     file: &IndexFile,
 ) -> Result<FileFacts, String> {
-    let url = page.file_url(file, base_url);
+    let url = page.file_url(file, listing.base_url());
+    let listed_on = listing.page_of(file);
     let key = file
         .sha256()
         .map_or_else(|| url.clone(), str::to_ascii_lowercase);
@@ -82,7 +84,7 @@ pub async fn facts(
     }
     let bytes = match &file.core_metadata {
         CoreMetadata::Absent => {
-            read_wheel_metadata(&state.client, (&url, Some(base_url)), &file.filename)
+            read_wheel_metadata(&state.client, (&url, listed_on.as_deref()), &file.filename)
                 .await
                 .map_err(|err| with_causes(&err))?
         }
@@ -96,7 +98,7 @@ pub async fn facts(
                 sha256,
                 size: None,
                 splice: None,
-                listed_on: Some(std::sync::Arc::from(base_url)),
+                listed_on,
             };
             // Refused past the limit as it arrives, before more is stored: a 100 MB
             // "metadata" file neither fills the cache nor evicts what it holds.

@@ -80,12 +80,12 @@ pub fn torch_choices(
     TorchChoices::from_selection(&selection)
 }
 
-/// A project's page to bind: its name, and the page (fetched from `base_url`).
+/// A project's page to bind: its name, the page, and where its files were listed.
 #[derive(Debug, Clone, Copy)]
 pub struct Bindable<'a> {
     pub project: &'a str,
     pub page: &'a ProjectPage,
-    pub base_url: &'a str,
+    pub listing: crate::server::listing::Listing<'a>,
 }
 
 /// Binds `selection` (of `page`, fetched from `base_url`) to torch's builds
@@ -103,7 +103,7 @@ pub async fn bind(
     let Bindable {
         project,
         page,
-        base_url,
+        listing,
     } = bound;
     let refs: Vec<FileRef<'_>> = page.files.iter().map(FileRef::from).collect();
     let builds = bound_builds(state.catalog(), machine, policy, project, &refs, selection);
@@ -114,7 +114,7 @@ pub async fn bind(
             break;
         }
         let read: Vec<(Build, Result<TorchPin, String>)> = stream::iter(pending)
-            .map(|(key, index)| read_pin(state, page, base_url, key, index))
+            .map(|(key, index)| read_pin(state, page, listing, key, index))
             .buffer_unordered(CONCURRENT_READS)
             .collect()
             .await;
@@ -128,10 +128,10 @@ pub async fn bind(
 async fn read_pin(
     state: &AppState,
     page: &ProjectPage,
-    base_url: &str,
+    listing: crate::server::listing::Listing<'_>,
     key: Build,
     index: usize,
 ) -> (Build, Result<TorchPin, String>) {
-    let pin = metadata::torch_pin(state, page, base_url, &page.files[index]).await;
+    let pin = metadata::torch_pin(state, page, listing, &page.files[index]).await;
     (key, pin)
 }
