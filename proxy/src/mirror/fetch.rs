@@ -197,7 +197,14 @@ impl<'a> Fetcher<'a> {
             .clone();
         slot.get_or_init(|| async {
             Arc::new(
-                read_variants_files(self.files, self.client, false, &page.page, &page.url).await,
+                read_variants_files(
+                    self.files,
+                    self.client,
+                    false,
+                    &page.page,
+                    crate::server::listing::Listing::Page(&page.url),
+                )
+                .await,
             )
         })
         .await

@@ -151,7 +151,16 @@ pub async fn make_plan(
         // to choose each machine's variant as the server does.
         let refs: Vec<FileRef<'_>> = cached.page.files.iter().map(FileRef::from).collect();
         let variants = if entry.kind == ProjectKind::Pytorch && lists_variants(&refs) {
-            Some(read_variants_files(files, client, false, &cached.page, &cached.url).await)
+            Some(
+                read_variants_files(
+                    files,
+                    client,
+                    false,
+                    &cached.page,
+                    crate::server::listing::Listing::Page(&cached.url),
+                )
+                .await,
+            )
         } else {
             None
         };

@@ -301,15 +301,7 @@ async fn explain_pages(
         explanation.dropped = dropped;
         let listing = super::listing::Listing::of(&merged);
         explain_device_extras(state, &machine, &page, listing, &mut explanation).await;
-        super::variants::explain(
-            state,
-            &machine,
-            policy,
-            &page,
-            merged.base_url(),
-            &mut explanation,
-        )
-        .await;
+        super::variants::explain(state, &machine, policy, &page, listing, &mut explanation).await;
     }
     explanation
         .dropped

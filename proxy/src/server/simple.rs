@@ -725,7 +725,7 @@ async fn rewritten<'p>(
             policy,
             project,
             &offered,
-            merged.base_url(),
+            super::listing::Listing::of(&merged),
             page,
         )
         .await;

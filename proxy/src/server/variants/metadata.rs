@@ -21,6 +21,7 @@ use crate::cache::files::{
     CORE_METADATA_LIMIT, FailureKind, FileCacheError, FileSpec, SmallReadError,
 };
 use crate::error_chain::source_chain;
+use crate::server::listing::Listing;
 
 use super::super::error::ApiError;
 use super::super::files::FilesError;
@@ -118,13 +119,13 @@ async fn read(
 }
 
 /// Whether the core metadata of the upstream variant wheel at `index` of `upstream` (fetched
-/// from `page_url`) has PEP 817 `variant_label` markers, which pip refuses in the wheel itself
+/// as `listing` says) has PEP 817 `variant_label` markers, which pip refuses in the wheel itself
 /// (see the README); `None` when the page offers no metadata file or it cannot be read. Only
 /// from the cache when `cached_only`.
 pub(super) async fn has_variant_label_markers(
     state: &AppState,
     upstream: &ProjectPage,
-    page_url: &str,
+    listing: Listing<'_>,
     index: usize,
     cached_only: bool,
 ) -> Option<bool> {
@@ -135,11 +136,14 @@ pub(super) async fn has_variant_label_markers(
         CoreMetadata::Hashes(hashes) => hashes.get("sha256").cloned(),
     };
     let spec = FileSpec {
-        url: format!("{}{METADATA_SUFFIX}", upstream.file_url(file, page_url)),
+        url: format!(
+            "{}{METADATA_SUFFIX}",
+            upstream.file_url(file, listing.base_url())
+        ),
         sha256,
         size: None,
         splice: None,
-        listed_on: Some(std::sync::Arc::from(page_url)),
+        listed_on: listing.page_of(file),
     };
     let requested = format!("{}{METADATA_SUFFIX}", file.filename);
     match read(state, &spec, &file.filename, &requested, cached_only).await {

@@ -36,6 +36,7 @@ use wheelgate_resolver::{Machine, Policy};
 
 use crate::cache::files::{FileCache, FileSpec};
 use crate::derive::Change;
+use crate::server::listing::Listing;
 use crate::upstream::UpstreamClient;
 
 use super::error::ApiError;
@@ -186,16 +187,16 @@ pub async fn with_variants(
     policy: &Policy,
     project: &str,
     upstream: &ProjectPage,
-    page_url: &str,
+    listing: Listing<'_>,
     mut page: ProjectPage,
 ) -> (ProjectPage, bool) {
     let mut settled = true;
     if let Some((choice, all_read)) =
-        choose(state, machine, policy, project, upstream, page_url).await
+        choose(state, machine, policy, project, upstream, listing).await
     {
         settled = all_read;
         log_choice(project, &choice, upstream);
-        let derived_hash = |index: usize| derived_hash(state, upstream, page_url, &choice, index);
+        let derived_hash = |index: usize| derived_hash(state, upstream, listing, &choice, index);
         apply(project, upstream, &choice, &derived_hash, &mut page);
     }
     (page, settled)
@@ -214,7 +215,7 @@ async fn choose(
     policy: &Policy,
     project: &str,
     upstream: &ProjectPage,
-    page_url: &str,
+    listing: Listing<'_>,
 ) -> Option<(VariantChoice, bool)> {
     let refs: Vec<FileRef<'_>> = upstream.files.iter().map(FileRef::from).collect();
     if !lists_variants(&refs) {
@@ -224,7 +225,7 @@ async fn choose(
         &state.files,
         &state.client,
         state.config.offline,
-        (upstream, page_url),
+        (upstream, listing),
         Some(VARIANTS_WAIT),
     )
     .await;
@@ -271,11 +272,11 @@ pub async fn explain(
     machine: &Machine,
     policy: &Policy,
     upstream: &ProjectPage,
-    page_url: &str,
+    listing: Listing<'_>,
     explanation: &mut Explanation,
 ) {
     let project = explanation.project.clone();
-    let Some((choice, _)) = choose(state, machine, policy, &project, upstream, page_url).await
+    let Some((choice, _)) = choose(state, machine, policy, &project, upstream, listing).await
     else {
         return;
     };
@@ -343,7 +344,7 @@ pub async fn explain(
         }
         entry.notes.extend(version.notes.iter().cloned());
         if let Some(first) = version.picks.first()
-            && metadata::has_variant_label_markers(state, upstream, page_url, first.index, false)
+            && metadata::has_variant_label_markers(state, upstream, listing, first.index, false)
                 .await
                 == Some(true)
         {
@@ -406,7 +407,7 @@ type DerivedHash<'a> = dyn Fn(usize) -> Served + 'a;
 fn derived_hash(
     state: &AppState,
     upstream: &ProjectPage,
-    page_url: &str,
+    listing: Listing<'_>,
     choice: &VariantChoice,
     index: usize,
 ) -> Served {
@@ -417,11 +418,11 @@ fn derived_hash(
         return Served::Unknown;
     };
     let spec = FileSpec {
-        url: upstream.file_url(file, page_url),
+        url: upstream.file_url(file, listing.base_url()),
         sha256: file.sha256().map(str::to_ascii_lowercase),
         size: file.size,
         splice: None,
-        listed_on: Some(std::sync::Arc::from(page_url)),
+        listed_on: listing.page_of(file),
     };
     let Some(derivation) = state
         .derivations
@@ -524,7 +525,7 @@ fn log_choice(project: &str, choice: &VariantChoice, upstream: &ProjectPage) {
     }
 }
 
-/// Every `*-variants.json` of `upstream` (fetched from `page_url`), by page index: read through
+/// Every `*-variants.json` of `upstream` (its files listed as `listing` says), by page index: read through
 /// the file cache `files` (verified against the page's sha256, at most [`VARIANTS_JSON_LIMIT`]
 /// bytes; from the store only when `offline`) and parsed, or why not. The server reads them to
 /// choose; `mirror sync` reads them to choose the same and stores them on the way.
@@ -533,9 +534,9 @@ pub async fn read_variants_files(
     client: &UpstreamClient,
     offline: bool,
     upstream: &ProjectPage,
-    page_url: &str,
+    listing: Listing<'_>,
 ) -> BTreeMap<usize, Result<VariantsFile, String>> {
-    read_variants_files_within(files, client, offline, (upstream, page_url), None)
+    read_variants_files_within(files, client, offline, (upstream, listing), None)
         .await
         .0
 }
@@ -549,18 +550,18 @@ pub async fn read_variants_files_within(
     files: &FileCache,
     client: &UpstreamClient,
     offline: bool,
-    (upstream, page_url): (&ProjectPage, &str),
+    (upstream, listing): (&ProjectPage, Listing<'_>),
     wait: Option<std::time::Duration>,
 ) -> (BTreeMap<usize, Result<VariantsFile, String>>, bool) {
     let refs: Vec<FileRef<'_>> = upstream.files.iter().map(FileRef::from).collect();
     let reads = variants_json_indices(&refs).into_iter().map(|index| {
         let file = &upstream.files[index];
         let spec = FileSpec {
-            url: upstream.file_url(file, page_url),
+            url: upstream.file_url(file, listing.base_url()),
             sha256: file.sha256().map(str::to_ascii_lowercase),
             size: file.size,
             splice: None,
-            listed_on: Some(std::sync::Arc::from(page_url)),
+            listed_on: listing.page_of(file),
         };
         async move {
             // A download another request started and waited for in vain is not waited for

@@ -44,8 +44,14 @@ pub async fn section(state: &AppState) -> String {
         }
         // Cached variants files only (`offline`): a missing one reads as unreadable, and the
         // choice by labels says so in its notes, as the page itself would until it is read.
-        let parsed =
-            read_variants_files(&state.files, &state.client, true, &page, &cached.url).await;
+        let parsed = read_variants_files(
+            &state.files,
+            &state.client,
+            true,
+            &page,
+            crate::server::listing::Listing::Page(&cached.url),
+        )
+        .await;
         drop(refs);
         let choice =
             super::choose_off_the_runtime(state, machine, policy, project, &page, parsed).await;
@@ -61,7 +67,14 @@ pub async fn section(state: &AppState) -> String {
             let _ = write!(reasons, "<li>{}</li>", escape(note));
         }
         if let Some(first) = version.picks.first()
-            && has_variant_label_markers(state, &page, &cached.url, first.index, true).await
+            && has_variant_label_markers(
+                state,
+                &page,
+                crate::server::listing::Listing::Page(&cached.url),
+                first.index,
+                true,
+            )
+            .await
                 == Some(true)
         {
             let _ = write!(reasons, "<li>{}</li>", escape(DERIVED_FOR_MARKERS));
