@@ -224,19 +224,22 @@ impl Memo {
     }
 }
 
-/// The bytes `derivation` holds: its `METADATA` and what its plan writes.
+/// The bytes `derivation` holds: its `METADATA`, what its plan writes, and the ranged reads the
+/// plan is checked against.
 fn weight(derivation: &Derivation) -> usize {
-    let inserted = derivation.spec.splice.as_ref().map_or(0, |splice| {
-        splice
+    let planned = derivation.spec.splice.as_ref().map_or(0, |splice| {
+        let inserted: usize = splice
             .segments
             .iter()
             .map(|segment| match segment {
                 Segment::Insert(bytes) => bytes.len(),
                 Segment::Copy(_) => 0,
             })
-            .sum()
+            .sum();
+        let checked: usize = splice.checks.iter().map(|(_, bytes)| bytes.len()).sum();
+        inserted + checked
     });
-    derivation.metadata.len() + inserted
+    derivation.metadata.len() + planned
 }
 
 fn memo_key(upstream: &FileSpec, change: &Change) -> String {

@@ -75,17 +75,9 @@ pub fn write(store: &Path, config: &MirrorConfig) -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
-/// `url` without the `user:password@` of its authority, as written otherwise (a per-build
-/// source's `{torch}` placeholders stay as they are, which a URL parser would encode).
+/// `url` without the `user:password@` of its authority.
 fn without_userinfo(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
-        None => url.to_string(),
-    }
+    crate::sources::split_userinfo(url).0
 }
 
 #[cfg(test)]

@@ -3,10 +3,8 @@
 //! verified (downloading it first: what pip would have downloaded to read it anyway), then kept
 //! (`cache/derived_metadata.rs`). The client gets kilobytes either way.
 
-use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, Method};
 use axum::response::Response;
-use sha2::{Digest, Sha256};
 
 use super::files::FilesError;
 use super::state::AppState;
@@ -35,7 +33,11 @@ pub(super) async fn serve(
         state.derived_metadata.put(sha256, read.clone()).await;
         read
     };
-    Ok(response(&metadata, method, headers))
+    Ok(super::binding::files::metadata_response(
+        method,
+        headers,
+        &bytes::Bytes::from(metadata),
+    ))
 }
 
 /// The wheel's `METADATA`, read from its committed (verified) copy in the file cache.
@@ -72,36 +74,4 @@ async fn read_verified(
             filename: format!("{filename}.metadata"),
             source,
         })
-}
-
-/// The `.metadata` answer: its sha256 as a strong `ETag`, a body only for `GET` without a
-/// matching `If-None-Match`.
-fn response(metadata: &[u8], method: &Method, headers: &HeaderMap) -> Response {
-    let etag = format!("\"{}\"", hex::encode(Sha256::digest(metadata)));
-    let not_modified = headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|tag| tag.trim() == etag));
-    let builder = Response::builder()
-        .header(header::ETAG, &etag)
-        .header(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("max-age=365000000, immutable"),
-        )
-        .header(header::CONTENT_TYPE, "application/octet-stream");
-    if not_modified {
-        return builder
-            .status(StatusCode::NOT_MODIFIED)
-            .body(Body::empty())
-            .expect("valid response");
-    }
-    let builder = builder
-        .status(StatusCode::OK)
-        .header(header::CONTENT_LENGTH, metadata.len());
-    let body = if *method == Method::HEAD {
-        Body::empty()
-    } else {
-        Body::from(metadata.to_vec())
-    };
-    builder.body(body).expect("valid response")
 }

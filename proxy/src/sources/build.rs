@@ -143,7 +143,7 @@ fn configured_source(
     let section = format!("[[sources]] {name}");
     // A template's `user:password@` leaves it like a plain URL's, before anything is filled in
     // (so no page key, stored page or log line holds it; issue 41 item 4).
-    let (template_text, template_credentials) = template_without_credentials(&entry.url);
+    let (template_text, template_credentials) = split_userinfo(&entry.url);
     let template = template_of(&section, &template_text)?;
     let (url, url_credentials) = match &template {
         Some(_) => (template_text, template_credentials),
@@ -266,15 +266,15 @@ fn without_credentials(url: String) -> (String, Option<UrlCredentials>) {
     )
 }
 
-/// `template` (a URL with placeholders, which a URL parser would encode) without the
-/// `user:password@` of its authority, and those credentials.
-fn template_without_credentials(template: &str) -> (String, Option<UrlCredentials>) {
-    let Some((scheme, rest)) = template.split_once("://") else {
-        return (template.to_string(), None);
+/// `url` without the `user:password@` of its authority, and those credentials; read as text,
+/// so a template's placeholders (which a URL parser would encode) stay as written.
+pub(crate) fn split_userinfo(url: &str) -> (String, Option<UrlCredentials>) {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return (url.to_string(), None);
     };
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let Some(at) = rest[..authority_end].rfind('@') else {
-        return (template.to_string(), None);
+        return (url.to_string(), None);
     };
     let (user, password) = rest[..at].split_once(':').unwrap_or((&rest[..at], ""));
     (

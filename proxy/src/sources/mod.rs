@@ -35,6 +35,7 @@ use std::fmt::Write as _;
 use wheelgate_resolver::{Backend, Catalog};
 
 pub use build::SourcesError;
+pub(crate) use build::split_userinfo;
 pub use pages::{ProjectPages, SourcePage};
 pub use pattern::{PatternError, ProjectPattern};
 pub use template::{TemplateError, UrlTemplate};

@@ -211,8 +211,13 @@ async fn serve(
     .await
 }
 
-/// The derived `.metadata` file, from memory: a few kilobytes, planned with the wheel.
-fn metadata_response(method: &Method, headers: &HeaderMap, bytes: &bytes::Bytes) -> Response {
+/// A `.metadata` file the proxy made (planned with a derived wheel, or read from a verified
+/// one: `server/derived_metadata.rs`), from memory: a few kilobytes, its sha256 a strong `ETag`.
+pub(in crate::server) fn metadata_response(
+    method: &Method,
+    headers: &HeaderMap,
+    bytes: &bytes::Bytes,
+) -> Response {
     let etag = format!("\"{}\"", hex::encode(Sha256::digest(bytes)));
     let held = headers
         .get(header::IF_NONE_MATCH)
