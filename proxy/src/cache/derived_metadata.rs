@@ -9,7 +9,7 @@
 //! name has a different key.
 
 use std::io::Read as _;
-use std::os::unix::fs::{DirBuilderExt as _, FileExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 
 use crate::derive::wheel::{central_entries, dist_info_member, end_record, local_data_offset};
@@ -45,10 +45,7 @@ impl MetadataStore {
     /// The store under `cache_dir/metadata/`, created owner-only when missing.
     pub fn open(cache_dir: &Path) -> std::io::Result<MetadataStore> {
         let dir = cache_dir.join("metadata");
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)?;
+        crate::cache::private::create_dir(&dir)?;
         Ok(MetadataStore { dir })
     }
 
@@ -58,17 +55,18 @@ impl MetadataStore {
         tokio::fs::read(path).await.ok()
     }
 
-    /// Keeps `metadata` for the wheel `sha256`: written whole to a temporary file, then renamed
-    /// into place, so a reader never sees part of one. A failure is logged; the next request
-    /// reads the wheel again.
+    /// Keeps `metadata` for the wheel `sha256`, written atomically (a reader never sees part of
+    /// it). A failure is logged; the next request reads the wheel again.
     pub async fn put(&self, sha256: &str, metadata: Vec<u8>) {
         let Some(path) = self.path_for(sha256) else {
             return;
         };
-        let written = tokio::task::spawn_blocking(move || write_atomically(&path, &metadata))
-            .await
-            .map_err(std::io::Error::other)
-            .flatten();
+        let written = tokio::task::spawn_blocking(move || {
+            crate::cache::private::write_atomically(&path, &metadata)
+        })
+        .await
+        .map_err(std::io::Error::other)
+        .flatten();
         if let Err(err) = written {
             tracing::warn!(sha256, error = %err, "could not keep a wheel's derived metadata");
         }
@@ -82,25 +80,6 @@ impl MetadataStore {
             self.dir
                 .join(format!("{}.metadata", sha256.to_ascii_lowercase()))
         })
-    }
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let temp = path.with_extension(format!("tmp{}", std::process::id()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&temp)
-        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_data()));
-    match written.and_then(|()| std::fs::rename(&temp, path)) {
-        Ok(()) => Ok(()),
-        Err(err) => {
-            let _ = std::fs::remove_file(&temp);
-            Err(err)
-        }
     }
 }
 

@@ -58,20 +58,8 @@ pub fn render(store: &Path, config: &MirrorConfig) -> String {
 
 /// Writes [`render`] into `store` (owner-only, atomically); its path.
 pub fn write(store: &Path, config: &MirrorConfig) -> std::io::Result<PathBuf> {
-    use std::io::Write as _;
     let path = store.join(SERVE_CONFIG);
-    let temp = store.join(format!(".{SERVE_CONFIG}.{}.tmp", std::process::id()));
-    let written = crate::cache::private::file_options()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&temp)
-        .and_then(|mut file| file.write_all(render(store, config).as_bytes()))
-        .and_then(|()| std::fs::rename(&temp, &path));
-    if let Err(err) = written {
-        let _ = std::fs::remove_file(&temp);
-        return Err(err);
-    }
+    crate::cache::private::write_atomically(&path, render(store, config).as_bytes())?;
     Ok(path)
 }
 
