@@ -53,6 +53,9 @@ const REMEMBERED: usize = 4096;
 /// plan writes): past it they are forgotten, as past [`REMEMBERED`].
 const REMEMBERED_BYTES: usize = 128 * 1024 * 1024;
 
+/// How long a refused wheel is answered as refused without being read again.
+const REFUSED_FOR: std::time::Duration = std::time::Duration::from_hours(1);
+
 /// A wheel that cannot be derived.
 #[derive(Debug, thiserror::Error)]
 pub enum DeriveError {
@@ -73,6 +76,18 @@ pub enum DeriveError {
     /// The failure of a plan shared by several requests.
     #[error(transparent)]
     Shared(Arc<DeriveError>),
+}
+
+impl DeriveError {
+    /// Whether the wheel itself cannot be derived faithfully (its layout or content), so asking
+    /// again changes nothing; a read that failed may succeed next time.
+    pub fn is_refusal(&self) -> bool {
+        match self {
+            DeriveError::Zip { .. } => true,
+            DeriveError::Read { .. } | DeriveError::Local { .. } => false,
+            DeriveError::Shared(inner) => inner.is_refusal(),
+        }
+    }
 }
 
 /// What a derived wheel changes in its core metadata.
@@ -135,6 +150,9 @@ pub struct Derivations {
     /// than reading the wheel's parts again. Removed once done: a failed plan is tried again
     /// by the next request.
     planning: Mutex<HashMap<String, Arc<tokio::sync::OnceCell<Planned>>>>,
+    /// Wheels refused ([`DeriveError::is_refusal`]), with when: a page that lists one asks for
+    /// its plan on every request, and is answered from here for [`REFUSED_FOR`].
+    refused: Mutex<HashMap<String, (Arc<DeriveError>, std::time::Instant)>>,
 }
 
 impl Derivations {
@@ -153,6 +171,9 @@ impl Derivations {
         if let Some(known) = self.memo().map.get(&key) {
             return Ok(Arc::clone(known));
         }
+        if let Some(refused) = self.refusal(&key) {
+            return Err(DeriveError::Shared(refused));
+        }
         let flight = Arc::clone(self.planning().entry(key.clone()).or_default());
         let planned = flight
             .get_or_init(|| async {
@@ -165,7 +186,16 @@ impl Derivations {
                     None => Source::Upstream(client),
                 };
                 let planned = derive(source, upstream, filename, change).await;
-                let derivation = Arc::new(planned.map_err(Arc::new)?);
+                let derivation = match planned {
+                    Ok(derivation) => Arc::new(derivation),
+                    Err(err) => {
+                        let err = Arc::new(err);
+                        if err.is_refusal() {
+                            self.refuse(key.clone(), Arc::clone(&err));
+                        }
+                        return Err(err);
+                    }
+                };
                 self.memo().insert(key.clone(), Arc::clone(&derivation));
                 Ok(derivation)
             })
@@ -184,6 +214,27 @@ impl Derivations {
     /// The derivation of `upstream` with `change`, when it was planned already.
     pub fn known(&self, upstream: &FileSpec, change: &Change) -> Option<Arc<Derivation>> {
         self.memo().map.get(&memo_key(upstream, change)).cloned()
+    }
+
+    /// Why the wheel of `key` was refused, within [`REFUSED_FOR`].
+    fn refusal(&self, key: &str) -> Option<Arc<DeriveError>> {
+        let refused = self
+            .refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (err, at) = refused.get(key)?;
+        (at.elapsed() < REFUSED_FOR).then(|| Arc::clone(err))
+    }
+
+    fn refuse(&self, key: String, err: Arc<DeriveError>) {
+        let mut refused = self
+            .refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if refused.len() >= REMEMBERED {
+            refused.clear();
+        }
+        refused.insert(key, (err, std::time::Instant::now()));
     }
 
     fn memo(&self) -> std::sync::MutexGuard<'_, Memo> {
@@ -289,12 +340,24 @@ pub async fn derive(
         .slice_or_read(&tail, tail_start, end.directory_offset, end.directory_size)
         .await?;
     let entries = wheel::central_entries(&directory).map_err(zip_error)?;
-    let metadata_name = wheel::dist_info_member(&entries, "METADATA")
+    let metadata_name = wheel::single_dist_info_member(&entries, "METADATA")
+        .map_err(zip_error)?
         .ok_or_else(|| zip_error("no top-level `*.dist-info/METADATA`".into()))?
         .to_string();
+    let record_name = wheel::single_dist_info_member(&entries, "RECORD")
+        .map_err(zip_error)?
+        .map(str::to_string);
     let original = reader
         .member(&entries, &end, &metadata_name, MAX_METADATA)
         .await?;
+    // Core metadata is UTF-8 (PEP 566, the email format's headers as text): other bytes would
+    // be passed through and make an installer fail while it reads them.
+    if let Err(err) = std::str::from_utf8(&original) {
+        return Err(zip_error(format!(
+            "`{metadata_name}` is not UTF-8 (invalid at byte {})",
+            err.valid_up_to()
+        )));
+    }
     let metadata = change.apply(&original);
     if metadata == original {
         return Ok(Derivation {
@@ -304,15 +367,13 @@ pub async fn derive(
         });
     }
     let mut replaced = BTreeMap::new();
-    if let Some(record_name) = wheel::dist_info_member(&entries, "RECORD") {
-        let record_name = record_name.to_string();
+    if let Some(record_name) = record_name {
         let record = reader
             .member(&entries, &end, &record_name, MAX_RECORD)
             .await?;
-        replaced.insert(
-            record_name,
-            with_record_line(&record, &metadata_name, &metadata),
-        );
+        let record = with_record_line(&record, &metadata_name, &metadata)
+            .map_err(|problem| zip_error(format!("`{record_name}` {problem}")))?;
+        replaced.insert(record_name, record);
     }
     replaced.insert(metadata_name, metadata.clone());
     let layout = wheel::plan(&entries, &end, &replaced).map_err(zip_error)?;
@@ -330,23 +391,71 @@ pub async fn derive(
     })
 }
 
-/// `record` with the line of `name` naming `content`'s hash and size (PEP 376/427: urlsafe
-/// base64 of the sha256, unpadded).
-fn with_record_line(record: &[u8], name: &str, content: &[u8]) -> Vec<u8> {
+/// `record` with the row of `name` naming `content`'s hash and size (PEP 376/427: urlsafe
+/// base64 of the sha256, unpadded). RECORD is CSV: a row's path may be quoted
+/// (`"pkg-1.0.dist-info/METADATA",sha256=...,10`, as Python's `csv` module writes a path with a
+/// comma), so rows are compared by their first field as CSV reads it. Refused when several rows
+/// name `name`, or a row is not CSV: a RECORD left with the upstream's hash would make
+/// the installed wheel fail its own check.
+fn with_record_line(record: &[u8], name: &str, content: &[u8]) -> Result<Vec<u8>, String> {
     let hash = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(content));
-    let line = format!("{name},sha256={hash},{}", content.len());
-    let text = String::from_utf8_lossy(record);
+    let line = format!("{},sha256={hash},{}", csv_field(name), content.len());
+    let text = std::str::from_utf8(record).map_err(|_| "is not UTF-8".to_string())?;
     let mut out = String::with_capacity(text.len() + 64);
+    let mut rows = 0;
     for piece in text.split_inclusive('\n') {
         let body = piece.trim_end_matches(['\r', '\n']);
-        if body.split(',').next() == Some(name) {
+        let first = first_csv_field(body)
+            .ok_or_else(|| format!("has a row that is not CSV: `{}`", body.escape_default()))?;
+        if first == name {
+            rows += 1;
             out.push_str(&line);
             out.push_str(&piece[body.len()..]);
         } else {
             out.push_str(piece);
         }
     }
-    out.into_bytes()
+    // No row: nothing to re-hash (PEP 376 lists every file, but an installer checks only the
+    // rows there are).
+    match rows {
+        0 | 1 => Ok(out.into_bytes()),
+        _ => Err(format!("has {rows} rows for `{name}`")),
+    }
+}
+
+/// The first field of a CSV row (RFC 4180: a field in quotes holds commas, and `""` for a
+/// quote); `None` for a quoted field not closed, or followed by anything but a comma.
+fn first_csv_field(row: &str) -> Option<std::borrow::Cow<'_, str>> {
+    let Some(quoted) = row.strip_prefix('"') else {
+        return Some(row.split(',').next().unwrap_or_default().into());
+    };
+    let mut field = String::new();
+    let mut chars = quoted.chars();
+    while let Some(c) = chars.next() {
+        if c != '"' {
+            field.push(c);
+            continue;
+        }
+        let mut rest = chars.clone();
+        match rest.next() {
+            Some('"') => {
+                field.push('"');
+                chars = rest;
+            }
+            None | Some(',') => return Some(field.into()),
+            Some(_) => return None,
+        }
+    }
+    None
+}
+
+/// `value` as a CSV field, quoted only where it must be (as Python's `csv` module writes).
+fn csv_field(value: &str) -> std::borrow::Cow<'_, str> {
+    if value.contains([',', '"', '\r', '\n']) {
+        format!("\"{}\"", value.replace('"', "\"\"")).into()
+    } else {
+        value.into()
+    }
 }
 
 /// Ranged reads of one upstream file, or slices of it once a server answered a range with
@@ -526,7 +635,7 @@ mod tests {
     #[test]
     fn the_record_line_of_metadata_is_rehashed() {
         let record = b"pkg/__init__.py,sha256=abc,3\r\npkg-1.0.dist-info/METADATA,sha256=old,10\r\npkg-1.0.dist-info/RECORD,,\r\n";
-        let out = with_record_line(record, "pkg-1.0.dist-info/METADATA", b"new");
+        let out = with_record_line(record, "pkg-1.0.dist-info/METADATA", b"new").unwrap();
         let text = String::from_utf8(out).unwrap();
         let hash = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(b"new"));
         assert_eq!(
@@ -535,5 +644,154 @@ mod tests {
                 "pkg/__init__.py,sha256=abc,3\r\npkg-1.0.dist-info/METADATA,sha256={hash},3\r\npkg-1.0.dist-info/RECORD,,\r\n"
             )
         );
+    }
+
+    /// A stored wheel of `members`, each `(name, content)`.
+    fn zipped(members: &[(&str, &[u8])]) -> Vec<u8> {
+        use std::io::Write as _;
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let stored = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        for (name, content) in members {
+            zip.start_file(*name, stored).unwrap();
+            zip.write_all(content).unwrap();
+        }
+        zip.finish().unwrap().into_inner()
+    }
+
+    /// The derivation (a torch pin added) of `wheel`, planned from a local copy.
+    async fn derived(wheel: &[u8]) -> Result<Derivation, DeriveError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("xpkg-1.0-py3-none-any.whl");
+        std::fs::write(&path, wheel).unwrap();
+        let spec = FileSpec {
+            url: "http://127.0.0.1:9/xpkg-1.0-py3-none-any.whl".to_string(),
+            sha256: Some(hex::encode(Sha256::digest(wheel))),
+            size: Some(wheel.len() as u64),
+            splice: None,
+            listed_on: None,
+        };
+        derive(
+            Source::Local(path),
+            &spec,
+            "xpkg-1.0-py3-none-any.whl",
+            &Change::AddRequirements(vec!["torch==2.10.*".to_string()]),
+        )
+        .await
+    }
+
+    const METADATA: &[u8] = b"Metadata-Version: 2.1\nName: xpkg\nVersion: 1.0\n\n";
+
+    #[test]
+    fn a_quoted_record_row_is_rehashed_and_an_ambiguous_record_refused() {
+        let name = "pkg-1.0.dist-info/METADATA";
+        let hash = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(b"new"));
+        // As Python's `csv` module writes with `quoting=csv.QUOTE_ALL`.
+        let quoted = b"\"pkg/__init__.py\",\"sha256=abc\",\"3\"\n\"pkg-1.0.dist-info/METADATA\",\"sha256=old\",\"10\"\n";
+        let out = String::from_utf8(with_record_line(quoted, name, b"new").unwrap()).unwrap();
+        assert_eq!(
+            out,
+            format!("\"pkg/__init__.py\",\"sha256=abc\",\"3\"\n{name},sha256={hash},3\n")
+        );
+        let comma = "pkg-1.0.dist-info/ME,TA";
+        let out = String::from_utf8(
+            with_record_line(b"\"pkg-1.0.dist-info/ME,TA\",sha256=old,1\n", comma, b"new").unwrap(),
+        )
+        .unwrap();
+        assert_eq!(out, format!("\"{comma}\",sha256={hash},3\n"));
+        let twice = b"pkg-1.0.dist-info/METADATA,,\n\"pkg-1.0.dist-info/METADATA\",,\n";
+        assert!(
+            with_record_line(twice, name, b"new")
+                .unwrap_err()
+                .contains("2 rows")
+        );
+        let unclosed = b"\"pkg-1.0.dist-info/METADATA,sha256=old,10\n";
+        assert!(
+            with_record_line(unclosed, name, b"new")
+                .unwrap_err()
+                .contains("not CSV")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_wheel_derived_with_a_quoted_record_row_lists_the_new_metadata_hash() {
+        let wheel = zipped(&[
+            ("xpkg/__init__.py", b"VALUE = 1\n"),
+            ("xpkg-1.0.dist-info/METADATA", METADATA),
+            (
+                "xpkg-1.0.dist-info/RECORD",
+                b"\"xpkg/__init__.py\",,\n\"xpkg-1.0.dist-info/METADATA\",sha256=old,45\n",
+            ),
+        ]);
+        let derivation = derived(&wheel).await.unwrap();
+        let hash = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(Sha256::digest(&derivation.metadata));
+        let record = derivation
+            .spec
+            .splice
+            .as_ref()
+            .unwrap()
+            .segments
+            .iter()
+            .filter_map(|segment| match segment {
+                Segment::Insert(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+                Segment::Copy(_) => None,
+            })
+            .collect::<String>();
+        assert!(
+            record.contains(&format!("xpkg-1.0.dist-info/METADATA,sha256={hash},")),
+            "{record}"
+        );
+        assert!(!record.contains("sha256=old"), "{record}");
+    }
+
+    #[tokio::test]
+    async fn what_cannot_be_derived_faithfully_is_refused_with_its_reason() {
+        let cases: [(Vec<u8>, &str); 4] = [
+            (
+                zipped(&[("xpkg/__init__.py", b"VALUE = 1\n")]),
+                "no top-level `*.dist-info/METADATA`",
+            ),
+            (
+                zipped(&[
+                    ("xpkg-1.0.dist-info/METADATA", METADATA),
+                    ("other-1.0.dist-info/METADATA", METADATA),
+                ]),
+                "two top-level `*.dist-info/METADATA` members",
+            ),
+            (
+                // One name twice: written under two names, then made one.
+                {
+                    let wheel = zipped(&[
+                        ("xpkg-1.0.dist-info/METADATA", METADATA),
+                        ("xpkg-1.0.dist-info/METADATB", b"Requires-Dist: evil\n"),
+                    ]);
+                    let mut bytes = wheel;
+                    let from = b"dist-info/METADATB";
+                    let mut at = 0;
+                    while let Some(found) = bytes[at..].windows(from.len()).position(|w| w == from)
+                    {
+                        let start = at + found;
+                        bytes[start..start + from.len()].copy_from_slice(b"dist-info/METADATA");
+                        at = start + from.len();
+                    }
+                    bytes
+                },
+                "two top-level `*.dist-info/METADATA` members",
+            ),
+            (
+                zipped(&[(
+                    "xpkg-1.0.dist-info/METADATA",
+                    b"Metadata-Version: 2.1\nName: xpkg\nVersion: 1.0\nSummary: caf\xe9\n\n",
+                )]),
+                "is not UTF-8",
+            ),
+        ];
+        for (wheel, expected) in cases {
+            let err = derived(&wheel).await.unwrap_err();
+            assert!(err.is_refusal(), "{err}");
+            let message = err.to_string();
+            assert!(message.contains(expected), "{message}");
+        }
     }
 }

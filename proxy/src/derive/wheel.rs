@@ -148,6 +148,26 @@ pub fn dist_info_member<'a>(entries: &'a [CentralEntry], member: &str) -> Option
     })
 }
 
+/// The name of the one top-level `*.dist-info/<member>`; refused when there are several (the
+/// same name twice, or two `.dist-info` directories): which of them an installer reads is not
+/// certain, so a derived wheel changing one of them would not say what it was derived to say.
+pub fn single_dist_info_member<'a>(
+    entries: &'a [CentralEntry],
+    member: &str,
+) -> Result<Option<&'a str>, PlanError> {
+    let mut found = entries.iter().map(|e| e.name.as_str()).filter(|name| {
+        name.split_once('/')
+            .is_some_and(|(dir, rest)| dir.ends_with(".dist-info") && rest == member)
+    });
+    let first = found.next();
+    if let (Some(first), Some(second)) = (first, found.next()) {
+        return Err(format!(
+            "two top-level `*.dist-info/{member}` members (`{first}` and `{second}`); which one an installer reads is not certain"
+        ));
+    }
+    Ok(first)
+}
+
 /// The derived file: what to copy from the upstream's bytes and what to write between, and its
 /// length.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -28,6 +28,10 @@ pub enum SourcesError {
         "`{section}` url `{url}` is not an http(s) URL without a query or fragment; give the index root whose `<url>/<project>/` is a project page"
     )]
     NotHttp { section: String, url: String },
+    #[error(
+        "`{section}` url `{url}` has a placeholder in its scheme, host or port: placeholders go only in the path and query, so every page of the source is asked of the one host configured"
+    )]
+    PlaceholderInHost { section: String, url: String },
     #[error("`{section}` url `{url}` is not a usable template: {source}")]
     Template {
         section: String,
@@ -224,6 +228,17 @@ fn check_pytorch_names(
 fn template_of(section: &str, url: &str) -> Result<Option<UrlTemplate>, SourcesError> {
     if !url.contains(['{', '}']) {
         return Ok(None);
+    }
+    // A filled-in host would let a torch release or backend choose where the proxy connects
+    // (and which origin the source's credentials are lent to): only the path and query vary.
+    let authority_end = url.split_once("://").map_or(0, |(scheme, rest)| {
+        scheme.len() + 3 + rest.find(['/', '?', '#']).unwrap_or(rest.len())
+    });
+    if url[..authority_end].contains(['{', '}']) {
+        return Err(SourcesError::PlaceholderInHost {
+            section: format!("`{section}`"),
+            url: redact(url),
+        });
     }
     let template = UrlTemplate::parse(url).map_err(|source| SourcesError::Template {
         section: section.to_string(),
@@ -575,6 +590,18 @@ mod tests {
             (
                 source("a", "https://a.example/{torch.html", &["x"]),
                 "not closed",
+            ),
+            (
+                source("a", "https://{backend}.a.example/{torch}.html", &["x"]),
+                "placeholders go only in the path and query",
+            ),
+            (
+                source("a", "https://a.example:{torch_minor}/{torch}.html", &["x"]),
+                "placeholders go only in the path and query",
+            ),
+            (
+                source("a", "{backend}://a.example/{torch}.html", &["x"]),
+                "placeholders go only in the path and query",
             ),
             (
                 source(
