@@ -124,6 +124,7 @@
 
 pub mod backend;
 pub mod catalog;
+pub mod driver_cuda;
 pub mod filename;
 pub mod index;
 pub mod machine;

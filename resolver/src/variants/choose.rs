@@ -12,8 +12,8 @@
 //! - PyTorch's ROCm wheels bundle their ROCm runtime: an AMD GPU with no ROCm installed (no
 //!   `amd :: rocm_version`) is taken to support every ROCm version the file lists, newest
 //!   first, so its gfx target alone decides;
-//! - an NVIDIA driver known only by its version supports the CUDA lower bounds that version
-//!   implies ([`super::SupportedProperties::from_machine`]);
+//! - an NVIDIA driver known only by its version supports the CUDA version of its branch
+//!   ([`crate::driver_cuda`], through [`super::SupportedProperties::from_machine`]);
 //! - an Intel GPU the probes found XPU-capable but whose Level Zero device IP is unknown is
 //!   taken to support every `intel :: device_ip` the file lists.
 //!
@@ -233,6 +233,13 @@ pub fn choose_variants(
                 &wheels,
                 &mut choice.skipped,
             ),
+            Some((index, Err(why))) if why.starts_with(super::UNKNOWN_FORMAT) => unknown_format(
+                &version,
+                files[*index].filename,
+                why,
+                &wheels,
+                &mut choice.skipped,
+            ),
             Some((index, Err(why))) => {
                 tracing::warn!(
                     filename = files[*index].filename,
@@ -248,13 +255,8 @@ pub fn choose_variants(
                     &wheels,
                     &mut choice.skipped,
                 );
-                chosen.notes.insert(
-                    0,
-                    format!(
-                        "`{}` could not be read ({why}), so the variant was chosen by its label",
-                        files[*index].filename
-                    ),
-                );
+                let file_name = files[*index].filename;
+                chosen.notes.insert(0, format!("`{file_name}` could not be read ({why}), so the variant was chosen by its label"));
                 chosen
             }
             None => by_label(
@@ -271,6 +273,40 @@ pub fn choose_variants(
     }
     choice.skipped.sort_by_key(|(index, _)| *index);
     choice
+}
+
+/// The choice for one version whose variants file names a format this crate does not read:
+/// none of its variant wheels (PEP 825: variant wheels of an unknown format version are
+/// unsupported), so its plain wheels, if any, are what the page serves.
+fn unknown_format(
+    version: &Version,
+    file_name: &str,
+    why: &str,
+    wheels: &[VariantWheel<'_>],
+    skipped: &mut Vec<(usize, String)>,
+) -> VersionVariants {
+    tracing::warn!(
+        filename = file_name,
+        error = why,
+        "variants file in an unknown format; its variant wheels are not served"
+    );
+    let reason = format!("`{file_name}` is in a format this proxy does not read");
+    let mut rejected: Vec<(String, String)> = Vec::new();
+    for wheel in wheels {
+        skipped.push((wheel.index, reason.clone()));
+        if !rejected.iter().any(|(label, _)| label == wheel.label) {
+            rejected.push((wheel.label.to_string(), reason.clone()));
+        }
+    }
+    VersionVariants {
+        version: version.clone(),
+        order: Vec::new(),
+        rejected,
+        picks: Vec::new(),
+        notes: vec![format!(
+            "`{file_name}` was refused ({why}); PEP 825 says variant wheels of an unknown format are unsupported, so no variant wheel of {version} is served, only its plain wheels if it has any"
+        )],
+    }
 }
 
 /// The choice for one version with a readable variants file: PEP 825 ordering with this
@@ -471,7 +507,7 @@ fn with_judgement(
         && let Some(feature) = bare.feature(super::properties::NVIDIA, "cuda_version_lower_bound")
     {
         notes.push(format!(
-            "the machine's CUDA version is known only from its driver {driver}: it is taken to support CUDA lower bounds {} and below",
+            "the machine's CUDA version is known only from its driver {driver}: CUDA {}, its branch's own (NVIDIA's table of driver branches), as nvidia-smi and the NVIDIA provider report it",
             feature.values.first().map_or("none", String::as_str)
         ));
     }
@@ -908,11 +944,58 @@ mod tests {
     }
 
     #[test]
-    fn unknown_schemas_and_namespaces_leave_only_what_fits() {
-        // A schema this crate does not know is read all the same; a variant in a namespace the
-        // priorities do not list, or one the machine knows nothing of, is rejected with a
-        // reason, and the null variant is what remains.
-        let text = r#"{"$schema": "https://example.invalid/v9.json",
+    fn a_variants_file_of_an_unknown_format_serves_no_variant_wheel() {
+        // PEP 825: variant wheels of an unknown format version are unsupported. Not one is
+        // served (nor chosen by its label), each is skipped with the reason, and the note says
+        // why: the page keeps only its plain wheels.
+        for schema in [
+            "https://variants-schema.wheelnext.dev/v9.0.0.json",
+            "https://example.invalid/v0.0.3.json",
+            "https://variants-schema.wheelnext.dev/peps/825/v0.2.0.json",
+        ] {
+            let text = format!(
+                r#"{{"$schema": "{schema}",
+                    "default-priorities": {{"namespace": ["nvidia"]}},
+                    "variants": {{"null": {{}}, "cuda13.0": {{"nvidia": {{"sm_arch": ["90_real"]}}}}}}}}"#
+            );
+            let page = page(&["cuda13.0", "null"]);
+            let refs: Vec<FileRef<'_>> = page
+                .iter()
+                .map(|(filename, url)| FileRef { filename, url })
+                .collect();
+            let parsed = BTreeMap::from([(
+                refs.len() - 1,
+                parse_variants_json(&text).map_err(|e| e.to_string()),
+            )]);
+            let choice = choose_variants(
+                Catalog::embedded(),
+                &machine(H100),
+                &Policy::default(),
+                "torch",
+                &refs,
+                &parsed,
+            );
+            assert_eq!(choice.picks().count(), 0, "{schema}");
+            assert_eq!(choice.skipped.len(), 3, "{schema}: {:?}", choice.skipped);
+            assert!(
+                choice
+                    .skipped
+                    .iter()
+                    .all(|(_, why)| why.contains("in a format this proxy does not read")),
+                "{:?}",
+                choice.skipped
+            );
+            let notes = choice.versions[0].notes.join("\n");
+            assert!(notes.contains(schema), "{notes}");
+            assert!(notes.contains("only its plain wheels"), "{notes}");
+        }
+    }
+
+    #[test]
+    fn unknown_namespaces_leave_only_what_fits() {
+        // A variant in a namespace the priorities do not list, or one the machine knows nothing
+        // of, is rejected with a reason, and the null variant is what remains.
+        let text = r#"{"$schema": "https://variants-schema.wheelnext.dev/peps/825/v0.1.1.json",
             "default-priorities": {"namespace": ["nvidia", "quantum"]},
             "variants": {"null": {}, "qpu": {"quantum": {"qubits": ["64"]}},
                          "odd": {"elsewhere": {"thing": ["1"]}}}}"#;

@@ -99,6 +99,16 @@ pub enum VariantsError {
         /// The cap.
         limit: usize,
     },
+    /// A `$schema` naming a format this crate does not read. PEP 825: tools MUST treat variant
+    /// wheels of an unknown format version as unsupported, so the file is refused and the
+    /// version's variant wheels are not served (see [`UNKNOWN_FORMAT`]).
+    #[error(
+        "{UNKNOWN_FORMAT} `{schema}` (read: the unversioned URL, `v0.0.2`, `v0.0.3`, variantlib's `v0.2.x` and PEP 825's `peps/825/v0.1.x`)"
+    )]
+    UnknownFormat {
+        /// The `$schema` as given, shortened.
+        schema: String,
+    },
     /// A wheel's `variant.json` that does not describe exactly one variant.
     #[error(
         "a wheel's `variant.json` must describe exactly one variant, this one describes {count}"
@@ -108,6 +118,12 @@ pub enum VariantsError {
         count: usize,
     },
 }
+
+/// How the message of [`VariantsError::UnknownFormat`] begins. The proxy keeps a variants
+/// file's error as its message (a cached, cloneable string); the chooser tells this refusal
+/// from an unreadable file by it, since the two are served differently (no variant wheel, or
+/// the wheels chosen by their labels).
+pub const UNKNOWN_FORMAT: &str = "variant metadata in a format this proxy does not read:";
 
 /// Caps a name taken from untrusted input before it goes into an error message.
 pub(crate) fn shorten(text: &str) -> String {

@@ -29,7 +29,7 @@ pub use choose::{
     VariantChoice, VariantPick, VersionVariants, choose_variants, labelled_filename,
     lists_variants, plain_filename, variants_json_indices,
 };
-pub use error::VariantsError;
+pub use error::{UNKNOWN_FORMAT, VariantsError};
 pub use label::{
     MAX_EMITTED_LABEL_LEN, NULL_LABEL, check_label, is_emittable_label, is_valid_label,
 };

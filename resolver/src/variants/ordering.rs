@@ -572,6 +572,21 @@ mod tests {
     }
 
     #[test]
+    fn driver_570_alone_gets_cuda_12_8_not_null() {
+        // An RTX 5090 on driver 570 known by its driver version alone: the driver's CUDA is
+        // 12.8 (its branch's, as nvidia-smi reports it), so torch 2.8's `cu128` (lower bound
+        // 12.8) is served, as NVIDIA's provider and variantlib would. Before, the driver was
+        // taken to support CUDA 12.0 only and the CPU build `00000000` was served.
+        let Some(file) = load("torch-2.8.0-variants.json") else {
+            return;
+        };
+        let rtx_5090 = machine(
+            r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"570.86.10","gpus":[{"compute_capability":"12.0"}]}}"#,
+        );
+        assert_eq!(order(&file, &rtx_5090), ["cu128", "00000000"]);
+    }
+
+    #[test]
     fn amd_gpu_gets_the_rocm_of_its_installed_version() {
         let amd = |gfx: &str, rocm: Option<&str>| {
             let rocm = rocm.map_or(String::new(), |r| format!(r#""rocm_version":"{r}","#));

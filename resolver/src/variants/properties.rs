@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::driver_cuda::{CudaSource, machine_cuda};
 use crate::machine::{Arch, Machine, Nvidia, Os};
 use crate::version::{ComputeCapability, CudaVersion, DottedVersion};
 
@@ -38,18 +39,6 @@ pub const AARCH64: &str = "aarch64";
 const CUDA_MIN_MAJOR: u16 = 11;
 const CUDA_MAX_MAJOR: u16 = 15;
 const CUDA_MAX_MINOR: u16 = 20;
-
-/// NVIDIA driver floors of CUDA minor-version compatibility, newest first: a driver at or above
-/// a family's floor runs every toolkit of that family. Source: NVIDIA's CUDA Toolkit release
-/// notes, table "CUDA Toolkit and Minimum Required Driver Version for CUDA Minor Version
-/// Compatibility" (copied in `reference/pytorch-variants.toml`, `[nvidia.driver_floor]`).
-/// Below the last row the driver runs no CUDA this crate knows: the CPU fallback.
-const DRIVER_FLOORS: &[(CudaVersion, &str, &str)] = &[
-    // (family, Linux floor, Windows floor)
-    (CudaVersion::new(13, 0), "580", "580"),
-    (CudaVersion::new(12, 0), "525.60.13", "528.33"),
-    (CudaVersion::new(11, 0), "450.80.02", "452.39"),
-];
 
 /// One feature the machine supports, with its values most preferred first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,10 +74,10 @@ impl SupportedProperties {
     /// Decisions beyond the providers, for machines they do not describe:
     ///
     /// - **CUDA version**: `nvidia.cuda_version` when known. With only a driver version it is
-    ///   derived from NVIDIA's driver floors, conservatively: a driver is taken to
-    ///   support the lowest CUDA of the newest family whose floor it meets (`570.86` → 12.0,
-    ///   `580.65` → 13.0), and `cuda_version_upper_bound` is left out, since the driver's real
-    ///   CUDA version may be higher than that floor.
+    ///   the CUDA version of the driver's branch, as the driver itself reports it
+    ///   ([`crate::driver_cuda`]: `570.86` → 12.8, `580.65` → 13.0). For a driver newer than
+    ///   every branch NVIDIA's table lists, that is a lower bound only, and
+    ///   `cuda_version_upper_bound` is left out.
     /// - **Several NVIDIA GPUs**: the provider looks only at the GPU with the highest compute
     ///   capability. Here an `sm_arch` value is supported only if every GPU with a known
     ///   compute capability supports it (the intersection, in the order of the highest GPU),
@@ -208,14 +197,7 @@ impl SupportedProperties {
     }
 
     fn add_nvidia(&mut self, nvidia: &Nvidia, os: Os) {
-        let derived_from = match (nvidia.cuda_version, &nvidia.driver_version) {
-            (Some(cuda), _) => Some((cuda, None)),
-            (None, Some(driver)) => {
-                cuda_version_from_driver(driver, os).map(|cuda| (cuda, Some(driver)))
-            }
-            (None, None) => None,
-        };
-        let Some((cuda, driver)) = derived_from else {
+        let Some((cuda, source)) = machine_cuda(nvidia, os) else {
             let why = match &nvidia.driver_version {
                 Some(driver) => {
                     format!("the machine's NVIDIA driver {driver} is older than any CUDA 11 driver")
@@ -235,39 +217,48 @@ impl SupportedProperties {
             );
             return;
         }
-        match driver {
-            None => {
-                let origin = format!("the machine's driver supports CUDA {cuda}");
-                self.push(
-                    NVIDIA,
-                    "cuda_version_lower_bound",
-                    cuda_lower_bound_values(cuda),
-                    origin.clone(),
-                );
-                self.push(
-                    NVIDIA,
-                    "cuda_version_upper_bound",
-                    cuda_upper_bound_values(cuda),
-                    origin,
-                );
-            }
-            Some(driver) => {
-                self.push(
-                    NVIDIA,
-                    "cuda_version_lower_bound",
-                    cuda_lower_bound_values(cuda),
-                    format!(
-                        "the machine's driver {driver} is known to support CUDA {cuda} (from its version only)"
-                    ),
-                );
-                self.note_gap(
-                    NVIDIA,
-                    Some("cuda_version_upper_bound"),
-                    format!(
-                        "only the driver version {driver} is known, not the exact CUDA version it supports"
-                    ),
-                );
-            }
+        let (origin, exact) = match &source {
+            CudaSource::Reported => (format!("the machine's driver supports CUDA {cuda}"), true),
+            CudaSource::Driver {
+                driver,
+                exact: true,
+            } => (
+                format!(
+                    "the machine's driver {driver} supports CUDA {cuda} (its branch's CUDA version, from NVIDIA's table of driver branches)"
+                ),
+                true,
+            ),
+            CudaSource::Driver {
+                driver,
+                exact: false,
+            } => (
+                format!(
+                    "the machine's driver {driver} supports at least CUDA {cuda} (newer than every branch of NVIDIA's table this proxy knows)"
+                ),
+                false,
+            ),
+        };
+        self.push(
+            NVIDIA,
+            "cuda_version_lower_bound",
+            cuda_lower_bound_values(cuda),
+            origin.clone(),
+        );
+        if exact {
+            self.push(
+                NVIDIA,
+                "cuda_version_upper_bound",
+                cuda_upper_bound_values(cuda),
+                origin,
+            );
+        } else if let CudaSource::Driver { driver, .. } = &source {
+            self.note_gap(
+                NVIDIA,
+                Some("cuda_version_upper_bound"),
+                format!(
+                    "driver {driver} is newer than every branch this proxy knows, so only a lower bound of its CUDA version is known"
+                ),
+            );
         }
         self.add_sm_arch(nvidia);
     }
@@ -484,18 +475,6 @@ pub fn sm_arch_values(cc: ComputeCapability) -> Vec<String> {
     out
 }
 
-/// The CUDA version a driver is known to support from its version alone: the lowest version
-/// of the newest family whose floor it meets; `None` below every floor. The floors are NVIDIA's
-/// for minor-version compatibility: 13.x needs 580, 12.x needs 525.60.13 on Linux and 528.33
-/// on Windows, 11.x needs 450.80.02 and 452.39. Other systems use the Linux floors.
-pub fn cuda_version_from_driver(driver: &DottedVersion, os: Os) -> Option<CudaVersion> {
-    DRIVER_FLOORS.iter().find_map(|(cuda, linux, windows)| {
-        let floor = if os == Os::Windows { windows } else { linux };
-        let floor: DottedVersion = floor.parse().ok()?;
-        (*driver >= floor).then_some(*cuda)
-    })
-}
-
 /// The `x86_64 :: level` values a CPU of x86-64 microarchitecture level `level` runs: its own
 /// level and every lower one, `v4` to `v1` at most. Levels above 4 are taken as 4, 0 as 1.
 pub fn x86_64_level_values(level: u8) -> Vec<String> {
@@ -610,45 +589,47 @@ mod tests {
     }
 
     #[test]
-    fn derives_cuda_from_driver_floors_conservatively() {
-        let driver = |text: &str| text.parse::<DottedVersion>().unwrap();
-        let cases = [
-            ("580.65.06", Os::Linux, Some("13.0")),
-            ("581.15", Os::Windows, Some("13.0")),
-            ("575.57.08", Os::Linux, Some("12.0")),
-            ("525.60.13", Os::Linux, Some("12.0")),
-            ("525.60.12", Os::Linux, Some("11.0")),
-            ("528.33", Os::Windows, Some("12.0")),
-            ("527.41", Os::Windows, Some("11.0")),
-            ("450.80.02", Os::Linux, Some("11.0")),
-            ("440.33", Os::Linux, None),
-        ];
-        for (text, os, expected) in cases {
-            assert_eq!(
-                cuda_version_from_driver(&driver(text), os),
-                expected.map(cuda),
-                "{text} on {os:?}"
-            );
-        }
+    fn driver_only_machine_supports_its_branch_s_cuda_version() {
+        // RTX 5090 on driver 570, known by its driver alone: CUDA 12.8, as nvidia-smi and the
+        // NVIDIA provider report it (before: 12.0, the 12.x family's floor).
+        let props = SupportedProperties::from_machine(&machine(
+            r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"570.86.10","gpus":[{"compute_capability":"12.0"}]}}"#,
+        ));
+        assert_eq!(
+            props.values(NVIDIA, "cuda_version_lower_bound").unwrap(),
+            cuda_lower_bound_values(cuda("12.8"))
+        );
+        assert_eq!(
+            props.values(NVIDIA, "cuda_version_upper_bound").unwrap(),
+            cuda_upper_bound_values(cuda("12.8"))
+        );
+        let origin = &props
+            .feature(NVIDIA, "cuda_version_lower_bound")
+            .unwrap()
+            .origin;
+        assert!(
+            origin.contains("570.86.10 supports CUDA 12.8") && origin.contains("driver branches"),
+            "{origin}"
+        );
+        assert_eq!(props.values(NVIDIA, "sm_arch").unwrap()[0], "120_real");
     }
 
     #[test]
-    fn driver_only_machine_has_no_upper_bound() {
+    fn driver_past_every_known_branch_has_no_upper_bound() {
         let props = SupportedProperties::from_machine(&machine(
-            r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"570.86.10","gpus":[{"compute_capability":"8.9"}]}}"#,
+            r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"590.44.01","gpus":[{"compute_capability":"8.9"}]}}"#,
         ));
         assert_eq!(
             props.values(NVIDIA, "cuda_version_lower_bound").unwrap()[..2],
-            ["12.0", "12"]
+            ["13.0", "13"]
         );
         assert!(props.feature(NVIDIA, "cuda_version_upper_bound").is_none());
         assert!(
             props
                 .gap(NVIDIA, Some("cuda_version_upper_bound"))
                 .unwrap()
-                .contains("570.86.10")
+                .contains("590.44.01")
         );
-        assert_eq!(props.values(NVIDIA, "sm_arch").unwrap()[0], "89_real");
     }
 
     #[test]

@@ -9,9 +9,16 @@
 //!   given as `default-priorities.property`;
 //! - `v0.0.3` (PEP 817, torch 2.10): `providers.*.install-time` and a top-level
 //!   `static-properties`;
-//! - PEP 825's `peps/825/v0.1.x`: only `default-priorities.namespace` and `variants`.
+//! - PEP 825's `peps/825/v0.1.x`: only `default-priorities.namespace` and `variants`;
+//! - variantlib's `v0.2.x` (variantlib 0.2, the reference implementation): a static namespace's
+//!   values in `providers.<ns>.static-properties`, its feature order in
+//!   `providers.<ns>.feature-order`.
 //!
-//! Unknown keys are ignored, so later drafts that only add keys still parse. Names are
+//! A file without `$schema` is read too (variantlib does not require one). A `$schema` naming
+//! any other format is refused ([`VariantsError::UnknownFormat`]): PEP 825 says tools MUST
+//! treat variant wheels of an unknown format version as unsupported, and a format read as if
+//! known can serve the wrong variant silently. Within a known format unknown keys are ignored.
+//! Names are
 //! validated (namespace and feature `^[a-z0-9_]+$`, value `^[a-z0-9_.]+$`, label
 //! `^[0-9a-z_.]+$`) and any malformed input is an error, never a panic.
 
@@ -56,13 +63,21 @@ pub struct Provider {
     pub plugin_use: Option<String>,
     /// Whether the provider is only used when the user enables it.
     pub optional: Option<bool>,
+    /// variantlib's `v0.2.x`: `static-properties`, the values of a static namespace, most
+    /// preferred first, its features in `feature-order` where given, else in document order.
+    pub static_properties: Option<Vec<RankedFeature>>,
+    /// variantlib's `v0.2.x`: `feature-order`, the static namespace's features, most preferred
+    /// first.
+    pub feature_order: Vec<String>,
 }
 
 impl Provider {
     /// Whether the namespace is static: its supported values are written in the file, not
     /// reported by a plugin at install time (PyTorch's `priority`).
     pub fn is_static(&self) -> bool {
-        self.install_time == Some(false) || self.plugin_use.as_deref() == Some("none")
+        self.install_time == Some(false)
+            || self.plugin_use.as_deref() == Some("none")
+            || self.static_properties.is_some()
     }
 }
 
@@ -77,7 +92,12 @@ pub enum SchemaGeneration {
     V0_0_3,
     /// `https://variants-schema.wheelnext.dev/peps/825/v0.1.x.json`, PEP 825.
     Pep825,
-    /// No `$schema`, or one this crate does not know; parsed all the same.
+    /// `https://variants-schema.wheelnext.dev/v0.2.x.json`, what variantlib 0.2 (the reference
+    /// implementation) writes: static namespaces in `providers.<ns>.static-properties`.
+    Variantlib0_2,
+    /// No `$schema`: read as the union of the formats above.
+    Unstated,
+    /// A `$schema` this crate does not read: [`parse_variants_json`] refuses such a file.
     Unknown,
 }
 
@@ -107,21 +127,9 @@ pub struct VariantsFile {
 impl VariantsFile {
     /// The draft named by `$schema`.
     pub fn generation(&self) -> SchemaGeneration {
-        let Some(schema) = self.schema.as_deref() else {
-            return SchemaGeneration::Unknown;
-        };
-        let Some(rest) = schema
-            .trim()
-            .strip_prefix("https://variants-schema.wheelnext.dev")
-        else {
-            return SchemaGeneration::Unknown;
-        };
-        match rest {
-            "" | "/" => SchemaGeneration::Unversioned,
-            "/v0.0.2.json" => SchemaGeneration::V0_0_2,
-            "/v0.0.3.json" => SchemaGeneration::V0_0_3,
-            _ if rest.starts_with("/peps/825/") => SchemaGeneration::Pep825,
-            _ => SchemaGeneration::Unknown,
+        match self.schema.as_deref() {
+            Some(schema) => generation_of(schema),
+            None => SchemaGeneration::Unstated,
         }
     }
 
@@ -163,6 +171,30 @@ impl VariantsFile {
     }
 }
 
+/// The format a `$schema` URL names. `v0.2.x` and `peps/825/v0.1.x` take any patch number
+/// (`v0.2.0`, `v0.1.1`): patches of these drafts change no key this crate reads.
+fn generation_of(schema: &str) -> SchemaGeneration {
+    let Some(rest) = schema
+        .trim()
+        .strip_prefix("https://variants-schema.wheelnext.dev")
+    else {
+        return SchemaGeneration::Unknown;
+    };
+    let patch_of = |prefix: &str| {
+        rest.strip_prefix(prefix)
+            .and_then(|tail| tail.strip_suffix(".json"))
+            .is_some_and(|patch| !patch.is_empty() && patch.bytes().all(|b| b.is_ascii_digit()))
+    };
+    match rest {
+        "" | "/" => SchemaGeneration::Unversioned,
+        "/v0.0.2.json" => SchemaGeneration::V0_0_2,
+        "/v0.0.3.json" => SchemaGeneration::V0_0_3,
+        _ if patch_of("/peps/825/v0.1.") => SchemaGeneration::Pep825,
+        _ if patch_of("/v0.2.") => SchemaGeneration::Variantlib0_2,
+        _ => SchemaGeneration::Unknown,
+    }
+}
+
 /// Parses an index-level `{name}-{version}-variants.json` (PEP 825), any generation.
 ///
 /// Real input (torch 2.10, shortened):
@@ -191,6 +223,13 @@ pub fn parse_variants_json(content: &str) -> Result<VariantsFile, VariantsError>
         Some(value) => Some(string(value, "/$schema")?),
         None => None,
     };
+    if let Some(schema) = &schema
+        && generation_of(schema) == SchemaGeneration::Unknown
+    {
+        return Err(VariantsError::UnknownFormat {
+            schema: shorten(schema),
+        });
+    }
 
     let priorities_path = "/default-priorities";
     let priorities = object(
@@ -227,6 +266,30 @@ pub fn parse_variants_json(content: &str) -> Result<VariantsFile, VariantsError>
         })?,
         None => BTreeMap::new(),
     };
+    // variantlib's `v0.2.x`: a static namespace's values, and its feature order, sit in its
+    // provider entry.
+    let mut feature_priorities = feature_priorities;
+    for (namespace, provider) in &providers {
+        if let Some(features) = &provider.static_properties {
+            let mut features = features.clone();
+            let rank = |name: &str| {
+                provider
+                    .feature_order
+                    .iter()
+                    .position(|f| f == name)
+                    .unwrap_or(usize::MAX)
+            };
+            features.sort_by_key(|feature| rank(&feature.name));
+            static_properties
+                .entry(namespace.clone())
+                .or_insert(features);
+            if !provider.feature_order.is_empty() {
+                feature_priorities
+                    .entry(namespace.clone())
+                    .or_insert_with(|| provider.feature_order.clone());
+            }
+        }
+    }
     // `v0.0.2` had no `static-properties`: a provider with `plugin-use: none` took its values
     // from `default-priorities.property` (torch 2.9's `priority :: order`).
     for (namespace, provider) in &providers {
@@ -491,6 +554,13 @@ fn provider(json: &Json, path: &str) -> Result<Provider, VariantsError> {
         install_time: flag("install-time")?,
         plugin_use: text("plugin-use")?,
         optional: flag("optional")?,
+        static_properties: lookup(entries, "static-properties")
+            .map(|v| ranked_features(v, &child(path, "static-properties"), AllowEmpty::No))
+            .transpose()?,
+        feature_order: lookup(entries, "feature-order")
+            .map(|v| names(v, &child(path, "feature-order"), Name::Feature))
+            .transpose()?
+            .unwrap_or_default(),
     })
 }
 
@@ -783,6 +853,91 @@ mod tests {
         assert!(file.providers.is_empty());
         assert!(file.static_properties.is_empty());
         assert_eq!(labels(&file), ["cuda13.0", "null"]);
+    }
+
+    #[test]
+    fn parses_variantlib_v0_2_with_static_properties_in_the_provider() {
+        // As variantlib 0.2.2 writes it (`VariantsJson.to_str`), torch 2.10's shape.
+        let text = r#"{
+            "$schema": "https://variants-schema.wheelnext.dev/v0.2.0.json",
+            "default-priorities": {"namespace": ["nvidia", "priority"]},
+            "providers": {
+                "nvidia": {"plugin-api": "nvidia_variant_provider.plugin:NvidiaVariantPlugin",
+                           "requires": ["nvidia-variant-provider>=0.0.2,<1.0.0"]},
+                "priority": {"static-properties": {"tier": ["gold"], "order": ["1", "2", "3"]},
+                             "feature-order": ["order", "tier"]}
+            },
+            "variants": {"null": {},
+                         "cuda12.8": {"nvidia": {"cuda_version_lower_bound": ["12.8"]},
+                                      "priority": {"order": ["2"]}}}
+        }"#;
+        let file = parse_variants_json(text).unwrap();
+        assert_eq!(file.generation(), SchemaGeneration::Variantlib0_2);
+        assert!(file.is_static_namespace("priority"));
+        assert!(!file.is_static_namespace("nvidia"));
+        // Features in `feature-order`, values most preferred first.
+        assert_eq!(
+            file.static_properties["priority"],
+            [ranked("order", &["1", "2", "3"]), ranked("tier", &["gold"])]
+        );
+        assert_eq!(file.feature_priorities["priority"], ["order", "tier"]);
+        assert!(!file.static_properties.contains_key("nvidia"));
+    }
+
+    #[test]
+    fn refuses_a_schema_of_an_unknown_format() {
+        let file = |schema: &str| {
+            format!(
+                r#"{{"$schema": "{schema}", "default-priorities": {{"namespace": ["a"]}}, "variants": {{"null": {{}}}}}}"#
+            )
+        };
+        for schema in [
+            "https://variants-schema.wheelnext.dev/v9.0.0.json",
+            "https://variants-schema.wheelnext.dev/v0.0.4.json",
+            "https://variants-schema.wheelnext.dev/v0.3.0.json",
+            "https://variants-schema.wheelnext.dev/peps/825/v0.2.0.json",
+            "https://variants-schema.wheelnext.dev/peps/825/v0.1.json",
+            "https://example.invalid/v0.0.3.json",
+            "",
+        ] {
+            let error = parse_variants_json(&file(schema)).unwrap_err();
+            assert!(
+                matches!(error, VariantsError::UnknownFormat { .. }),
+                "{schema}: {error}"
+            );
+            let message = error.to_string();
+            assert!(
+                message.starts_with(crate::variants::UNKNOWN_FORMAT)
+                    && message.contains(&format!("`{schema}`")),
+                "{message}"
+            );
+        }
+        for (schema, generation) in [
+            (
+                "https://variants-schema.wheelnext.dev/",
+                SchemaGeneration::Unversioned,
+            ),
+            (
+                "https://variants-schema.wheelnext.dev/v0.0.2.json",
+                SchemaGeneration::V0_0_2,
+            ),
+            (
+                "https://variants-schema.wheelnext.dev/peps/825/v0.1.12.json",
+                SchemaGeneration::Pep825,
+            ),
+            (
+                "https://variants-schema.wheelnext.dev/v0.2.3.json",
+                SchemaGeneration::Variantlib0_2,
+            ),
+        ] {
+            let parsed = parse_variants_json(&file(schema)).unwrap();
+            assert_eq!(parsed.generation(), generation, "{schema}");
+        }
+        // No `$schema` at all: read (variantlib requires none either).
+        let unstated =
+            parse_variants_json(r#"{"default-priorities": {"namespace": ["a"]}, "variants": {}}"#)
+                .unwrap();
+        assert_eq!(unstated.generation(), SchemaGeneration::Unstated);
     }
 
     #[test]

@@ -6,10 +6,12 @@
 //!
 //! The cases:
 //!
-//! - PyTorch's five published files (`../shared/fixtures/variants-json/`) for nine machines,
+//! - PyTorch's five published files (`../shared/fixtures/variants-json/`) for twelve machines,
 //!   three ways: as published to both (variantlib refuses them all: a documented departure),
-//!   as published to wheelgate and converted to variantlib's `v0.2.0` schema for variantlib
-//!   (the orders must agree), and converted to both (a known wheelgate bug, issue 44 item 2);
+//!   as published to wheelgate and converted to variantlib's `v0.2.0` schema for variantlib,
+//!   and converted to both (the orders must agree). Three machines are known to wheelgate by
+//!   their driver version alone, while variantlib is given what NVIDIA's provider reports on
+//!   them (the driver branch's CUDA version, as `nvidia-smi` shows it);
 //! - 48 generated files from a seeded generator stressing the ordering: namespace, feature and
 //!   value priorities, static namespaces, a null variant or none, features and namespaces the
 //!   machine does not report, values it does not support, and identical variants told apart
@@ -18,7 +20,8 @@
 //!
 //! Every case must agree exactly unless it is listed in [`KNOWN`], where the difference must
 //! be exactly the one recorded: a difference that changes or goes away fails the test, so the
-//! README's table (section "Wheel variants (PEP 825)") stays true.
+//! README's table (section "Wheel variants (PEP 825)") stays true. Whatever is recorded, a
+//! machine variantlib serves a GPU variant is never served `null` (nor nothing) by wheelgate.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -60,12 +63,9 @@ const KNOWN: &[(&str, Difference)] = &[
         "validation/null-with-properties",
         Difference::VariantlibRefuses,
     ),
-    // wheelgate bug (issue 44 item 2): a file in variantlib's v0.2.0 schema is read as if its
-    // format were known; `providers.<ns>.static-properties` is not read, so every variant
-    // that uses a static namespace is rejected ("the machine reports nothing for namespace
-    // `priority`"). Where no such variant is compatible the two agree.
-    ("converted-both/*", Difference::StaticNamespaceUnread),
-    ("generated-v0.2/*", Difference::StaticNamespaceUnread),
+    // A `$schema` naming a format neither knows: variantlib reads it as its own; PEP 825 says
+    // variant wheels of an unknown format version MUST be taken as unsupported.
+    ("validation/unknown-schema", Difference::WheelgateRefuses),
 ];
 
 /// How the answers differ in a known case.
@@ -75,40 +75,23 @@ enum Difference {
     VariantlibRefuses,
     /// wheelgate refuses the file, variantlib orders it: in every case the pattern names.
     WheelgateRefuses,
-    /// Where the orders differ, wheelgate's is variantlib's without every variant that uses a
-    /// static namespace (`providers.<ns>.static-properties`); they may agree.
-    StaticNamespaceUnread,
 }
 
 impl Difference {
-    /// Whether the answers are this difference (`Some(true)`), agree where this difference
-    /// allows it (`Some(false)`), or are neither (`None`).
-    fn check(self, case: &Case, ours: &Answer, theirs: &Answer) -> Option<bool> {
-        match (self, ours, theirs) {
-            (Difference::VariantlibRefuses, Answer::Ordered(_), Answer::Refused(_))
-            | (Difference::WheelgateRefuses, Answer::Refused(_), Answer::Ordered(_)) => Some(true),
-            (Difference::StaticNamespaceUnread, Answer::Ordered(a), Answer::Ordered(b)) => {
-                if a == b {
-                    return Some(false);
-                }
-                let file: Value = serde_json::from_str(&case.variantlib_file).unwrap();
-                let statics: Vec<&String> = file["providers"]
-                    .as_object()
-                    .unwrap()
-                    .iter()
-                    .filter(|(_, provider)| provider.get("static-properties").is_some())
-                    .map(|(namespace, _)| namespace)
-                    .collect();
-                let uses_static = |label: &String| {
-                    statics
-                        .iter()
-                        .any(|&namespace| file["variants"][label].get(namespace).is_some())
-                };
-                let without: Vec<String> = b.iter().filter(|l| !uses_static(l)).cloned().collect();
-                (*a == without).then_some(true)
-            }
-            _ => None,
-        }
+    /// Whether the answers are this difference.
+    fn check(self, ours: &Answer, theirs: &Answer) -> bool {
+        matches!(
+            (self, ours, theirs),
+            (
+                Difference::VariantlibRefuses,
+                Answer::Ordered(_),
+                Answer::Refused(_)
+            ) | (
+                Difference::WheelgateRefuses,
+                Answer::Refused(_),
+                Answer::Ordered(_)
+            )
+        )
     }
 }
 
@@ -122,6 +105,9 @@ struct Case {
     variantlib_file: String,
     /// The machine's properties: namespace, feature, values most preferred first.
     supported: Vec<(String, String, Vec<String>)>,
+    /// The properties variantlib is given where its providers would see the machine otherwise
+    /// than wheelgate does (a machine wheelgate knows by its driver version alone).
+    provider_supported: Option<Vec<(String, String, Vec<String>)>>,
     /// The file's `default-priorities.feature` and `.property`, given to variantlib as its
     /// configuration (0.2.2's files carry neither).
     feature_priorities: Value,
@@ -172,6 +158,9 @@ fn variants_agree_with_variantlib() {
         {
             rich += 1;
         }
+        if let Some(why) = gpu_variant_served_null(case, &ours, &theirs) {
+            failures.push(why);
+        }
         let expected = KNOWN
             .iter()
             .enumerate()
@@ -182,13 +171,12 @@ fn variants_agree_with_variantlib() {
                 "{}: variantlib {theirs:?}, wheelgate {ours:?}\n  file (wheelgate): {}\n  supported: {:?}",
                 case.name, case.wheelgate_file, case.supported
             )),
-            Some((index, (pattern, difference))) => match difference.check(case, &ours, &theirs) {
-                Some(true) => {
+            Some((index, (pattern, difference))) => match difference.check(&ours, &theirs) {
+                true => {
                     seen_known[index] = true;
                     known += 1;
                 }
-                Some(false) => agreed += 1,
-                None => failures.push(format!(
+                false => failures.push(format!(
                     "{}: the known difference `{pattern}` ({difference:?}) changed: now variantlib {theirs:?}, wheelgate {ours:?}; update KNOWN and the README's table",
                     case.name
                 )),
@@ -224,6 +212,29 @@ fn variants_agree_with_variantlib() {
         "only {agreed} of {} cases agree",
         cases.len()
     );
+}
+
+/// On PyTorch's files, a machine variantlib serves a GPU variant (its best is not `null`) must
+/// not get `null`, nothing, or a refusal from wheelgate, whatever difference is recorded.
+fn gpu_variant_served_null(case: &Case, ours: &Answer, theirs: &Answer) -> Option<String> {
+    let published = ["published/", "converted/", "converted-both/"]
+        .iter()
+        .any(|kind| case.name.starts_with(kind));
+    let Answer::Ordered(theirs) = theirs else {
+        return None;
+    };
+    let their_best = theirs.first().filter(|label| *label != "null")?;
+    let our_best = match ours {
+        Answer::Ordered(order) => order.first().map(String::as_str),
+        Answer::Refused(_) => None,
+    };
+    (published && our_best.is_none_or(|label| label == "null")).then(|| {
+        format!(
+            "{}: variantlib serves the GPU variant `{their_best}`, wheelgate {}",
+            case.name,
+            our_best.map_or("nothing".to_string(), |label| format!("`{label}`"))
+        )
+    })
 }
 
 fn matches_name(pattern: &str, name: &str) -> bool {
@@ -271,7 +282,7 @@ fn run_variantlib(python: &Path, cases: &[Case]) -> Vec<Answer> {
             json!({
                 "name": case.name,
                 "file": case.variantlib_file,
-                "supported": case.supported,
+                "supported": case.provider_supported.as_ref().unwrap_or(&case.supported),
                 "feature_priorities": case.feature_priorities,
                 "property_priorities": case.property_priorities,
             })
@@ -347,7 +358,8 @@ fn wheelgate(case: &Case) -> Answer {
 
 /// The machines PyTorch's files are ordered for, as `Machine` JSON; their properties come from
 /// wheelgate's providers ([`SupportedProperties::from_machine`]) and are given to both tools,
-/// so what is compared is the ordering, not how properties are found.
+/// so what is compared is the ordering, not how properties are found. Except in
+/// [`DRIVER_ONLY`].
 const MACHINES: &[(&str, &str)] = &[
     (
         "h100-cuda13.0",
@@ -384,6 +396,29 @@ const MACHINES: &[(&str, &str)] = &[
     ("cpu", r#"{"platform":"linux-x86_64","x86_64_level":3}"#),
 ];
 
+/// Machines wheelgate knows by their driver version alone (a client described by token, a
+/// container without libcuda), each with the same machine as NVIDIA's provider sees it: the
+/// CUDA version its driver reports (`nvidia-smi`'s "CUDA Version"). wheelgate orders with the
+/// first's properties, variantlib with the second's: how wheelgate derives a driver's CUDA
+/// version is compared too (issue 44 item 1).
+const DRIVER_ONLY: &[(&str, &str, &str)] = &[
+    (
+        "rtx5090-driver570",
+        r#"{"platform":"linux-x86_64","x86_64_level":3,"nvidia":{"driver_version":"570.86.10","gpus":[{"compute_capability":"12.0"}]}}"#,
+        r#"{"platform":"linux-x86_64","x86_64_level":3,"nvidia":{"cuda_version":"12.8","gpus":[{"compute_capability":"12.0"}]}}"#,
+    ),
+    (
+        "h100-driver580",
+        r#"{"platform":"linux-x86_64","x86_64_level":4,"nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"9.0"}]}}"#,
+        r#"{"platform":"linux-x86_64","x86_64_level":4,"nvidia":{"cuda_version":"13.0","gpus":[{"compute_capability":"9.0"}]}}"#,
+    ),
+    (
+        "t4-driver470",
+        r#"{"platform":"linux-x86_64","x86_64_level":3,"nvidia":{"driver_version":"470.256.02","gpus":[{"compute_capability":"7.5"}]}}"#,
+        r#"{"platform":"linux-x86_64","x86_64_level":3,"nvidia":{"cuda_version":"11.4","gpus":[{"compute_capability":"7.5"}]}}"#,
+    ),
+];
+
 const PUBLISHED: &[&str] = &[
     "torch-2.8.0",
     "torch-2.9.0",
@@ -406,15 +441,28 @@ fn published_cases() -> Vec<Case> {
         };
         let (converted, renamed) = to_variantlib_schema(&serde_json::from_str(&text).unwrap());
         let converted = converted.to_string();
-        for (machine, json) in MACHINES {
-            let machine_value: Machine = serde_json::from_str(json).unwrap();
-            let supported = flatten(&SupportedProperties::from_machine(&machine_value));
+        let machines = MACHINES
+            .iter()
+            .map(|(machine, json)| (*machine, *json, None))
+            .chain(
+                DRIVER_ONLY
+                    .iter()
+                    .map(|(machine, json, provider)| (*machine, *json, Some(*provider))),
+            );
+        for (machine, json, provider) in machines {
+            let properties = |json: &str| {
+                let machine: Machine = serde_json::from_str(json).unwrap();
+                flatten(&SupportedProperties::from_machine(&machine))
+            };
+            let supported = properties(json);
+            let provider_supported = provider.map(properties);
             let case =
                 |kind: &str, ours: &str, theirs: &str, renamed: BTreeMap<String, String>| Case {
                     name: format!("{kind}/{name}/{machine}"),
                     wheelgate_file: ours.to_string(),
                     variantlib_file: theirs.to_string(),
                     supported: supported.clone(),
+                    provider_supported: provider_supported.clone(),
                     feature_priorities: json!({}),
                     property_priorities: json!({}),
                     renamed,
@@ -551,7 +599,7 @@ const LABELS: &[&str] = &[
 
 /// `GENERATED` files, each ordered for one generated machine, read in wheelgate's `v0.0.3`
 /// schema by wheelgate and in `v0.2.0` by variantlib; and again with both reading the `v0.2.0`
-/// file (where a static namespace is used, the known bug of issue 44 item 2).
+/// file (named apart where a static namespace is used: `providers.<ns>.static-properties`).
 fn generated_cases() -> Vec<Case> {
     let mut rng = Rng(0x5EED_0825);
     let mut cases = Vec::new();
@@ -642,6 +690,7 @@ fn generated_cases() -> Vec<Case> {
             wheelgate_file: ours.to_string(),
             variantlib_file: theirs.clone(),
             supported: supported.clone(),
+            provider_supported: None,
             feature_priorities: Value::Object(feature_priorities.clone()),
             property_priorities: Value::Object(property_priorities.clone()),
             renamed: BTreeMap::new(),
@@ -807,6 +856,14 @@ fn validation_cases() -> Vec<Case> {
         ),
         ("no-variants", format!("{{{head}}}")),
         (
+            "unknown-schema",
+            r#"{"$schema": "https://variants-schema.wheelnext.dev/v9.0.0.json",
+                "default-priorities": {"namespace": ["nvidia"]},
+                "providers": {"nvidia": {"requires": ["nvidia-variant-provider"]}},
+                "variants": {"null": {}, "cu": {"nvidia": {"sm_arch": ["90_real"]}}}}"#
+                .to_string(),
+        ),
+        (
             "no-default-priorities",
             r#"{"providers": {"nvidia": {"requires": ["p"]}}, "variants": {"null": {}}}"#
                 .to_string(),
@@ -823,6 +880,7 @@ fn validation_cases() -> Vec<Case> {
                 ("nvidia".into(), "sm_arch".into(), vec!["90_real".into()]),
                 ("nvidia".into(), "cuda".into(), vec!["12".into()]),
             ],
+            provider_supported: None,
             feature_priorities: json!({}),
             property_priorities: json!({}),
             renamed: BTreeMap::new(),
