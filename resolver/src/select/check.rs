@@ -1,6 +1,7 @@
 //! Whether one build's requirement is met by a machine: the selection rules of DESIGN.md.
 
 use crate::catalog::{BackendRules, Requirement};
+use crate::driver_cuda::{CudaSource, machine_cuda};
 use crate::machine::{Machine, Os};
 use crate::version::ComputeCapability;
 
@@ -182,6 +183,42 @@ fn check_cuda(
         }
     }
     Ok(notes)
+}
+
+/// When a CUDA build runs here only by CUDA minor-version compatibility, that rule in words: the
+/// build's CUDA version is above the one the machine's driver supports (reported, or derived
+/// from its version by [`crate::driver_cuda`]), in the same major family, and the driver meets
+/// the family's floor. `None` for any other build, or where the driver's CUDA is unknown.
+///
+/// This is where the catalog path and the variant path (the providers' `cuda_version_*`
+/// properties, from the same driver CUDA version) may differ, and the explanation says which
+/// rule decided.
+pub fn minor_version_compatibility(machine: &Machine, rules: &BackendRules) -> Option<String> {
+    let Requirement::Cuda { cuda, floor, .. } = &rules.requirement else {
+        return None;
+    };
+    let nvidia = machine.nvidia.as_ref()?;
+    let (have, source) = machine_cuda(nvidia, machine.platform.os)?;
+    if *cuda <= have || cuda.major != have.major {
+        return None;
+    }
+    let floor = floor.as_ref().map(|floor| {
+        if machine.platform.os == Os::Windows {
+            &floor.windows
+        } else {
+            &floor.linux
+        }
+    })?;
+    let driver = match &source {
+        CudaSource::Reported => "the machine's driver".to_string(),
+        CudaSource::Driver { driver, .. } => format!(
+            "driver {driver} (its branch's CUDA version, from NVIDIA's table of driver branches)"
+        ),
+    };
+    Some(format!(
+        "needs CUDA {cuda}, above the CUDA {have} of {driver}; it runs by CUDA minor-version compatibility, the rule that decided here: a CUDA {}.x build runs on any driver from {floor}, and PyTorch's CUDA wheels bundle their CUDA runtime",
+        cuda.major
+    ))
 }
 
 #[cfg(test)]

@@ -165,6 +165,17 @@ pub fn decide(
         ));
     }
 
+    // Where the chosen CUDA build runs only by minor-version compatibility, say so: the
+    // driver's own CUDA version (what the variant path's properties say) is lower.
+    if let Some(chosen) = &chosen
+        && cpu_last_resort.is_none()
+        && let Some(rule) = super::check::minor_version_compatibility(
+            machine,
+            &catalog.backend_rules(release, chosen, platform),
+        )
+    {
+        notes.push(format!("{chosen}: {rule}"));
+    }
     let considered = account(
         policy,
         chosen.as_ref(),
@@ -504,6 +515,51 @@ mod tests {
             .iter()
             .map(ToString::to_string)
             .collect()
+    }
+
+    #[test]
+    fn a_cuda_build_above_the_driver_s_cuda_says_minor_version_compatibility_decided() {
+        // RTX 5090 on driver 570 (CUDA 12.8, known by its driver alone): torch 2.8's cu129 runs
+        // by minor-version compatibility, and the explanation names that rule.
+        let driver_570 = r#"{"platform":"linux-x86_64","nvidia":{"driver_version":"570.86.10","gpus":[{"compute_capability":"12.0"}]}}"#;
+        let decision = decide_on(
+            driver_570,
+            &Policy::default(),
+            "2.8.0",
+            &["cu126", "cu128", "cu129"],
+        );
+        assert_eq!(decision.chosen, Some("cu129".parse().unwrap()));
+        let notes = decision.notes.join("\n");
+        assert!(
+            notes.contains("cu129: needs CUDA 12.9, above the CUDA 12.8 of driver 570.86.10")
+                && notes.contains("minor-version compatibility, the rule that decided here")
+                && notes.contains("from 525.60.13"),
+            "{notes}"
+        );
+        // A driver whose own CUDA covers the build: no such note.
+        let driver_575 = driver_570.replace("570.86.10", "575.57.08");
+        let decision = decide_on(
+            &driver_575,
+            &Policy::default(),
+            "2.8.0",
+            &["cu126", "cu128", "cu129"],
+        );
+        assert_eq!(decision.chosen, Some("cu129".parse().unwrap()));
+        assert!(
+            !decision.notes.iter().any(|n| n.contains("minor-version")),
+            "{:?}",
+            decision.notes
+        );
+        // Reported by NVML: the same rule, in the machine's words.
+        let reported = r#"{"platform":"linux-x86_64","nvidia":{"cuda_version":"12.8","gpus":[{"compute_capability":"9.0"}]}}"#;
+        let decision = decide_on(reported, &Policy::default(), "2.8.0", &["cu128", "cu129"]);
+        assert!(
+            decision.notes.iter().any(|n| n.starts_with(
+                "cu129: needs CUDA 12.9, above the CUDA 12.8 of the machine's driver"
+            )),
+            "{:?}",
+            decision.notes
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod signals;
 mod text_hash;
 pub mod torch_pin;
 
+pub use check::minor_version_compatibility;
 pub use decide::{Considered, Decision, Offer, Policy, catalog_offers, class_order, decide};
 pub use group::{FileGroups, name_hash};
 pub use page::{

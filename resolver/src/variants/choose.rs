@@ -368,10 +368,29 @@ fn by_variants_file(
             order.first().map(String::as_str),
         )
     {
+        let file_says = rejected
+            .iter()
+            .find(|(label, _)| *label == train.label)
+            .map(|(_, why)| why.clone());
         order.retain(|label| *label != train.label);
         rejected.retain(|(label, _)| *label != train.label);
-        order.insert(0, train.label);
         notes.extend(train.note);
+        if let Some(why) = file_says {
+            let minor_version = Backend::from_variant_label(&train.label).and_then(|backend| {
+                let release = catalog.train_release(project, version).release;
+                crate::select::minor_version_compatibility(
+                    machine,
+                    &catalog.backend_rules(release, &backend, machine.platform),
+                )
+            });
+            notes.push(consistency::override_note(
+                &train.label,
+                &why,
+                machine,
+                minor_version.as_deref(),
+            ));
+        }
+        order.insert(0, train.label);
     }
     if let Some(pinned) = &policy.pinned {
         (order, rejected) = pinned_only(pinned, file, &mut notes);

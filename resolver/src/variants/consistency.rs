@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use pep440_rs::Version;
 
-use crate::backend::Backend;
+use crate::backend::{Backend, BackendKind};
 use crate::catalog::Catalog;
 use crate::machine::Machine;
 use crate::select::{Offer, Policy, decide};
@@ -93,6 +93,42 @@ pub(super) fn train_choice<'a>(
         )
     });
     Some(TrainChoice { label, note })
+}
+
+/// Why the train's label is served though the variants file calls it incompatible here
+/// (`why`, the file's reason): one build serves the release train, and PyTorch's CUDA and ROCm
+/// wheels bundle their runtime, so the machine's own CUDA or ROCm version is not what limits
+/// them. `minor_version` is the catalog's minor-version-compatibility rule for a CUDA build,
+/// when that rule decided ([`crate::select::minor_version_compatibility`]).
+pub(super) fn override_note(
+    label: &str,
+    why: &str,
+    machine: &Machine,
+    minor_version: Option<&str>,
+) -> String {
+    let rule = match Backend::from_variant_label(label).map(|b| b.kind()) {
+        Some(BackendKind::Cuda) => match minor_version {
+            Some(rule) => format!("it {rule}"),
+            None => "PyTorch's CUDA wheels bundle their CUDA runtime".to_string(),
+        },
+        Some(BackendKind::Rocm) => {
+            let installed = machine
+                .amd
+                .as_ref()
+                .and_then(|amd| amd.rocm_version.as_ref())
+                .map_or_else(
+                    || "no ROCm is installed".to_string(),
+                    |rocm| format!("the ROCm {rocm} installed here is not what it runs on"),
+                );
+            format!(
+                "PyTorch's ROCm wheels bundle their ROCm runtime, so {installed}: the GPU's gfx target decides"
+            )
+        }
+        _ => "the catalog's rules choose it for the release train".to_string(),
+    };
+    format!(
+        "`{label}` is served although the variants file calls it incompatible here ({why}): one build serves the whole release train, and {rule}"
+    )
 }
 
 #[cfg(test)]

@@ -11,3 +11,4 @@ mod registry_pages;
 mod scenarios;
 mod variant_bad_input;
 mod variant_consistency;
+mod variant_overrides;
