@@ -436,7 +436,14 @@ fn bound_explanation(
         selected: true,
         // Newest first, as for every project.
         versions: versions.into_values().rev().collect(),
-        dropped: Vec::new(),
+        dropped: bound
+            .left_off
+            .iter()
+            .map(|left| DroppedFile {
+                filename: left.filename.clone(),
+                reason: left.reason.clone(),
+            })
+            .collect(),
         client,
     }
 }

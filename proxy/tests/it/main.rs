@@ -26,6 +26,7 @@ mod object_store;
 mod object_store_pages;
 mod ops;
 mod page_fields;
+mod per_build_pages;
 mod per_core;
 mod private_cache;
 mod private_mirror;

@@ -17,7 +17,10 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::str::FromStr;
 
-use futures_util::future::join_all;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{StreamExt, stream};
 use pep440_rs::{Operator, Version, VersionSpecifiers};
 use wheelgate_resolver::filename::{DistFilename, normalize_name};
 use wheelgate_resolver::index::{CoreMetadata, Hashes, IndexFile, ProjectPage};
@@ -26,13 +29,24 @@ use wheelgate_resolver::{Backend, Machine, Policy};
 use super::{TorchChoices, torch_choices, torch_pages};
 use crate::cache::files::FileSpec;
 use crate::cache::index::{CachedPage, IndexError};
-use crate::derive::Change;
+use crate::derive::{Change, Derivation};
 use crate::server::state::AppState;
 use crate::sources::template::release_line;
 use crate::sources::{SourceId, Sources, UrlTemplate};
 
 /// The most `!=` exclusions a pin may carry (the patch releases of one line).
 const MAX_EXCLUSIONS: usize = 64;
+/// Template pages read at once for one page request: a torch page listing a thousand releases
+/// made a thousand fetches at once (issue 41 item 7).
+const CONCURRENT_PAGES: usize = 8;
+/// Derived wheels planned at once for one page request (each a few ranged reads).
+const CONCURRENT_PLANS: usize = 8;
+/// How long one page request waits for its template pages and plans before it answers with
+/// what it has (the rest left off, and read for a later request): well inside pip's 15 s read
+/// timeout, with torch's own page fetched first.
+const WAIT: Duration = Duration::from_secs(5);
+/// The least time the plans get after the pages, when these took all of [`WAIT`].
+const MIN_PLAN_WAIT: Duration = Duration::from_secs(1);
 
 /// A per-build project's page for one machine.
 #[derive(Debug)]
@@ -51,6 +65,15 @@ pub struct BoundPage {
     pub reports: Vec<PageReport>,
     /// Each file listed, with what it is bound to.
     pub bindings: Vec<Binding>,
+    /// The wheels its pages list that it leaves off, with why, for `/explain/`.
+    pub left_off: Vec<LeftOff>,
+}
+
+/// A wheel a template page lists that the page leaves off.
+#[derive(Debug, Clone)]
+pub struct LeftOff {
+    pub filename: String,
+    pub reason: String,
 }
 
 /// One template page asked for.
@@ -86,6 +109,16 @@ pub struct Wanted {
 
 /// The page of `project` from its per-build `owners`, for `machine`; `Ok(None)` when nothing
 /// is known of torch (no torch page anywhere).
+///
+/// Bounded (issue 41 item 7): at most [`CONCURRENT_PAGES`] template pages are read at once,
+/// newest torch release first, and the files of the pages not read [`WAIT`] after the request
+/// began are missing from this answer (the reads go on in a task of their own, for the next
+/// request), so a torch page of a thousand releases cannot hold the first request past pip's
+/// read timeout. Each listed wheel's derivation is planned before it is listed,
+/// [`CONCURRENT_PLANS`] at once: a wheel that cannot be derived (no `METADATA`, ZIP64, a host
+/// without ranges and no cached copy) is left off, with its reason, rather than listed with a
+/// `.metadata` that would 404 (issue 41 item 8); one whose plan is not done in time is listed
+/// unchecked, its plan going on.
 pub async fn page(
     state: &AppState,
     machine: &Machine,
@@ -93,68 +126,28 @@ pub async fn page(
     project: &str,
     owners: &[SourceId],
 ) -> Result<Option<BoundPage>, crate::server::error::ApiError> {
+    let deadline = tokio::time::Instant::now() + WAIT;
     let Some(torch_pages) = torch_pages(state, policy).await? else {
         return Ok(None);
     };
     let torch = torch_choices(state, machine, policy, Some(&torch_pages));
     let (torch_key, torch_generation) = torch_pages.key();
     let (wanted, order) = wanted_pages(&state.sources, &torch, owners);
-    let answers = join_all(
-        order
-            .iter()
-            .map(|url| async move { state.index.get(&state.client, url).await }),
+    let mut read = read_pages(state, project, (&wanted, &order), &torch, deadline).await;
+    let key = format!("bound to {torch_key}{}", read.key);
+    let mut generations = vec![torch_generation];
+    generations.extend(read.generations);
+    let listed = list(
+        state,
+        project,
+        &read.candidates,
+        &mut read.reports,
+        deadline,
     )
     .await;
-    let mut generations = vec![torch_generation];
-    let mut key = format!("bound to {torch_key}");
-    let mut complete = true;
-    let mut reports = Vec::new();
-    let mut bindings = Vec::new();
-    let mut seen = HashSet::new();
-    let mut files = Vec::new();
-    for (url, answer) in order.iter().zip(answers) {
-        let want = &wanted[url];
-        let mut report = PageReport {
-            source: state.sources.get(want.source).name.clone(),
-            url: crate::upstream::redact(url),
-            files: 0,
-            error: None,
-        };
-        let cached = match answer {
-            Ok(Some(cached)) => cached,
-            Ok(None) => {
-                reports.push(report);
-                continue;
-            }
-            Err(error) => {
-                complete = false;
-                report.error = Some(crate::error_chain::source_chain(&error));
-                log_failure(url, &error);
-                reports.push(report);
-                continue;
-            }
-        };
-        let _ = write!(key, " {}", cached.url);
-        generations.push(cached.generation);
-        let pin = pin_for(&torch, &want.release, &want.backend);
-        let before = files.len();
-        for file in &cached.page.files {
-            if !is_wheel_of(&file.filename, project) || !seen.insert(file.filename.clone()) {
-                continue;
-            }
-            let (listed, hash_known) = listing(state, &cached, file, want, &pin, project);
-            complete &= hash_known;
-            files.push(listed);
-            bindings.push(Binding {
-                filename: file.filename.clone(),
-                release: want.release.clone(),
-                backend: want.backend.clone(),
-                pin: pin.clone(),
-            });
-        }
-        report.files = files.len() - before;
-        reports.push(report);
-    }
+    let complete = read.complete && listed.complete;
+    let (files, bindings, left_off, reports) =
+        (listed.files, listed.bindings, listed.left_off, read.reports);
     let mut versions: Vec<Version> = files
         .iter()
         .filter_map(|f: &IndexFile| f.filename.parse::<DistFilename>().ok())
@@ -178,7 +171,239 @@ pub async fn page(
         complete,
         reports,
         bindings,
+        left_off,
     }))
+}
+
+/// What the template pages gave: each page's report, the wheels of `project` they list (each
+/// once, from the newest page), and the pages' URLs and generations for the rendering's key.
+struct ReadPages {
+    key: String,
+    generations: Vec<u64>,
+    complete: bool,
+    reports: Vec<PageReport>,
+    candidates: Vec<Candidate>,
+}
+
+/// Reads the `order`ed template pages of `wanted`, [`CONCURRENT_PAGES`] at once, until
+/// `deadline`.
+async fn read_pages(
+    state: &AppState,
+    project: &str,
+    (wanted, order): (&BTreeMap<String, Wanted>, &[String]),
+    torch: &TorchChoices,
+    deadline: tokio::time::Instant,
+) -> ReadPages {
+    let answers = detached(order.to_vec(), CONCURRENT_PAGES, deadline, {
+        let state = state.clone();
+        move |url: String| {
+            let state = state.clone();
+            async move { state.index.get(&state.client, &url).await }
+        }
+    })
+    .await;
+    let mut generations = Vec::new();
+    let mut key = String::new();
+    let mut complete = true;
+    let mut reports = Vec::new();
+    let mut seen = HashSet::new();
+    let mut candidates = Vec::new();
+    for (url, answer) in order.iter().zip(answers) {
+        let want = &wanted[url];
+        let mut report = PageReport {
+            source: state.sources.get(want.source).name.clone(),
+            url: crate::upstream::redact(url),
+            files: 0,
+            error: None,
+        };
+        let cached = match answer {
+            Some(Ok(Some(cached))) => cached,
+            Some(Ok(None)) => {
+                reports.push(report);
+                continue;
+            }
+            Some(Err(error)) => {
+                complete = false;
+                report.error = Some(crate::error_chain::source_chain(&error));
+                log_failure(url, &error);
+                reports.push(report);
+                continue;
+            }
+            None => {
+                complete = false;
+                report.error = Some(format!(
+                    "not read within the first {} s of this request (read for a later one)",
+                    WAIT.as_secs()
+                ));
+                reports.push(report);
+                continue;
+            }
+        };
+        let _ = write!(key, " {}", cached.url);
+        generations.push(cached.generation);
+        let pin = pin_for(torch, &want.release, &want.backend);
+        for file in &cached.page.files {
+            if !is_wheel_of(&file.filename, project) || !seen.insert(file.filename.clone()) {
+                continue;
+            }
+            candidates.push(Candidate {
+                upstream: upstream_spec(&cached, file),
+                file: file.clone(),
+                binding: Binding {
+                    filename: file.filename.clone(),
+                    release: want.release.clone(),
+                    backend: want.backend.clone(),
+                    pin: pin.clone(),
+                },
+                report: reports.len(),
+                source: want.source,
+            });
+        }
+        reports.push(report);
+    }
+    ReadPages {
+        key,
+        generations,
+        complete,
+        reports,
+        candidates,
+    }
+}
+
+/// The listed wheels of a page and what it leaves off.
+struct Listed {
+    files: Vec<IndexFile>,
+    bindings: Vec<Binding>,
+    left_off: Vec<LeftOff>,
+    /// Whether every listed wheel's derivation and hash are known.
+    complete: bool,
+}
+
+/// Lists `candidates` once their derivations are planned, [`CONCURRENT_PLANS`] at once, until
+/// `deadline` (or [`MIN_PLAN_WAIT`] from now, if later), counting each in its page's report.
+async fn list(
+    state: &AppState,
+    project: &str,
+    candidates: &[Candidate],
+    reports: &mut [PageReport],
+    deadline: tokio::time::Instant,
+) -> Listed {
+    let mut complete = true;
+    // Each listed wheel's derivation, planned before it is listed; a little longer than the
+    // pages' wait when they took all of it.
+    let plan_deadline = deadline.max(tokio::time::Instant::now() + MIN_PLAN_WAIT);
+    let jobs: Vec<(FileSpec, String, Change)> = candidates
+        .iter()
+        .map(|c| {
+            (
+                c.upstream.clone(),
+                c.file.filename.clone(),
+                Change::AddRequirements(vec![requirement(&c.binding.pin)]),
+            )
+        })
+        .collect();
+    let plans = detached(jobs, CONCURRENT_PLANS, plan_deadline, {
+        let state = state.clone();
+        move |job| plan(state.clone(), job)
+    })
+    .await;
+    let mut files = Vec::new();
+    let mut bindings = Vec::new();
+    let mut left_off = Vec::new();
+    for (candidate, plan) in candidates.iter().zip(plans) {
+        let derived = match plan {
+            Some(Ok(derivation)) => state.files.derived_sha256(&derivation.spec),
+            Some(Err((reason, refused))) => {
+                complete &= refused;
+                left_off.push(LeftOff {
+                    filename: candidate.file.filename.clone(),
+                    reason: format!("left off: it cannot be served with its torch pin: {reason}"),
+                });
+                continue;
+            }
+            // Not planned in time: listed unchecked (its plan goes on, and the page is not
+            // final), since an installer given a page without the newest build would keep
+            // that page for `index_ttl_secs`.
+            None => None,
+        };
+        complete &= derived.is_some();
+        files.push(listing(state, candidate, derived, project));
+        bindings.push(candidate.binding.clone());
+        reports[candidate.report].files += 1;
+    }
+    Listed {
+        files,
+        bindings,
+        left_off,
+        complete,
+    }
+}
+
+/// A wheel a template page lists, before its derivation is planned.
+struct Candidate {
+    upstream: FileSpec,
+    file: IndexFile,
+    binding: Binding,
+    /// Its page's report.
+    report: usize,
+    source: SourceId,
+}
+
+/// Runs `run` on each of `jobs` in a task of its own, `limit` at once (in `jobs`' order), and
+/// gives each result, where `jobs` had it, that came before `deadline`; the rest go on after it
+/// (their results remembered where they land: the index cache, the derivations), so a request
+/// that stops waiting never leaves the work half started for the next one.
+async fn detached<J, R, F, Fut>(
+    jobs: Vec<J>,
+    limit: usize,
+    deadline: tokio::time::Instant,
+    run: F,
+) -> Vec<Option<R>>
+where
+    J: Send + 'static,
+    R: Send + 'static,
+    F: Fn(J) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = R> + Send + 'static,
+{
+    let count = jobs.len();
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut running = stream::iter(jobs.into_iter().enumerate())
+            .map(move |(index, job)| {
+                let done = run(job);
+                async move { (index, done.await) }
+            })
+            .buffer_unordered(limit);
+        while let Some(done) = running.next().await {
+            // The request stopped waiting: the work goes on all the same.
+            let _ = sender.send(done);
+        }
+    });
+    let mut results: Vec<Option<R>> = std::iter::repeat_with(|| None).take(count).collect();
+    for _ in 0..count {
+        match tokio::time::timeout_at(deadline, receiver.recv()).await {
+            Ok(Some((index, result))) => results[index] = Some(result),
+            _ => break,
+        }
+    }
+    results
+}
+
+/// The derivation of a listed wheel with its pin; the reason it cannot be had otherwise, and
+/// whether that is a refusal (final) rather than a read that failed.
+async fn plan(
+    state: AppState,
+    (upstream, filename, change): (FileSpec, String, Change),
+) -> Result<Arc<Derivation>, (String, bool)> {
+    state
+        .derivations
+        .get((&state.client, &state.files), &upstream, &filename, &change)
+        .await
+        .map_err(|err| {
+            let reason = crate::error_chain::with_causes(&err);
+            tracing::debug!(file = %filename, error = %reason, "a bound wheel cannot be derived; left off its page");
+            (reason, err.is_refusal())
+        })
 }
 
 /// The template pages that can matter, by URL, and their URLs in the order to read them: per
@@ -243,28 +468,21 @@ pub fn pin_for(torch: &TorchChoices, release: &Version, backend: &Backend) -> St
 }
 
 /// The file as listed for the machine: linked to the proxy, with a `.metadata` (derived), and
-/// the derived wheel's sha256 once known; whether that hash is known.
+/// the derived wheel's sha256 once known (`derived`).
 fn listing(
     state: &AppState,
-    cached: &CachedPage,
-    file: &IndexFile,
-    want: &Wanted,
-    pin: &str,
+    candidate: &Candidate,
+    derived: Option<String>,
     project: &str,
-) -> (IndexFile, bool) {
-    let upstream = upstream_spec(cached, file);
-    let derived = state
-        .derivations
-        .known(&upstream, &Change::AddRequirements(vec![requirement(pin)]))
-        .and_then(|derivation| state.files.derived_sha256(&derivation.spec));
-    let hash_known = derived.is_some();
-    let listed = IndexFile {
+) -> IndexFile {
+    let (file, binding) = (&candidate.file, &candidate.binding);
+    IndexFile {
         filename: file.filename.clone(),
         url: bound_link(
-            &state.sources.get(want.source).name,
-            &want.release,
-            &want.backend,
-            pin,
+            &state.sources.get(candidate.source).name,
+            &binding.release,
+            &binding.backend,
+            &binding.pin,
             project,
             &file.filename,
         ),
@@ -280,8 +498,7 @@ fn listing(
         upload_time: file.upload_time.clone(),
         // The upstream's attestations are of the upstream's bytes.
         provenance: None,
-    };
-    (listed, hash_known)
+    }
 }
 
 /// The requirement a pin adds to core metadata.

@@ -182,9 +182,26 @@ async fn serve(
         .map_err(ApiError::BadRequest)?;
     let (wheel, metadata) = split_metadata(&filename);
     check_wheel_of(wheel, &project)?;
+    if !state
+        .sources
+        .per_build_owners(&project)
+        .contains(&request.source)
+    {
+        return Err(ApiError::NotFound(format!(
+            "`{}` is not served from the source `{source}`, so no page links it there",
+            project.escape_default()
+        ))
+        .into());
+    }
+    check_linked(state, &request).await?;
     let cached = state
         .index
-        .get(&state.client, &request.page_url)
+        .get_with(
+            &state.client,
+            &request.page_url,
+            crate::cache::index::Revalidation::Background,
+            false,
+        )
         .await
         .map_err(ApiError::Upstream)?
         .ok_or_else(|| {
@@ -209,6 +226,41 @@ async fn serve(
         &change,
     )
     .await
+}
+
+/// Refuses a `/bound/` request for a template page no served page links, before anything is
+/// fetched (issue 41 item 7: any release and backend a client wrote made the proxy fetch and
+/// store that page). Linked are the template pages the proxy read for a page it served (so
+/// held by its index cache), and on a replica that has not served it yet, the pages of a torch
+/// release and build torch's pages list (`torch-2.10.0+cu128-...`), the only ones a page can
+/// link.
+async fn check_linked(state: &AppState, request: &BoundRequest) -> Result<(), ApiError> {
+    if state.index.peek(&request.page_url).await.is_some() {
+        return Ok(());
+    }
+    let wanted = format!("{}+{}", request.release, request.backend);
+    let torch = super::torch_pages(state, &wheelgate_resolver::Policy::default())
+        .await
+        .map_err(ApiError::Owners)?;
+    let listed = torch.iter().flat_map(|pages| &pages.parts).any(|part| {
+        part.cached.page.files.iter().any(|file| {
+            matches!(
+                file.filename.parse::<DistFilename>(),
+                Ok(parsed) if normalize_name(parsed.name()) == "torch"
+                    && parsed.version().to_string() == wanted
+            )
+        })
+    });
+    if listed {
+        Ok(())
+    } else {
+        Err(ApiError::NotFound(format!(
+            "no page served here links torch {} {} of `{}`: torch's pages list no such build",
+            request.release,
+            request.backend,
+            state.sources.get(request.source).name
+        )))
+    }
 }
 
 /// A `.metadata` file the proxy made (planned with a derived wheel, or read from a verified
