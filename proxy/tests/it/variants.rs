@@ -587,3 +587,107 @@ async fn explain_states_the_release_train_decision() {
         "{notes}"
     );
 }
+
+/// A variants file whose `$schema` names a format the proxy does not read (issue 44 item 2):
+/// PEP 825 says its variant wheels are unsupported. None is served, nor chosen by its label;
+/// the page keeps the plain wheels, and `/explain/` says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_variants_file_of_an_unknown_format_serves_plain_wheels_only() {
+    let fake = Fake::start().await;
+    let mut file: serde_json::Value = serde_json::from_str(&variants_json()).unwrap();
+    file["$schema"] = serde_json::json!("https://variants-schema.wheelnext.dev/v9.0.0.json");
+    variant_upstream_with(&fake, &file.to_string());
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, cache.path()).await;
+    let h100 = token(
+        r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"580.65.06","gpus":[{"name":"NVIDIA H100 80GB HBM3","compute_capability":"9.0"}]}}"#,
+    );
+    let files = page_files(&format!("http://{}/m/{h100}/simple/torch/", proxy.addr)).await;
+    assert!(
+        !files
+            .iter()
+            .any(|(name, ..)| name.starts_with("torch-2.9.0")),
+        "no variant of 2.9.0 served: {files:?}"
+    );
+    assert!(
+        files
+            .iter()
+            .any(|(name, ..)| name.starts_with("torch-2.8.0")),
+        "the plain wheel stays: {files:?}"
+    );
+    let explain = String::from_utf8(
+        get(&format!(
+            "http://{}/m/{h100}/explain/torch/?format=json",
+            proxy.addr
+        ))
+        .await
+        .1,
+    )
+    .unwrap();
+    assert!(
+        explain.contains("in a format this proxy does not read")
+            && explain.contains("v9.0.0.json")
+            && explain.contains("only its plain wheels"),
+        "{explain}"
+    );
+}
+
+/// Where the release train's build is one the variants file calls incompatible (rocm6.4 on a
+/// machine with ROCm 6.3 installed), `/explain/` says so and names the rule: PyTorch's ROCm
+/// wheels bundle their runtime (issue 44 item 3). A machine known by its driver alone (an RTX
+/// 5090 on driver 570) gets the CUDA variant of its driver's CUDA version, 12.8, and the notes
+/// say where that version comes from (item 1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_names_the_rule_where_the_variants_file_is_overridden() {
+    let fake = Fake::start().await;
+    variant_upstream(&fake);
+    let cache = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(fake.addr, cache.path()).await;
+    let v29 = |explanation: &serde_json::Value| {
+        explanation["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["version"] == "2.9.0")
+            .cloned()
+            .unwrap_or_else(|| panic!("{explanation:#}"))
+    };
+    let explain = |machine: &str| {
+        let url = format!(
+            "http://{}/m/{}/explain/torch/?format=json",
+            proxy.addr,
+            token(machine)
+        );
+        async move {
+            let (status, body) = get(&url).await;
+            assert_eq!(status, 200);
+            serde_json::from_slice::<serde_json::Value>(&body).unwrap()
+        }
+    };
+
+    let rocm_6_3 = explain(
+        r#"{"platform":"linux-x86_64","glibc":"2.36","amd":{"rocm_version":"6.3.4","gpus":[{"name":"AMD Instinct MI300X","gfx":"gfx942"}]}}"#,
+    )
+    .await;
+    let version = v29(&rocm_6_3);
+    assert_eq!(version["chosen"], "variant rocm6.4", "{version:#}");
+    let notes = version["notes"].to_string();
+    assert!(
+        notes.contains("`rocm6.4` is served although the variants file calls it incompatible here")
+            && notes.contains("the ROCm 6.3.4 installed here is not what it runs on")
+            && notes.contains("bundle their ROCm runtime"),
+        "{notes}"
+    );
+
+    let rtx_5090 = explain(
+        r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"570.86.10","gpus":[{"name":"NVIDIA GeForce RTX 5090","compute_capability":"12.0"}]}}"#,
+    )
+    .await;
+    let version = v29(&rtx_5090);
+    assert_eq!(version["chosen"], "variant cuda12.8", "{version:#}");
+    let notes = version["notes"].to_string();
+    assert!(
+        notes.contains("known only from its driver 570.86.10: CUDA 12.8"),
+        "{notes}"
+    );
+}

@@ -525,10 +525,21 @@ fn with_judgement(
         && let Some(driver) = &nvidia.driver_version
         && let Some(feature) = bare.feature(super::properties::NVIDIA, "cuda_version_lower_bound")
     {
-        notes.push(format!(
-            "the machine's CUDA version is known only from its driver {driver}: CUDA {}, its branch's own (NVIDIA's table of driver branches), as nvidia-smi and the NVIDIA provider report it",
-            feature.values.first().map_or("none", String::as_str)
-        ));
+        let cuda = feature.values.first().map_or("none", String::as_str);
+        notes.push(
+            if bare
+                .feature(super::properties::NVIDIA, "cuda_version_upper_bound")
+                .is_some()
+            {
+                format!(
+                    "the machine's CUDA version is known only from its driver {driver}: CUDA {cuda}, its branch's own (NVIDIA's table of driver branches), as nvidia-smi and the NVIDIA provider report it"
+                )
+            } else {
+                format!(
+                    "the machine's CUDA version is known only from its driver {driver}: CUDA {cuda} at least, since the driver is newer than every branch of NVIDIA's table this proxy knows"
+                )
+            },
+        );
     }
     let has_gfx = bare
         .values(AMD, "gfx_arch")
