@@ -159,6 +159,12 @@ fn builder(settings: &ClientSettings) -> reqwest::ClientBuilder {
         .read_timeout(settings.read_timeout)
         .user_agent(settings.user_agent.clone())
         .pool_idle_timeout(Duration::from_secs(90))
+        // A connection per request in flight. Over HTTP/2 every download from one file host
+        // shared one connection: one TCP window, and one task decrypting and unframing them all.
+        // Five large wheels downloaded cold took 7.4 s and 6.8 CPU-seconds that way, 5.5 s and
+        // 5.9 over HTTP/1.1 (scripts/bench-cold-install, issue 40 item 8). Installers do the same
+        // through the proxy, one connection per download.
+        .http1_only()
 }
 
 /// The redirect policy of a client with access: within its origin only (the headers it carries
