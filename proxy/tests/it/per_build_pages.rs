@@ -329,8 +329,10 @@ async fn a_bound_wheel_that_cannot_be_derived_is_left_off_with_its_reason() {
             .unwrap()
             .iter()
             .find(|d| d["filename"] == file)
-            .map(|d| d["reason"].as_str().unwrap().to_string())
-            .unwrap_or_else(|| panic!("{file} is not in `dropped`: {explained}"))
+            .map_or_else(
+                || panic!("{file} is not in `dropped`: {explained}"),
+                |d| d["reason"].as_str().unwrap().to_string(),
+            )
     };
     assert!(reason(no_metadata).contains("no top-level"), "{explained}");
     assert!(reason(unranged).contains("cannot read"), "{explained}");
