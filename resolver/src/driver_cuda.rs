@@ -20,13 +20,15 @@ use crate::version::{CudaVersion, DottedVersion};
 /// of each CUDA release, Linux and Windows. Source: NVIDIA's CUDA Toolkit release notes, table
 /// "CUDA Toolkit and Corresponding Driver Versions" (the GA row of each release); 12.7 is the
 /// R565 driver branch, which shipped without a toolkit of its own (its drivers report CUDA
-/// 12.7). A driver below the last row supports no CUDA this crate knows: the CPU fallback.
+/// 12.7). Newer branches (R590 and on, CUDA 13.1 and later) are not listed yet: a driver of
+/// one is taken to support at least 13.0 ([`DriverCuda::exact`] is `false`). A driver below
+/// the last row supports no CUDA this crate knows: the CPU fallback.
 const DRIVER_BRANCHES: &[(CudaVersion, &str, &str)] = &[
     // (CUDA version, Linux driver, Windows driver)
     (CudaVersion::new(13, 0), "580.65.06", "580.88"),
     (CudaVersion::new(12, 9), "575.51.03", "576.02"),
     (CudaVersion::new(12, 8), "570.26", "570.65"),
-    (CudaVersion::new(12, 7), "565.57.01", "566.03"),
+    (CudaVersion::new(12, 7), "565.57.01", "565.90"),
     (CudaVersion::new(12, 6), "560.28.03", "560.76"),
     (CudaVersion::new(12, 5), "555.42.02", "555.85"),
     (CudaVersion::new(12, 4), "550.54.14", "551.61"),
