@@ -79,12 +79,18 @@ pub enum DeriveError {
 }
 
 impl DeriveError {
-    /// Whether the wheel itself cannot be derived faithfully (its layout or content), so asking
-    /// again changes nothing; a read that failed may succeed next time.
+    /// Whether asking again changes nothing: the wheel itself cannot be derived faithfully (its
+    /// layout or content), or its host does not answer ranges (then only a cached copy can be
+    /// derived); a read that failed may succeed next time.
     pub fn is_refusal(&self) -> bool {
+        use crate::mirror::wheel_metadata::WheelMetadataError as Read;
         match self {
             DeriveError::Zip { .. } => true,
-            DeriveError::Read { .. } | DeriveError::Local { .. } => false,
+            DeriveError::Read { source, .. } => matches!(
+                source,
+                Read::Zip { .. } | Read::RangeIgnored { .. } | Read::RangeOverrun { .. }
+            ),
+            DeriveError::Local { .. } => false,
             DeriveError::Shared(inner) => inner.is_refusal(),
         }
     }
@@ -171,7 +177,10 @@ impl Derivations {
         if let Some(known) = self.memo().map.get(&key) {
             return Ok(Arc::clone(known));
         }
-        if let Some(refused) = self.refusal(&key) {
+        // Not for a wheel cached here since: its copy is read, whatever its host does.
+        if files.committed_path(upstream).is_none()
+            && let Some(refused) = self.refusal(&key)
+        {
             return Err(DeriveError::Shared(refused));
         }
         let flight = Arc::clone(self.planning().entry(key.clone()).or_default());

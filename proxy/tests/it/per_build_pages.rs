@@ -63,6 +63,8 @@ struct Host {
     in_flight: AtomicUsize,
     most_in_flight: AtomicUsize,
     page_hits: AtomicUsize,
+    /// GETs of the files in `no_ranges`.
+    unranged_hits: AtomicUsize,
 }
 
 fn links(files: &[(String, &Bytes)]) -> String {
@@ -106,6 +108,7 @@ async fn answer(State(host): State<Arc<Host>>, request: Request) -> Response {
         && let Some(bytes) = host.files.get(name)
     {
         if host.no_ranges.iter().any(|n| n == name) {
+            host.unranged_hits.fetch_add(1, Ordering::SeqCst);
             return bytes.clone().into_response();
         }
         return ranged(bytes, request.headers().get(header::RANGE));
@@ -310,7 +313,7 @@ async fn a_bound_wheel_that_cannot_be_derived_is_left_off_with_its_reason() {
         ],
     );
     host.no_ranges.push(unranged.to_string());
-    let (addr, _host) = start_host(host).await;
+    let (addr, host) = start_host(host).await;
     let proxy = proxy(addr).await;
 
     let (status, page, _) = get(&proxy.url("/simple/torch-scatter/")).await;
@@ -336,4 +339,9 @@ async fn a_bound_wheel_that_cannot_be_derived_is_left_off_with_its_reason() {
     };
     assert!(reason(no_metadata).contains("no top-level"), "{explained}");
     assert!(reason(unranged).contains("cannot read"), "{explained}");
+    // Refused once, not read again for every page request.
+    let (status, again, _) = get(&proxy.url("/simple/torch-scatter/")).await;
+    assert_eq!(status, 200);
+    assert!(!text(&again).contains("2.1.0"));
+    assert_eq!(host.unranged_hits.load(Ordering::SeqCst), 1);
 }
