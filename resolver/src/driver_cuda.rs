@@ -17,12 +17,24 @@ use crate::machine::{Nvidia, Os};
 use crate::version::{CudaVersion, DottedVersion};
 
 /// NVIDIA driver branches and the CUDA version each supports, newest first: the lowest driver
-/// of each CUDA release, Linux and Windows. Source: NVIDIA's CUDA Toolkit release notes, table
-/// "CUDA Toolkit and Corresponding Driver Versions" (the GA row of each release); 12.7 is the
-/// R565 driver branch, which shipped without a toolkit of its own (its drivers report CUDA
-/// 12.7). Newer branches (R590 and on, CUDA 13.1 and later) are not listed yet: a driver of
-/// one is taken to support at least 13.0 ([`DriverCuda::exact`] is `false`). A driver below
-/// the last row supports no CUDA this crate knows: the CPU fallback.
+/// known to report each CUDA release, Linux and Windows. Newer branches (R590 and on, CUDA 13.1
+/// and later) are not listed yet: a driver of one is taken to support at least 13.0
+/// ([`DriverCuda::exact`] is `false`). A driver below the last row supports no CUDA this crate
+/// knows: the CPU fallback.
+///
+/// Sources, row by row:
+/// - NVIDIA's CUDA Toolkit release notes, table "CUDA Toolkit and Corresponding Driver
+///   Versions" (<https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html>, as of
+///   CUDA 13.1): the GA row of each release from 11.1 to 13.0, and for 11.0 the 11.0.1 RC row
+///   (the 11.0.2 GA row asks for 450.51.05 / 451.48; 450.36.06 already reports 11.0). The
+///   table gives no Windows driver for 13.0 ("N/A"): the R580 Windows driver 580.88 reports
+///   13.0 in `nvidia-smi`
+///   (<https://datascience.stackexchange.com/questions/134251/is-cuda-13-a-thing-or-am-i-misinterpreting-something>).
+/// - 12.7 has no toolkit and no row in that table: it is the R565 branch, whose drivers
+///   (565.57.01 Linux, 565.90 Windows) report CUDA 12.7 in `nvidia-smi`
+///   (<https://github.com/akash-network/website/pull/579>, "565 / 12.7").
+/// - 12.4 on Linux: 550.40.07, the R550 beta that came before the toolkit's 550.54.14, already
+///   reports 12.4 (<https://github.com/Frogging-Family/nvidia-all/pull/212>).
 const DRIVER_BRANCHES: &[(CudaVersion, &str, &str)] = &[
     // (CUDA version, Linux driver, Windows driver)
     (CudaVersion::new(13, 0), "580.65.06", "580.88"),
@@ -31,7 +43,7 @@ const DRIVER_BRANCHES: &[(CudaVersion, &str, &str)] = &[
     (CudaVersion::new(12, 7), "565.57.01", "565.90"),
     (CudaVersion::new(12, 6), "560.28.03", "560.76"),
     (CudaVersion::new(12, 5), "555.42.02", "555.85"),
-    (CudaVersion::new(12, 4), "550.54.14", "551.61"),
+    (CudaVersion::new(12, 4), "550.40.07", "551.61"),
     (CudaVersion::new(12, 3), "545.23.06", "545.84"),
     (CudaVersion::new(12, 2), "535.54.03", "536.25"),
     (CudaVersion::new(12, 1), "530.30.02", "531.14"),
@@ -132,6 +144,7 @@ mod tests {
             ("565.57.01", Os::Linux, "12.7"),
             ("560.35.03", Os::Linux, "12.6"),
             ("550.127.05", Os::Linux, "12.4"),
+            ("550.40.07", Os::Linux, "12.4"),
             ("535.247.01", Os::Linux, "12.2"),
             ("525.60.13", Os::Linux, "12.0"),
             ("470.256.02", Os::Linux, "11.4"),
