@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use futures_util::future::join_all;
+use futures_util::{StreamExt, stream};
 use pep440_rs::{Version, VersionSpecifiers};
 use wheelgate_resolver::Backend;
 use wheelgate_resolver::filename::DistFilename;
@@ -30,7 +30,7 @@ use crate::cache::index::CachedPage;
 use crate::derive::Change;
 use crate::metrics::upstream_label;
 use crate::server::binding::by_page::{
-    bound_link, is_wheel_of, pin_for, requirement, wanted_pages,
+    CONCURRENT_PAGES, bound_link, is_wheel_of, pin_for, requirement, wanted_pages,
 };
 use crate::sources::{SourceId, Sources};
 
@@ -136,7 +136,13 @@ pub(super) async fn listing(
     torch: &TorchChoices,
 ) -> Result<BoundListing, ResolveError> {
     let (wanted, order) = wanted_pages(sources, torch, owners);
-    let answers = join_all(order.iter().map(|url| fetcher.template_page(url))).await;
+    // A few at a time, as a page request reads them: a torch page of a thousand releases
+    // is a thousand template pages (issue 41 item 7).
+    let reads: Vec<_> = order.iter().map(|url| fetcher.template_page(url)).collect();
+    let answers: Vec<_> = stream::iter(reads)
+        .buffered(CONCURRENT_PAGES)
+        .collect()
+        .await;
     let mut files = Vec::new();
     let mut bound = Vec::new();
     let mut urls = Vec::new();

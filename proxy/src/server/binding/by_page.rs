@@ -38,7 +38,7 @@ use crate::sources::{SourceId, Sources, UrlTemplate};
 const MAX_EXCLUSIONS: usize = 64;
 /// Template pages read at once for one page request: a torch page listing a thousand releases
 /// made a thousand fetches at once (issue 41 item 7).
-const CONCURRENT_PAGES: usize = 8;
+pub(crate) const CONCURRENT_PAGES: usize = 8;
 /// Derived wheels planned at once for one page request (each a few ranged reads).
 const CONCURRENT_PLANS: usize = 8;
 /// How long one page request waits for its template pages and plans before it answers with
