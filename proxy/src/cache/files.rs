@@ -29,6 +29,7 @@
 
 mod bucket;
 mod download;
+pub mod range_checks;
 mod reader;
 pub mod slots;
 pub mod splice;
@@ -217,6 +218,8 @@ struct Inner {
     part_counter: AtomicU64,
     /// Caps on upstream downloads in flight.
     pub(super) slots: self::slots::DownloadSlots,
+    /// Facts read from files by ranges, waiting for the files' verified bytes.
+    range_checks: self::range_checks::WaitingChecks,
 }
 
 // Bounded so a file deleted behind the cache's back cannot make a request loop.
@@ -251,6 +254,7 @@ impl FileCache {
                 rehashing: Mutex::default(),
                 part_counter: AtomicU64::new(0),
                 slots: self::slots::DownloadSlots::new(slots),
+                range_checks: self::range_checks::WaitingChecks::default(),
             }),
         })
     }
@@ -312,6 +316,46 @@ impl FileCache {
             .lock()
             .contains(&key)
             .then(|| self.inner.dir.join(key.as_str()))
+    }
+
+    /// Checks `reads` (`(offset, bytes)` read from `spec`'s upstream file by ranges, which
+    /// nothing verified) against the file's verified bytes: now when the cache holds the file,
+    /// else as its next download from the upstream passes (a derived file's download too) or
+    /// when it is committed. `forget` is called when they differ, or when they cannot be
+    /// checked (a download that fails verification, too many files waiting). A file listed
+    /// without a sha256 is never verified: nothing is checked.
+    pub fn check_ranges(
+        &self,
+        spec: &FileSpec,
+        reads: Vec<(u64, Bytes)>,
+        forget: self::range_checks::Forget,
+    ) {
+        let upstream = FileSpec {
+            splice: None,
+            ..spec.clone()
+        };
+        if spec.sha256.is_none() {
+            return;
+        }
+        let Ok(key) = CacheKey::for_spec(&upstream) else {
+            return;
+        };
+        let check = self::range_checks::RangeCheck::new(reads, forget);
+        {
+            let store = self.inner.lock();
+            if !store.contains(&key) {
+                // Under the store's lock: a commit cannot pass between the look and the wait.
+                self.inner.range_checks.wait(key.as_str(), check);
+                return;
+            }
+        }
+        let path = self.inner.dir.join(key.as_str());
+        let url = redact(&spec.url);
+        tokio::task::spawn_blocking(move || match std::fs::File::open(&path) {
+            Ok(file) => self::range_checks::run_checks(&file, &url, vec![check]),
+            // Evicted meanwhile: nothing to check against now.
+            Err(_) => check.forget(),
+        });
     }
 
     /// The sha256 of `spec`'s derived file, once one was written here (`None` before, or for

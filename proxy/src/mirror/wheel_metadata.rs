@@ -69,9 +69,43 @@ pub enum WheelMetadataError {
 /// page at `listed_on` (whose source's access the reads carry).
 pub async fn read_wheel_metadata(
     client: &UpstreamClient,
-    (url, listed_on): (&str, Option<&str>),
+    at: (&str, Option<&str>),
     file: &str,
 ) -> Result<Vec<u8>, WheelMetadataError> {
+    read_wheel_metadata_by_ranges(client, at, file)
+        .await
+        .map(|read| read.metadata)
+}
+
+/// A wheel's `METADATA` and the reads it came from.
+pub struct RangedMetadata {
+    pub metadata: Vec<u8>,
+    /// `(offset, bytes)` of every read of the wheel: what to check against the wheel's
+    /// verified bytes before the facts read here are trusted for good.
+    pub reads: Vec<(u64, Bytes)>,
+}
+
+/// [`read_wheel_metadata`], with the reads it made.
+pub async fn read_wheel_metadata_by_ranges(
+    client: &UpstreamClient,
+    (url, listed_on): (&str, Option<&str>),
+    file: &str,
+) -> Result<RangedMetadata, WheelMetadataError> {
+    let mut reads = Vec::new();
+    let metadata = read_member(client, (url, listed_on), file, &mut reads).await?;
+    Ok(RangedMetadata { metadata, reads })
+}
+
+async fn read_member(
+    client: &UpstreamClient,
+    (url, listed_on): (&str, Option<&str>),
+    file: &str,
+    reads: &mut Vec<(u64, Bytes)>,
+) -> Result<Vec<u8>, WheelMetadataError> {
+    let whole = |bytes: Bytes, reads: &mut Vec<(u64, Bytes)>| {
+        reads.push((0, bytes.clone()));
+        member_from_whole(&bytes, file)
+    };
     let zip_error = |problem: &str| WheelMetadataError::Zip {
         file: file.to_string(),
         problem: problem.to_string(),
@@ -79,9 +113,12 @@ pub async fn read_wheel_metadata(
     let (tail, tail_start) = match get_range(client, (url, listed_on), Span::Suffix(TAIL)).await? {
         Ranged::Whole(bytes) => {
             // The server sent everything: read the member straight from it.
-            return member_from_whole(&bytes, file);
+            return whole(bytes, reads);
         }
-        Ranged::Part { bytes, start } => (bytes, start),
+        Ranged::Part { bytes, start } => {
+            reads.push((start, bytes.clone()));
+            (bytes, start)
+        }
     };
     let eocd = find_eocd(&tail).ok_or_else(|| zip_error("no end of central directory record"))?;
     let directory = CentralDirectory::parse_eocd(&tail[eocd..]).ok_or_else(|| {
@@ -106,8 +143,11 @@ pub async fn read_wheel_metadata(
             len: u64::from(directory.size),
         };
         match get_range(client, (url, listed_on), span).await? {
-            Ranged::Whole(bytes) => return member_from_whole(&bytes, file),
-            Ranged::Part { bytes, .. } => bytes.to_vec(),
+            Ranged::Whole(bytes) => return whole(bytes, reads),
+            Ranged::Part { bytes, start } => {
+                reads.push((start, bytes.clone()));
+                bytes.to_vec()
+            }
         }
     };
     let entry = find_metadata_entry(&directory_bytes)
@@ -121,8 +161,11 @@ pub async fn read_wheel_metadata(
         len: 30,
     };
     let header = match get_range(client, (url, listed_on), span).await? {
-        Ranged::Whole(bytes) => return member_from_whole(&bytes, file),
-        Ranged::Part { bytes, .. } => bytes,
+        Ranged::Whole(bytes) => return whole(bytes, reads),
+        Ranged::Part { bytes, start } => {
+            reads.push((start, bytes.clone()));
+            bytes
+        }
     };
     let data_offset = entry.local_offset
         + local_data_offset(&header).ok_or_else(|| zip_error("a bad local header"))?;
@@ -134,8 +177,11 @@ pub async fn read_wheel_metadata(
             len: u64::from(entry.compressed_size),
         };
         match get_range(client, (url, listed_on), span).await? {
-            Ranged::Whole(bytes) => return member_from_whole(&bytes, file),
-            Ranged::Part { bytes, .. } => bytes,
+            Ranged::Whole(bytes) => return whole(bytes, reads),
+            Ranged::Part { bytes, start } => {
+                reads.push((start, bytes.clone()));
+                bytes
+            }
         }
     };
     inflate(&data, &entry).map_err(|problem| zip_error(&problem))

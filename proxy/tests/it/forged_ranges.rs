@@ -1,9 +1,13 @@
 //! A derived wheel is made only from verified bytes (issue 41 item 1): a host that answers
 //! plain GETs honestly but ranged reads from a forged wheel of the same layout (its METADATA
 //! adding `Requires-Dist: evildep`) gets no derived file served whole and nothing kept, though
-//! the file itself verifies against its page's sha256.
+//! the file itself verifies against its page's sha256. Facts read by ranges for selection (a
+//! binding pin) are checked the same way once the verified bytes pass, and forgotten when they
+//! differ.
 
 use std::io::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
 use axum::extract::State;
@@ -14,6 +18,7 @@ use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 use wheelgate::cache::files::{FileCache, FileCacheError, FileSpec};
 use wheelgate::derive::{Change, Derivations};
+use wheelgate::mirror::wheel_metadata::read_wheel_metadata_by_ranges;
 use wheelgate::upstream::{ClientSettings, UpstreamClient};
 
 const WHEEL: &str = "xpkg-1.0-py3-none-any.whl";
@@ -70,6 +75,110 @@ async fn two_faced(State(files): State<TwoFaced>, headers: HeaderMap) -> Respons
         body,
     )
         .into_response()
+}
+
+/// A server of `honest` to plain GETs and of `forged` to ranged ones; the wheel's spec.
+async fn serve_two_faced(honest: Bytes, forged: Bytes) -> FileSpec {
+    let router = Router::new().fallback(two_faced).with_state(TwoFaced {
+        honest: honest.clone(),
+        forged,
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    FileSpec {
+        url: format!("http://{addr}/files/{WHEEL}"),
+        sha256: Some(hex::encode(Sha256::digest(&honest))),
+        size: Some(honest.len() as u64),
+        splice: None,
+        listed_on: None,
+    }
+}
+
+/// Downloads `spec`'s file through `files` to its end.
+async fn download(files: &FileCache, client: &UpstreamClient, spec: &FileSpec) {
+    let file = files.fetch(client, spec, false).await.unwrap();
+    let mut stream = std::pin::pin!(file.stream(0, None));
+    while let Some(chunk) = stream.next().await {
+        chunk.unwrap();
+    }
+}
+
+/// Reads the wheel's METADATA by ranges and has its reads checked; returns the METADATA and a
+/// count of the times the facts were forgotten.
+async fn read_checked(
+    files: &FileCache,
+    client: &UpstreamClient,
+    spec: &FileSpec,
+) -> (String, Arc<AtomicUsize>) {
+    let read = read_wheel_metadata_by_ranges(client, (&spec.url, None), WHEEL)
+        .await
+        .unwrap();
+    let forgotten = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&forgotten);
+    files.check_ranges(
+        spec,
+        read.reads,
+        Box::new(move || {
+            count.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    (String::from_utf8(read.metadata).unwrap(), forgotten)
+}
+
+async fn settled(count: &AtomicUsize) -> usize {
+    // A check against a file already held runs off the async threads.
+    for _ in 0..100 {
+        if count.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    count.load(Ordering::SeqCst)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn facts_read_from_forged_ranges_are_forgotten_once_the_verified_wheel_passes() {
+    let honest = Bytes::from(wheel("aaaaaaa"));
+    let spec = serve_two_faced(honest, Bytes::from(wheel("evildep"))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let files = FileCache::open(dir.path().to_path_buf(), u64::MAX).unwrap();
+    let client = UpstreamClient::new(&ClientSettings::default()).unwrap();
+
+    // Read before the cache holds the wheel: checked as its download passes.
+    let (metadata, forgotten) = read_checked(&files, &client, &spec).await;
+    assert!(metadata.contains("evildep"), "the test's forgery was read");
+    assert_eq!(
+        forgotten.load(Ordering::SeqCst),
+        0,
+        "nothing to check against yet"
+    );
+    download(&files, &client, &spec).await;
+    assert_eq!(
+        forgotten.load(Ordering::SeqCst),
+        1,
+        "forgotten as the verified bytes passed"
+    );
+
+    // Read while the cache holds it: checked against the cached copy at once.
+    let (_, forgotten) = read_checked(&files, &client, &spec).await;
+    assert_eq!(settled(&forgotten).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn facts_read_from_honest_ranges_are_kept() {
+    let honest = Bytes::from(wheel("aaaaaaa"));
+    let spec = serve_two_faced(honest.clone(), honest).await;
+    let dir = tempfile::tempdir().unwrap();
+    let files = FileCache::open(dir.path().to_path_buf(), u64::MAX).unwrap();
+    let client = UpstreamClient::new(&ClientSettings::default()).unwrap();
+    let (metadata, forgotten) = read_checked(&files, &client, &spec).await;
+    assert!(metadata.contains("aaaaaaa"));
+    download(&files, &client, &spec).await;
+    let (_, again) = read_checked(&files, &client, &spec).await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(forgotten.load(Ordering::SeqCst), 0);
+    assert_eq!(again.load(Ordering::SeqCst), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

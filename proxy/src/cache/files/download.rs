@@ -19,6 +19,7 @@ use tracing::{info, warn};
 use crate::upstream::{UpstreamClient, redact};
 
 use super::bucket::BucketError;
+use super::range_checks::{StreamChecks, run_checks};
 use super::splice::Splicer;
 use super::store::remove_evicted;
 use super::{CacheKey, FileCacheError, FileSpec, Inner, remove_quietly};
@@ -114,6 +115,8 @@ struct WriteState {
     checked: Option<Arc<super::splice::Splice>>,
     /// The first input offset that differed from what the plan read by ranges.
     differs_at: Option<u64>,
+    /// Facts read from the input by ranges, compared as it passes.
+    facts: StreamChecks,
 }
 
 impl WriteState {
@@ -136,12 +139,14 @@ impl WriteState {
                 .clone()
                 .filter(|splice| !splice.checks.is_empty()),
             differs_at: None,
+            facts: StreamChecks::default(),
         }
     }
 
     /// Hashes input bytes `data` (read from `self.read` on), forking the output's hash where
     /// the identical prefix ends.
     fn hash_input(&mut self, data: &[u8]) {
+        self.facts.see(self.read, data);
         if self.differs_at.is_none()
             && let Some(splice) = &self.checked
         {
@@ -395,6 +400,10 @@ impl Download {
             .send_replace(Progress::Streaming { written: 0, total });
 
         let mut state = WriteState::for_spec(&self.spec);
+        if origin != Origin::Local {
+            state.facts =
+                StreamChecks::new(self.cache.range_checks.take(self.input_key()?.as_str()));
+        }
         let mut pending = Pending::default();
         let mut unread_since: Option<std::time::Instant> = None;
         loop {
@@ -447,6 +456,14 @@ impl Download {
         state = self.write(&mut pending, state, true).await?;
         let written = self.verify(state, input_total)?;
         Ok((written, origin, keep))
+    }
+
+    /// The key of the upstream file this download reads (its own, unless it is derived).
+    fn input_key(&self) -> Result<CacheKey, FileCacheError> {
+        CacheKey::for_spec(&FileSpec {
+            splice: None,
+            ..self.spec.clone()
+        })
     }
 
     /// Refuses a file larger than [`Download::limit`]: `size` bytes announced, or received so
@@ -510,6 +527,9 @@ impl Download {
                 expected: expected.to_ascii_lowercase(),
                 actual,
             });
+        }
+        if self.spec.sha256.is_some() {
+            state.facts.verified(&url());
         }
         if let Some(offset) = state.differs_at {
             // The file verified, but the plan was read from other bytes: what it would add
@@ -617,7 +637,22 @@ impl Download {
             path: self.part.clone(),
             source,
         })?;
-        let victims = self.cache.lock().commit(&self.key, size);
+        let (victims, waiting) = {
+            let mut store = self.cache.lock();
+            let victims = store.commit(&self.key, size);
+            // Facts read by ranges while this download ran; taken under the store's lock, as
+            // they are kept (`FileCache::check_ranges`).
+            let waiting = match self.spec.splice {
+                None => self.cache.range_checks.take(self.key.as_str()),
+                Some(_) => Vec::new(),
+            };
+            (victims, waiting)
+        };
+        if !waiting.is_empty() {
+            let file = Arc::clone(&self.file);
+            let url = redact(&self.spec.url);
+            tokio::task::spawn_blocking(move || run_checks(&file, &url, waiting));
+        }
         if !victims.is_empty() {
             let _ = tokio::task::spawn_blocking(move || remove_evicted(&victims)).await;
         }

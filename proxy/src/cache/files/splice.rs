@@ -69,24 +69,30 @@ impl Splice {
     /// The first input offset in `data` (the input's bytes from `offset`) that differs from
     /// what the plan read there, if any.
     pub fn first_difference(&self, offset: u64, data: &[u8]) -> Option<u64> {
-        let end = offset + u64::try_from(data.len()).unwrap_or(u64::MAX);
-        self.checks.iter().find_map(|(at, expected)| {
-            let expected_end = at + u64::try_from(expected.len()).unwrap_or(u64::MAX);
-            let from = (*at).max(offset);
-            let to = expected_end.min(end);
-            if from >= to {
-                return None;
-            }
-            let here = usize::try_from(from - offset).ok()?;
-            let there = usize::try_from(from - at).ok()?;
-            let len = usize::try_from(to - from).ok()?;
-            let (seen, planned) = (&data[here..here + len], &expected[there..there + len]);
-            seen.iter()
-                .zip(planned)
-                .position(|(a, b)| a != b)
-                .map(|at| from + u64::try_from(at).unwrap_or(0))
-        })
+        first_difference(&self.checks, offset, data)
     }
+}
+
+/// The first input offset in `data` (the input's bytes from `offset`) that differs from `reads`
+/// (bytes read by ranges, by offset), if any.
+pub fn first_difference(reads: &[(u64, Bytes)], offset: u64, data: &[u8]) -> Option<u64> {
+    let end = offset + u64::try_from(data.len()).unwrap_or(u64::MAX);
+    reads.iter().find_map(|(at, expected)| {
+        let expected_end = at + u64::try_from(expected.len()).unwrap_or(u64::MAX);
+        let from = (*at).max(offset);
+        let to = expected_end.min(end);
+        if from >= to {
+            return None;
+        }
+        let here = usize::try_from(from - offset).ok()?;
+        let there = usize::try_from(from - at).ok()?;
+        let len = usize::try_from(to - from).ok()?;
+        let (seen, planned) = (&data[here..here + len], &expected[there..there + len]);
+        seen.iter()
+            .zip(planned)
+            .position(|(a, b)| a != b)
+            .map(|at| from + u64::try_from(at).unwrap_or(0))
+    })
 }
 
 /// Applies segments to input chunks fed in order.

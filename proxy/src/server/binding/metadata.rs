@@ -10,7 +10,7 @@ use wheelgate_resolver::index::{CoreMetadata, IndexFile, ProjectPage};
 use crate::cache::files::{CORE_METADATA_LIMIT, FileSpec};
 use crate::error_chain::with_causes;
 use crate::mirror::metadata::parse_metadata;
-use crate::mirror::wheel_metadata::read_wheel_metadata;
+use crate::mirror::wheel_metadata::read_wheel_metadata_by_ranges;
 use crate::server::listing::Listing;
 use crate::server::state::AppState;
 use crate::upstream::redact;
@@ -44,6 +44,11 @@ impl PinMemo {
             pins.clear();
         }
         pins.insert(key, pin);
+    }
+
+    /// Forgets `key`'s facts: the bytes they were read from were not the file's.
+    fn forget(&self, key: &str) {
+        self.lock().remove(key);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, FileFacts>> {
@@ -82,11 +87,38 @@ pub async fn facts(
     if let Some(pin) = state.pins.get(&key) {
         return Ok(pin);
     }
+    let mut ranged = None;
+    let held = file
+        .sha256()
+        .map(|sha256| FileSpec {
+            url: url.clone(),
+            sha256: Some(sha256.to_string()),
+            size: file.size,
+            splice: None,
+            listed_on: None,
+        })
+        .and_then(|spec| state.files.committed_path(&spec));
     let bytes = match &file.core_metadata {
+        // The cache holds the verified wheel: its own METADATA, no upstream read to trust.
+        CoreMetadata::Absent if let Some(path) = held => {
+            let name = file.filename.clone();
+            tokio::task::spawn_blocking(move || {
+                crate::cache::derived_metadata::read_wheel_metadata(&path, &name)
+            })
+            .await
+            .map_err(|err| err.to_string())?
+            .map_err(|err| with_causes(&err))?
+        }
         CoreMetadata::Absent => {
-            read_wheel_metadata(&state.client, (&url, listed_on.as_deref()), &file.filename)
-                .await
-                .map_err(|err| with_causes(&err))?
+            let read = read_wheel_metadata_by_ranges(
+                &state.client,
+                (&url, listed_on.as_deref()),
+                &file.filename,
+            )
+            .await
+            .map_err(|err| with_causes(&err))?;
+            ranged = Some(read.reads);
+            read.metadata
         }
         present => {
             let sha256 = match present {
@@ -98,7 +130,7 @@ pub async fn facts(
                 sha256,
                 size: None,
                 splice: None,
-                listed_on,
+                listed_on: listed_on.clone(),
             };
             // Refused past the limit as it arrives, before more is stored: a 100 MB
             // "metadata" file neither fills the cache nor evicts what it holds.
@@ -118,6 +150,32 @@ pub async fn facts(
         pin: TorchPin::of(&metadata.requires_dist),
         device_extras: metadata.device_extras,
     };
-    state.pins.put(key, facts.clone());
+    state.pins.put(key.clone(), facts.clone());
+    if let Some(reads) = ranged {
+        // Nothing verified these reads: checked once the wheel's verified bytes pass through
+        // the file cache (now, if it holds them), and on a difference the facts and every page
+        // rendered with them are forgotten (issue 41: a host that answers ranges from a forged
+        // wheel must not decide selection for good). Kept first, so a check that fails at once
+        // forgets them too.
+        let spec = FileSpec {
+            url,
+            sha256: file.sha256().map(str::to_string),
+            size: file.size,
+            splice: None,
+            listed_on,
+        };
+        let (pins, rendered) = (
+            std::sync::Arc::clone(&state.pins),
+            std::sync::Arc::clone(&state.rendered),
+        );
+        state.files.check_ranges(
+            &spec,
+            reads,
+            Box::new(move || {
+                pins.forget(&key);
+                rendered.clear();
+            }),
+        );
+    }
     Ok(facts)
 }
