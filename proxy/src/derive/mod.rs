@@ -796,6 +796,19 @@ mod tests {
                 "is not UTF-8",
             ),
         ];
+        // ZIP64 sizes (as a wheel of a member past 4 GiB has them).
+        let zip64 = {
+            use std::io::Write as _;
+            let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+            let large = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Stored)
+                .large_file(true);
+            zip.start_file("xpkg-1.0.dist-info/METADATA", large)
+                .unwrap();
+            zip.write_all(METADATA).unwrap();
+            zip.finish().unwrap().into_inner()
+        };
+        let cases = cases.into_iter().chain([(zip64, "ZIP64")]);
         for (wheel, expected) in cases {
             let err = derived(&wheel).await.unwrap_err();
             assert!(err.is_refusal(), "{err}");
