@@ -161,9 +161,10 @@ fn builder(settings: &ClientSettings) -> reqwest::ClientBuilder {
         .pool_idle_timeout(Duration::from_secs(90))
         // A connection per request in flight. Over HTTP/2 every download from one file host
         // shared one connection: one TCP window, and one task decrypting and unframing them all.
-        // Five large wheels downloaded cold took 7.4 s and 6.8 CPU-seconds that way, 5.5 s and
-        // 5.9 over HTTP/1.1 (scripts/bench-cold-install, issue 40 item 8). Installers do the same
-        // through the proxy, one connection per download.
+        // Five large wheels (2.1 GB) fetched cold through the proxy from the registry took 6.8
+        // CPU-seconds and 7.4 s that way, 5.9 and 5.5 s over HTTP/1.1 (curl, 2-core machine;
+        // issue 40 item 8, README's Benchmarks). Installers do the same through the proxy, one
+        // connection per download.
         .http1_only()
 }
 
