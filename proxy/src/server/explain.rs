@@ -4,7 +4,8 @@
 //! dropped. HTML for people; JSON (`Accept: application/json` or `?format=json`) for tools.
 //!
 //! The explanation runs exactly the selection the rewritten page runs (same machine, policy,
-//! User-Agent refinement and cached upstream page), so it cannot disagree with what pip got.
+//! User-Agent refinement where the route allows it, and cached upstream page), so it cannot
+//! disagree with what pip got.
 //! Also here: the one-line description of a machine, and the comment at the top of every
 //! rewritten HTML page that names the machine and this URL.
 
@@ -239,7 +240,13 @@ async fn explain_response(
     };
     let out = response.headers_mut();
     out.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    out.insert(header::VARY, HeaderValue::from_static("Accept, User-Agent"));
+    // As the page it explains: by the User-Agent only where it refines the machine.
+    let vary = if target.refined_by_user_agent() {
+        "Accept, User-Agent"
+    } else {
+        "Accept"
+    };
+    out.insert(header::VARY, HeaderValue::from_static(vary));
     Ok(response)
 }
 

@@ -70,6 +70,19 @@ pub(super) enum Target {
     Token(Box<Machine>),
 }
 
+impl Target {
+    /// Whether the client's User-Agent may move this target's machine to the client's platform:
+    /// only the server's own machine under `/simple/`, for a client no `[[networks]]` rule
+    /// holds, which is a guess about a client the server knows nothing of. A token's machine,
+    /// a `/b/<backend>/` prefix's (the server's, with its backend chosen by the URL) and a
+    /// rule's were chosen on purpose, and an installer resolving for another platform
+    /// (`uv pip compile --python-platform`, a universal `uv lock`) sends its host's User-Agent,
+    /// not the target's: the User-Agent never changes them.
+    pub(super) fn refined_by_user_agent(&self) -> bool {
+        matches!(self, Target::Default(None))
+    }
+}
+
 /// Rendered pages by (upstream URL, format, route prefix, machine and policy), each valid for
 /// one generation of its upstream page.
 pub struct RenderedPages {
@@ -380,9 +393,10 @@ pub(super) fn check_project_name(project: &str, raw: &str) -> Result<(), ApiErro
 }
 
 /// The machine and policy a route resolves for: the client network's machine (with the rule's
-/// pinned backend) or the server's, the server's with a pinned backend, or the token's machine;
-/// moved to the client's platform when its User-Agent says it runs elsewhere (a Mac client never
-/// gets Linux builds).
+/// pinned backend) or the server's, the server's with a pinned backend, or the token's machine.
+/// Only the server's machine under `/simple/` ([`Target::refined_by_user_agent`]) is moved to
+/// the client's platform when its User-Agent says it runs elsewhere (a Mac client of a Linux GPU
+/// server never gets Linux CUDA builds); every other is served as chosen.
 pub(super) fn machine_and_policy<'a>(
     state: &'a AppState,
     target: &'a Target,
@@ -403,6 +417,7 @@ pub(super) fn machine_and_policy<'a>(
     };
     let client = headers
         .get(header::USER_AGENT)
+        .filter(|_| target.refined_by_user_agent())
         .and_then(|v| v.to_str().ok())
         .and_then(parse_user_agent);
     let machine = match refine(base, client.as_ref()) {
@@ -431,8 +446,12 @@ async fn project_response(
         Target::Default(Some(rule)) => rule.label.as_str(),
         _ => "",
     };
+    // A target the User-Agent does not refine is resolved once for every client, and its page
+    // says so in `Vary`.
+    let by_agent = target.refined_by_user_agent();
     let user_agent = headers
         .get(header::USER_AGENT)
+        .filter(|_| by_agent)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
     let resolved = state.targets.resolve(prefix, rule, user_agent, || {
@@ -451,7 +470,7 @@ async fn project_response(
             &resolved,
             bound,
             (format, headers),
-            per_network,
+            (per_network, by_agent),
         ))
         .await;
     }
@@ -514,7 +533,7 @@ async fn project_response(
         rendered
     };
     let mut response = counted_response(state, headers, format, rendered);
-    if !select {
+    if !select || !by_agent {
         vary_without_agent(&mut response);
     }
     cache_control(&mut response, state, per_network);
@@ -582,13 +601,14 @@ fn cache_control_value(ttl_secs: u64, private: bool) -> HeaderValue {
 }
 
 /// The page of a project owned by per-build sources (`binding/by_page.rs`): made from the pages
-/// of the builds torch gets on this machine, each file pinned to its torch.
+/// of the builds torch gets on this machine, each file pinned to its torch. `per_network`: the
+/// machine depends on the client's network; `by_agent`: on its User-Agent.
 async fn per_build_response(
     state: &AppState,
     resolved: &super::targets::ResolvedTarget,
     (project, owners): (&str, &[crate::sources::SourceId]),
     (format, headers): (Format, &HeaderMap),
-    per_network: bool,
+    (per_network, by_agent): (bool, bool),
 ) -> Result<Response, ApiError> {
     let (machine, policy) = (&resolved.machine, &resolved.policy);
     let bound = binding::by_page::page(state, machine, policy, project, owners)
@@ -628,6 +648,9 @@ async fn per_build_response(
         rendered
     };
     let mut response = rendered_response(headers, format, rendered);
+    if !by_agent {
+        vary_without_agent(&mut response);
+    }
     cache_control(&mut response, state, per_network);
     Ok(response)
 }
@@ -893,8 +916,8 @@ fn with_page_headers(mut response: Response, etag: &HeaderValue) -> Response {
 }
 
 /// A page whose content does not depend on the client's User-Agent (one not selected per
-/// machine, the root) says so: a shared HTTP cache in front of the proxy then keeps one copy
-/// for every client, not one per pip version.
+/// machine, the root, one whose machine the User-Agent does not refine) says so: a shared HTTP
+/// cache in front of the proxy then keeps one copy for every client, not one per pip version.
 fn vary_without_agent(response: &mut Response) {
     response.headers_mut().insert(
         header::VARY,

@@ -16,8 +16,8 @@ const LIMIT: usize = 1024;
 /// One request target, resolved.
 #[derive(Debug)]
 pub struct ResolvedTarget {
-    /// The machine pages are rewritten for (moved to the client's platform when its
-    /// User-Agent says it runs elsewhere).
+    /// The machine pages are rewritten for (the server's own, under `/simple/`, moved to the
+    /// client's platform when its User-Agent says it runs elsewhere).
     pub machine: Machine,
     pub policy: Policy,
     /// `machine` and `policy` as JSON: what the rendered-page cache is keyed by.
@@ -80,7 +80,8 @@ pub struct TargetMemo {
 
 /// What the resolution depends on besides the server's fixed configuration: the route prefix
 /// (`/simple`, `/b/<backend>/simple`, `/m/<token>/simple`), the `[[networks]]` rule that holds
-/// the client (for `/simple`), and the User-Agent; written one after the other, each ended by
+/// the client (for `/simple`), and the User-Agent (empty where it refines nothing: every target
+/// but `/simple` for a client no rule holds); written one after the other, each ended by
 /// a NUL (which none of them can hold), and remembered under the XXH3-128 of that text. The
 /// text is kept and compared too: two targets whose texts hash alike (a client can try to make
 /// them) are told apart, the later one resolved again and remembered in place.

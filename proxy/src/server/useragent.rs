@@ -1,6 +1,8 @@
 //! The client's OS and CPU from its User-Agent: pip and uv append a JSON object describing the
-//! platform, which refines the machine a page is resolved for (a Mac or aarch64 client is never
-//! served Linux x86_64 CUDA builds).
+//! platform, which refines the server's own machine under `/simple/` (a Mac or aarch64 client is
+//! never served Linux x86_64 CUDA builds). A machine named on purpose (a `/m/<token>/` URL's, a
+//! `/b/<backend>/` prefix's, a `[[networks]]` rule's) is never refined: which routes are is
+//! `server::simple::Target::refined_by_user_agent`.
 
 use serde::Deserialize;
 use wheelgate_resolver::{Arch, DottedVersion, Machine, Os, Platform};
@@ -67,6 +69,7 @@ pub fn parse_user_agent(user_agent: &str) -> Option<ClientPlatform> {
 
 /// The machine to resolve for: `machine`, moved to the client's platform when the client says it
 /// runs elsewhere. Accelerators stay: selection only offers builds with files for the platform.
+/// Applied to the server's own machine only, never to one the client or the configuration named.
 pub fn refine(machine: &Machine, client: Option<&ClientPlatform>) -> Option<Machine> {
     let client = client?;
     if client.platform == machine.platform

@@ -7,6 +7,7 @@ mod credentials_per_source;
 mod deploy;
 mod derived_local;
 mod explain;
+mod explicit_machines;
 mod facts_status;
 mod fake_upstream;
 mod faults_files;
