@@ -155,3 +155,75 @@ async fn explain_says_which_device_extras_are_required() {
         );
     }
 }
+
+/// `wheel` without its `*.dist-info/METADATA` member (its `.metadata` still served): a wheel
+/// whose device extras can be read but whose derived form cannot be made.
+fn without_metadata_member(
+    wheel: wheelgate_e2e::wheels::BuiltWheel,
+) -> wheelgate_e2e::wheels::BuiltWheel {
+    use std::io::{Read as _, Write as _};
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(wheel.bytes.clone())).unwrap();
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for index in 0..archive.len() {
+        let mut member = archive.by_index(index).unwrap();
+        let name = member.name().unwrap().to_string();
+        if name.ends_with(".dist-info/METADATA") {
+            continue;
+        }
+        let mut content = Vec::new();
+        member.read_to_end(&mut content).unwrap();
+        writer.start_file(name, stored).unwrap();
+        writer.write_all(&content).unwrap();
+    }
+    let bytes = writer.finish().unwrap().into_inner();
+    wheelgate_e2e::wheels::BuiltWheel {
+        sha256: wheelgate_e2e::wheels::sha256_hex(&bytes),
+        bytes,
+        ..wheel
+    }
+}
+
+/// A build whose extras the machine has but whose wheel cannot be served with them required
+/// (no `METADATA` inside to rewrite) is left off its page, with the reason in `/explain/`: pip
+/// then takes the version whose build runs here, instead of failing on a file that cannot be
+/// made (issue 41 item 8).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wheel_that_cannot_be_served_with_its_extras_is_left_off() {
+    let upstreams = Upstreams::start().await;
+    let pytorch = pytorch_index().await;
+    let mut torch = WheelSpec::new("torch", "2.10.0+rocm7.1", TAGS).requires("filelock");
+    for gfx in ["gfx942", "gfx90a"] {
+        torch = torch
+            .provides_extra(&format!("device-{gfx}"))
+            .requires(&format!(
+                "amd-torch-device-{gfx}==2.10.0; extra == \"device-{gfx}\""
+            ));
+    }
+    let amd = SimpleIndex::start(vec![
+        without_metadata_member(torch.build()),
+        WheelSpec::new("amd_torch_device_gfx942", "2.10.0", TAGS).build(),
+        WheelSpec::new("filelock", "3.20.0", "py3-none-any").build(),
+    ])
+    .await;
+    let pypi = SimpleIndex::start(Vec::new()).await;
+    let proxy = proxy_for(&upstreams, (&pytorch, &amd, &pypi), MI300X).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = install_into(Installer::Pip, &proxy.simple_url(), &["torch"], dir.path()).await;
+    outcome.assert_success();
+    let dists = installers::installed(dir.path());
+    assert_eq!(version(&dists, "torch"), "2.9.0+rocm6.4", "{outcome}");
+
+    let text = reqwest::get(format!("{}/explain/torch/?format=json", proxy.base()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("cannot be served with the extras required") && text.contains("METADATA"),
+        "{text}"
+    );
+}

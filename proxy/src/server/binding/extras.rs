@@ -29,6 +29,9 @@ use crate::server::state::AppState;
 
 /// Metadata reads in flight at once for one page.
 const CONCURRENT_READS: usize = 16;
+/// How long one page waits for its wheels' derivations to be planned before it lists the rest
+/// unchecked (their plans go on): well inside pip's 15 s read timeout.
+const PLAN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// The most extras a link may name (one per distinct gfx target of a machine).
 const MAX_EXTRAS: usize = 8;
 
@@ -132,31 +135,20 @@ pub async fn apply(
             }
             continue;
         }
-        notes.push(DeviceNote {
-            version: version.clone(),
-            kept: true,
-            note: format!("served with the extras `{joined}` required (its device packages), in its `.metadata` and a derived wheel, so a plain `pip install {project}` brings them"),
-        });
-        for &index in indices {
+        let plans = plan_wheels(state, (upstream, listing), page, indices, &needed).await;
+        let mut left_off = Vec::new();
+        for (index, planned) in plans {
+            let derived = match planned {
+                Planned::Derived(derived) => derived,
+                Planned::Refused(reason) => {
+                    dropped[index] = true;
+                    left_off.push(format!("`{}`: {reason}", page.files[index].filename));
+                    continue;
+                }
+                // Not planned in time: listed unchecked, its plan going on.
+                Planned::Late => None,
+            };
             let file = &mut page.files[index];
-            let spec = upstream
-                .files
-                .iter()
-                .find(|f| f.filename == file.filename)
-                .map(|f| FileSpec {
-                    url: upstream.file_url(f, listing.base_url()),
-                    sha256: f.sha256().map(str::to_ascii_lowercase),
-                    size: f.size,
-                    splice: None,
-                    listed_on: listing.page_of(f),
-                });
-            let derived = spec
-                .and_then(|spec| {
-                    state
-                        .derivations
-                        .known(&spec, &Change::RequireExtras(needed.clone()))
-                })
-                .and_then(|derivation| state.files.derived_sha256(&derivation.spec));
             file.url =
                 crate::server::rewrite::file_link(&format!("{project}/x/{joined}"), &file.filename);
             file.hashes = derived
@@ -166,6 +158,21 @@ pub async fn apply(
             file.provenance = None;
             file.core_metadata = CoreMetadata::Present;
         }
+        left_off.sort();
+        let listed = indices.len() - left_off.len();
+        notes.push(DeviceNote {
+            version: version.clone(),
+            kept: listed > 0,
+            note: if left_off.is_empty() {
+                format!("served with the extras `{joined}` required (its device packages), in its `.metadata` and a derived wheel, so a plain `pip install {project}` brings them")
+            } else {
+                format!(
+                    "served with the extras `{joined}` required (its device packages) in {listed} of its {} wheels; left off, since they cannot be served with the extras required: {}",
+                    indices.len(),
+                    left_off.join("; ")
+                )
+            },
+        });
     }
     if dropped.iter().any(|d| *d) {
         leave_out(page, &dropped);
@@ -174,6 +181,69 @@ pub async fn apply(
         tracing::debug!(project, version = %note.version, "{}", note.note);
     }
     notes
+}
+
+/// What planning a wheel's derived form with the extras required gave.
+enum Planned {
+    /// It can be made; its sha256 once a download here has made it.
+    Derived(Option<String>),
+    /// It cannot be made: why.
+    Refused(String),
+    /// Not planned within [`PLAN_WAIT`] (the plan goes on).
+    Late,
+}
+
+/// The derived forms of `page`'s wheels at `indices` (files of `upstream`, listed as `listing`
+/// says), with `extras` required, planned before they are listed (as bound wheels are): one that
+/// cannot be made (no `METADATA`, ZIP64, a host without ranges and no cached copy) is left off
+/// with its reason rather than listed with a `.metadata` and a file that answer 404 (issue 41
+/// item 8).
+async fn plan_wheels(
+    state: &AppState,
+    (upstream, listing): (&ProjectPage, Listing<'_>),
+    page: &ProjectPage,
+    indices: &[usize],
+    extras: &[String],
+) -> Vec<(usize, Planned)> {
+    let change = Change::RequireExtras(extras.to_vec());
+    let jobs: Vec<(usize, FileSpec, String)> = indices
+        .iter()
+        .filter_map(|&index| {
+            let file = &page.files[index];
+            let upstream_file = upstream
+                .files
+                .iter()
+                .find(|f| f.filename == file.filename)?;
+            let spec = FileSpec {
+                url: upstream.file_url(upstream_file, listing.base_url()),
+                sha256: upstream_file.sha256().map(str::to_ascii_lowercase),
+                size: upstream_file.size,
+                splice: None,
+                listed_on: listing.page_of(upstream_file),
+            };
+            Some((index, spec, file.filename.clone()))
+        })
+        .collect();
+    let deadline = tokio::time::Instant::now() + PLAN_WAIT;
+    let change = &change;
+    stream::iter(jobs)
+        .map(|(index, spec, filename)| async move {
+            let plan =
+                state
+                    .derivations
+                    .get((&state.client, &state.files), &spec, &filename, change);
+            let planned = match tokio::time::timeout_at(deadline, plan).await {
+                Ok(Ok(derivation)) => {
+                    Planned::Derived(state.files.derived_sha256(&derivation.spec))
+                }
+                Ok(Err(err)) => Planned::Refused(crate::error_chain::with_causes(&err)),
+                Err(_) => Planned::Late,
+            };
+            (index, planned)
+        })
+        .buffer_unordered(CONCURRENT_READS)
+        .collect()
+        .await
 }
 
 /// `page` without the files `dropped` marks, its versions listed again.
