@@ -71,6 +71,17 @@ pub struct FileSpec {
     pub listed_on: Option<Arc<str>>,
 }
 
+impl FileSpec {
+    /// The upstream file this spec's file is made from: itself, unless it is derived.
+    #[must_use]
+    pub fn upstream(&self) -> FileSpec {
+        FileSpec {
+            splice: None,
+            ..self.clone()
+        }
+    }
+}
+
 /// The most a core metadata file (PEP 658) may weigh when the server or the mirror reads it
 /// itself: real ones are kilobytes (torch's about 2 KB).
 pub const CORE_METADATA_LIMIT: usize = 8 * 1024 * 1024;
@@ -330,10 +341,7 @@ impl FileCache {
         reads: Vec<(u64, Bytes)>,
         forget: self::range_checks::Forget,
     ) {
-        let upstream = FileSpec {
-            splice: None,
-            ..spec.clone()
-        };
+        let upstream = spec.upstream();
         if spec.sha256.is_none() {
             return;
         }
@@ -463,11 +471,7 @@ impl FileCache {
                 Lookup::Miss => {
                     // A derived file is spliced from this cache's copy of its upstream file
                     // when there is one: no upstream request, offline too.
-                    let local = spec.splice.is_some()
-                        && self.contains(&FileSpec {
-                            splice: None,
-                            ..spec.clone()
-                        });
+                    let local = spec.splice.is_some() && self.contains(&spec.upstream());
                     // The bucket is not an upstream: it is asked offline too.
                     let in_bucket = match &self.inner.bucket {
                         Some(bucket) if spec.splice.is_none() => bucket.find(&key).await.is_some(),
@@ -825,10 +829,7 @@ struct CacheKey(String);
 impl CacheKey {
     fn for_spec(spec: &FileSpec) -> Result<CacheKey, FileCacheError> {
         if let Some(splice) = &spec.splice {
-            let upstream = CacheKey::for_spec(&FileSpec {
-                splice: None,
-                ..spec.clone()
-            })?;
+            let upstream = CacheKey::for_spec(&spec.upstream())?;
             let mut hasher = Sha256::new();
             hasher.update(upstream.as_str().as_bytes());
             hasher.update(splice.identity.as_bytes());

@@ -311,10 +311,7 @@ impl Download {
     /// Opens this cache's copy of the upstream file a derived file is spliced from. An eviction
     /// meanwhile removes only its name: the open handle reads on.
     async fn open_local(&self) -> Result<(Option<u64>, Body, Origin), FileCacheError> {
-        let upstream = FileSpec {
-            splice: None,
-            ..self.spec.clone()
-        };
+        let upstream = self.spec.upstream();
         let path = self.cache.dir.join(CacheKey::for_spec(&upstream)?.as_str());
         let io_error = |source| FileCacheError::Io {
             path: path.clone(),
@@ -460,10 +457,7 @@ impl Download {
 
     /// The key of the upstream file this download reads (its own, unless it is derived).
     fn input_key(&self) -> Result<CacheKey, FileCacheError> {
-        CacheKey::for_spec(&FileSpec {
-            splice: None,
-            ..self.spec.clone()
-        })
+        CacheKey::for_spec(&self.spec.upstream())
     }
 
     /// Refuses a file larger than [`Download::limit`]: `size` bytes announced, or received so

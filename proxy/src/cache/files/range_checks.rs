@@ -171,12 +171,11 @@ pub(super) fn run_checks(file: &File, url: &str, checks: Vec<RangeCheck>) {
 fn first_difference(file: &File, reads: &[(u64, Bytes)]) -> io::Result<Option<u64>> {
     let len = file.metadata()?.len();
     for (offset, bytes) in reads {
-        let mut on_disk = vec![0; bytes.len()];
         let available = usize::try_from(len.saturating_sub(*offset))
             .unwrap_or(usize::MAX)
             .min(bytes.len());
-        read_exact_at(file, &mut on_disk[..available], *offset)?;
-        if let Some(at) = on_disk[..available]
+        let on_disk = super::reader::read_exact_at(file, available, *offset)?;
+        if let Some(at) = on_disk
             .iter()
             .zip(bytes.iter())
             .position(|(disk, read)| disk != read)
@@ -188,24 +187,6 @@ fn first_difference(file: &File, reads: &[(u64, Bytes)]) -> io::Result<Option<u6
         }
     }
     Ok(None)
-}
-
-#[cfg(unix)]
-fn read_exact_at(file: &File, buf: &mut [u8], pos: u64) -> io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, buf, pos)
-}
-
-#[cfg(windows)]
-fn read_exact_at(file: &File, mut buf: &mut [u8], mut pos: u64) -> io::Result<()> {
-    while !buf.is_empty() {
-        let n = std::os::windows::fs::FileExt::seek_read(file, buf, pos)?;
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        buf = &mut buf[n..];
-        pos += u64::try_from(n).unwrap_or(u64::MAX);
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -109,7 +109,7 @@ pub(super) async fn read_at(file: Arc<File>, pos: u64, len: u64) -> io::Result<B
 /// Reads into the buffer's spare room: zeroing it first cost every byte served one more pass
 /// (a few per cent of a cold download's work).
 #[cfg(unix)]
-fn read_exact_at(file: &File, len: usize, pos: u64) -> io::Result<Vec<u8>> {
+pub(super) fn read_exact_at(file: &File, len: usize, pos: u64) -> io::Result<Vec<u8>> {
     let mut buf = Vec::with_capacity(len);
     while buf.len() < len {
         let at = pos + u64::try_from(buf.len()).expect("fits");
@@ -125,7 +125,7 @@ fn read_exact_at(file: &File, len: usize, pos: u64) -> io::Result<Vec<u8>> {
 }
 
 #[cfg(windows)]
-fn read_exact_at(file: &File, len: usize, mut pos: u64) -> io::Result<Vec<u8>> {
+pub(super) fn read_exact_at(file: &File, len: usize, mut pos: u64) -> io::Result<Vec<u8>> {
     let mut whole = vec![0; len];
     let mut buf = &mut whole[..];
     while !buf.is_empty() {

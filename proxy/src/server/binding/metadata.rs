@@ -88,16 +88,19 @@ pub async fn facts(
         return Ok(pin);
     }
     let mut ranged = None;
-    let held = file
-        .sha256()
-        .map(|sha256| FileSpec {
-            url: url.clone(),
-            sha256: Some(sha256.to_string()),
-            size: file.size,
-            splice: None,
-            listed_on: None,
-        })
-        .and_then(|spec| state.files.committed_path(&spec));
+    let wheel = FileSpec {
+        url: url.clone(),
+        sha256: file.sha256().map(str::to_string),
+        size: file.size,
+        splice: None,
+        listed_on: listed_on.clone(),
+    };
+    // Only a copy verified by its sha256 is trusted over the upstream.
+    let held = wheel
+        .sha256
+        .is_some()
+        .then(|| state.files.committed_path(&wheel))
+        .flatten();
     let bytes = match &file.core_metadata {
         // The cache holds the verified wheel: its own METADATA, no upstream read to trust.
         CoreMetadata::Absent if let Some(path) = held => {
@@ -157,19 +160,12 @@ pub async fn facts(
         // rendered with them are forgotten (issue 41: a host that answers ranges from a forged
         // wheel must not decide selection for good). Kept first, so a check that fails at once
         // forgets them too.
-        let spec = FileSpec {
-            url,
-            sha256: file.sha256().map(str::to_string),
-            size: file.size,
-            splice: None,
-            listed_on,
-        };
         let (pins, rendered) = (
             std::sync::Arc::clone(&state.pins),
             std::sync::Arc::clone(&state.rendered),
         );
         state.files.check_ranges(
-            &spec,
+            &wheel,
             reads,
             Box::new(move || {
                 pins.forget(&key);
