@@ -317,6 +317,27 @@ impl Machine {
         }
     }
 
+    /// The same accelerators on `platform`: what selection judges another platform's files
+    /// against, so a page holds, for every platform, the build this kind of machine would run
+    /// there. The libc and the CPU level are facts of this machine's own OS and CPU, unknown
+    /// elsewhere, so they are left out (and every manylinux wheel of `platform` is taken to run).
+    #[must_use]
+    pub fn elsewhere(&self, platform: Platform) -> Machine {
+        if platform == self.platform {
+            return self.clone();
+        }
+        let same_arch = platform.arch == self.platform.arch;
+        Machine {
+            platform,
+            x86_64_level: self.x86_64_level.filter(|_| same_arch),
+            aarch64_version: self.aarch64_version.clone().filter(|_| same_arch),
+            glibc: None,
+            nvidia: self.nvidia.clone(),
+            amd: self.amd.clone(),
+            intel: self.intel.clone(),
+        }
+    }
+
     /// The NVIDIA GPUs the machine will use.
     pub fn nvidia_gpus(&self) -> &[NvidiaGpu] {
         self.nvidia.as_ref().map_or(&[], |n| &n.gpus)

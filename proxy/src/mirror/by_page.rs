@@ -291,6 +291,7 @@ mod tests {
                 .map(|t| v(t))
                 .collect(),
             chosen: BTreeMap::new(),
+            elsewhere: Vec::new(),
         };
         let bound = listing(&[
             ("torch_scatter-2.1.2+pt27cu126-py3-none-any.whl", "==2.7.*"),

@@ -481,7 +481,7 @@ fn has_extension(filename: &str, suffix: &str) -> bool {
 }
 
 /// The platform a wheel is built for, from its first platform tag.
-fn wheel_platform(platform_tags: &str) -> Option<Platform> {
+pub(super) fn wheel_platform(platform_tags: &str) -> Option<Platform> {
     let tag = platform_tags.split('.').next()?;
     let (os, arch) = if tag.starts_with("macosx_") {
         (

@@ -16,8 +16,8 @@ pub use check::minor_version_compatibility;
 pub use decide::{Considered, Decision, Offer, Policy, catalog_offers, class_order, decide};
 pub use group::{FileGroups, name_hash};
 pub use page::{
-    Disagreement, Dropped, FileRef, PageSelection, VersionSelection, select_grouped,
-    select_grouped_kept, select_page,
+    Disagreement, Dropped, FileRef, PageSelection, PlatformChoice, VersionSelection,
+    select_grouped, select_grouped_kept, select_page,
 };
 pub use reason::{OutrankedBecause, Rejection};
 pub use release::{ReleaseSelection, select_release};

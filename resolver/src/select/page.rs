@@ -8,11 +8,11 @@ use pep440_rs::Version;
 use crate::backend::{Backend, BackendParseError};
 use crate::catalog::{Catalog, Release};
 use crate::filename::{FilenameError, normalize_name};
-use crate::machine::Machine;
+use crate::machine::{Machine, Platform};
 use crate::platform_tags::platform_matches;
 
 use super::decide::{Decision, Offer, Policy, decide};
-use super::group::{FileGroups, VersionFiles};
+use super::group::{FileGroups, VersionFiles, wheel_platform};
 use super::reason::Rejection;
 use super::signals::{Verdict, judge};
 
@@ -37,10 +37,13 @@ impl<'a> From<&'a crate::index::IndexFile> for FileRef<'a> {
 /// Why a file is left off a per-machine page.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Dropped {
-    /// Its backend was not chosen for its version.
+    /// Its backend was not chosen for its version on its platform.
     NotChosen {
         /// The file's backend.
         backend: Backend,
+        /// The platform the file is built for, whose choice it is not (the machine's own for a
+        /// wheel whose platform tag names none).
+        platform: Platform,
     },
     /// A wheel-variant file (PEP 825): plain installers cannot parse its name, so it is left to
     /// `variants::choose_variants`, which serves one variant per plain filename.
@@ -72,7 +75,9 @@ pub struct Disagreement {
 impl std::fmt::Display for Dropped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Dropped::NotChosen { backend } => write!(f, "{backend} was not chosen"),
+            Dropped::NotChosen { backend, platform } => {
+                write!(f, "{backend} was not chosen for {platform}")
+            }
             Dropped::Variant => {
                 f.write_str("a wheel-variant file, which plain installers cannot read: served under its plain name only when it is the variant chosen for the machine")
             }
@@ -102,8 +107,21 @@ pub struct VersionSelection {
     pub version: Version,
     /// `None` when the version's files carry no backend (a pure-Python package): all kept.
     pub decision: Option<Decision>,
-    /// Indices of the files a per-machine page keeps.
+    /// Indices of the files a per-machine page keeps: on each platform, the chosen build's.
     pub kept: Vec<usize>,
+    /// The choice on each other platform the version's wheels are built for, for the same
+    /// accelerators there (`decision` is the machine's own platform's); empty when the version's
+    /// files carry no backend.
+    pub platforms: Vec<PlatformChoice>,
+}
+
+/// The choice for one version on a platform other than the machine's own.
+#[derive(Debug, Clone)]
+pub struct PlatformChoice {
+    /// The platform.
+    pub platform: Platform,
+    /// The choice there, for the machine's accelerators ([`Machine::elsewhere`]).
+    pub decision: Decision,
 }
 
 /// Selection over a whole project page.
@@ -124,7 +142,9 @@ impl PageSelection {
     }
 }
 
-/// Chooses, for every version on a project page, the build for `machine`.
+/// Chooses, for every version on a project page, the build for `machine` on each platform the
+/// version's wheels are built for: on its own platform as it is, elsewhere with the same
+/// accelerators ([`Machine::elsewhere`]).
 pub fn select_page(
     catalog: &Catalog,
     machine: &Machine,
@@ -215,6 +235,7 @@ fn select_grouped_for(
     }
     let versions = groups.versions(catalog, &project, files);
     let mut decisions = Decisions::default();
+    let mut elsewhere = Elsewhere::default();
     let mut selections = Vec::new();
     for (version, files) in versions.into_iter().rev() {
         let labelled = files.by_backend.keys().any(Option::is_some);
@@ -226,6 +247,7 @@ fn select_grouped_for(
                 version,
                 decision: None,
                 kept,
+                platforms: Vec::new(),
             });
             continue;
         }
@@ -239,52 +261,40 @@ fn select_grouped_for(
             &mut files,
             &mut dropped,
         );
-        let offers: Vec<Offer> = files
-            .by_backend
-            .iter()
-            .filter_map(|(backend, wheels)| {
-                backend.as_ref().map(|backend| Offer {
-                    backend: backend.clone(),
-                    has_platform_file: wheels.iter().any(|(_, platform, _)| {
-                        platform_matches(machine, platform.get().split('.'))
-                    }),
-                })
-            })
-            .collect();
+        let offers = offers_on(machine, &files);
         let mut decision = decisions.decide(catalog, machine, policy, train.release, offers);
         if let Some(inferred) = &train.inferred {
             decision.notes.insert(0, inferred.to_string());
             decision.rests_on_inference = true;
         }
         decision.notes.extend(signal_notes);
-        let mut kept = files.neutral;
-        for (backend, wheels) in files.by_backend {
-            match backend {
-                Some(backend) if Some(&backend) == decision.chosen.as_ref() => {
-                    kept.extend(wheels.iter().map(|(i, ..)| *i));
+        // Every other platform the version's wheels cover gets its own choice, for the same
+        // accelerators there: one page then serves a cross-platform resolve or a universal lock.
+        let platforms: Vec<PlatformChoice> = platforms_of(&files, machine.platform)
+            .into_iter()
+            .map(|platform| {
+                let there = elsewhere.machine(machine, platform);
+                let offers = offers_on(there, &files);
+                let mut decision = decisions.decide(catalog, there, policy, train.release, offers);
+                if let Some(inferred) = &train.inferred {
+                    decision.notes.insert(0, inferred.to_string());
+                    decision.rests_on_inference = true;
                 }
-                Some(_) if !keep_reasons => {}
-                Some(backend) => dropped.extend(wheels.iter().map(|(i, ..)| {
-                    (
-                        *i,
-                        Dropped::NotChosen {
-                            backend: backend.clone(),
-                        },
-                    )
-                })),
-                // Plain wheels beside labelled ones, in a project without a release train: of
-                // unknown build, so they are served only when no labelled build was chosen.
-                None if decision.chosen.is_none() => {
-                    kept.extend(wheels.iter().map(|(i, ..)| *i));
-                }
-                None => {}
-            }
-        }
+                PlatformChoice { platform, decision }
+            })
+            .collect();
+        let mut kept = keep_chosen(
+            files,
+            (machine.platform, &decision),
+            &platforms,
+            keep_reasons.then_some(&mut dropped),
+        );
         kept.sort_unstable();
         selections.push(VersionSelection {
             version,
             decision: Some(decision),
             kept,
+            platforms,
         });
     }
     if !keep_reasons {
@@ -296,6 +306,47 @@ fn select_grouped_for(
         versions: selections,
         dropped: in_page_order(dropped, files.len()),
     }
+}
+
+/// The files kept of a version's: its neutral ones, and on each platform the chosen build's
+/// wheels (`own`: the machine's platform and its decision, for wheels of no other platform);
+/// the others go to `dropped` with the platform whose choice they are not, when reasons are
+/// kept.
+fn keep_chosen(
+    files: VersionFiles<'_>,
+    own: (Platform, &Decision),
+    platforms: &[PlatformChoice],
+    mut dropped: Option<&mut Vec<(usize, Dropped)>>,
+) -> Vec<usize> {
+    let chosen_on = |platform: Option<Platform>| -> (Platform, Option<&Backend>) {
+        platform
+            .and_then(|platform| platforms.iter().find(|p| p.platform == platform))
+            .map_or((own.0, own.1.chosen.as_ref()), |p| {
+                (p.platform, p.decision.chosen.as_ref())
+            })
+    };
+    let mut kept = files.neutral;
+    for (backend, wheels) in &files.by_backend {
+        for (index, tags, _) in wheels {
+            let (platform, chosen) = chosen_on(wheel_platform(tags.get()));
+            match (backend, &mut dropped) {
+                (Some(backend), _) if Some(backend) == chosen => kept.push(*index),
+                (Some(backend), Some(dropped)) => dropped.push((
+                    *index,
+                    Dropped::NotChosen {
+                        backend: backend.clone(),
+                        platform,
+                    },
+                )),
+                // Plain wheels beside labelled ones, in a project without a release train: of
+                // unknown build, so they are served only where no labelled build was chosen for
+                // their platform.
+                (None, _) if chosen.is_none() => kept.push(*index),
+                (Some(_), None) | (None, _) => {}
+            }
+        }
+    }
+    kept
 }
 
 /// `dropped` in page order. Nearly every file of a page is dropped, and a sort moved each entry
@@ -326,7 +377,7 @@ fn in_page_order(dropped: Vec<(usize, Dropped)>, files: usize) -> Vec<(usize, Dr
 /// and wrote their notes anew each time (a fifth of a selection).
 #[derive(Default)]
 struct Decisions<'c> {
-    made: Vec<(&'c Release, Vec<Offer>, Decision)>,
+    made: Vec<(&'c Release, Platform, Vec<Offer>, Decision)>,
 }
 
 impl<'c> Decisions<'c> {
@@ -338,16 +389,66 @@ impl<'c> Decisions<'c> {
         release: &'c Release,
         offers: Vec<Offer>,
     ) -> Decision {
-        let made = self
-            .made
-            .iter()
-            .find(|(line, made_for, _)| std::ptr::eq(*line, release) && *made_for == offers);
-        if let Some((_, _, decision)) = made {
+        let made = self.made.iter().find(|(line, platform, made_for, _)| {
+            std::ptr::eq(*line, release) && *platform == machine.platform && *made_for == offers
+        });
+        if let Some((.., decision)) = made {
             return decision.clone();
         }
         let decision = decide(catalog, machine, policy, release, &offers);
-        self.made.push((release, offers, decision.clone()));
+        self.made
+            .push((release, machine.platform, offers, decision.clone()));
         decision
+    }
+}
+
+/// The backends a version offers, each with whether it has a wheel that runs on `machine`'s
+/// platform.
+fn offers_on(machine: &Machine, files: &VersionFiles<'_>) -> Vec<Offer> {
+    files
+        .by_backend
+        .iter()
+        .filter_map(|(backend, wheels)| {
+            backend.as_ref().map(|backend| Offer {
+                backend: backend.clone(),
+                has_platform_file: wheels
+                    .iter()
+                    .any(|(_, platform, _)| platform_matches(machine, platform.get().split('.'))),
+            })
+        })
+        .collect()
+}
+
+/// The platforms other than `own` that a version's labelled wheels are built for, in a fixed
+/// order.
+fn platforms_of(files: &VersionFiles<'_>, own: Platform) -> Vec<Platform> {
+    let mut platforms: Vec<Platform> = files
+        .by_backend
+        .values()
+        .flatten()
+        .filter_map(|(_, tags, _)| wheel_platform(tags.get()))
+        .filter(|platform| *platform != own)
+        .collect();
+    platforms.sort_unstable_by_key(ToString::to_string);
+    platforms.dedup();
+    platforms
+}
+
+/// The machine on each other platform, made once per page ([`Machine::elsewhere`]).
+#[derive(Default)]
+struct Elsewhere {
+    machines: Vec<Machine>,
+}
+
+impl Elsewhere {
+    fn machine(&mut self, machine: &Machine, platform: Platform) -> &Machine {
+        let at = if let Some(at) = self.machines.iter().position(|m| m.platform == platform) {
+            at
+        } else {
+            self.machines.push(machine.elsewhere(platform));
+            self.machines.len() - 1
+        };
+        &self.machines[at]
     }
 }
 

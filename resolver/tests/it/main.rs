@@ -7,6 +7,7 @@ mod grouped;
 mod invariant;
 mod linked;
 mod page;
+mod platforms;
 mod registry_pages;
 mod scenarios;
 mod variant_bad_input;

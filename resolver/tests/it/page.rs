@@ -70,17 +70,26 @@ fn per_version_fallback_keeps_exactly_one_backend() {
         .map(|v| v.version.to_string())
         .collect();
     assert_eq!(versions, ["2.9.0", "2.6.0"]);
+    // Per platform: cu130 on Linux x86_64, aarch64 and Windows, and macOS's only build.
     let kept = kept_names(&selection, &files, "2.9.0");
-    assert!(kept.iter().all(|n| n.contains("+cu130")), "{kept:?}");
     assert_eq!(
-        kept.len(),
-        3,
-        "all three platforms' cu130 wheels stay for pip to choose from"
+        kept,
+        [
+            "torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_aarch64.whl",
+            "torch-2.9.0+cu130-cp312-cp312-win_amd64.whl",
+            "torch-2.9.0-cp312-none-macosx_11_0_arm64.whl",
+        ]
     );
     let kept = kept_names(&selection, &files, "2.6.0");
-    assert!(kept.iter().all(|n| n.contains("+cu126")), "{kept:?}");
+    assert!(
+        kept.iter()
+            .all(|n| n.contains("+cu126") || n.contains("macosx")),
+        "{kept:?}"
+    );
+    assert_eq!(kept.len(), 4, "{kept:?}");
     // Every other file is dropped with a reason.
-    assert_eq!(selection.dropped.len() + 6, files.len());
+    assert_eq!(selection.dropped.len() + 8, files.len());
     assert!(
         selection
             .dropped
@@ -263,14 +272,32 @@ fn pypi_torch_on_a_machine_without_a_gpu_keeps_the_cuda_wheel_as_a_cpu_build_of_
         "torch",
         &files,
     );
-    assert_eq!(
-        kept_names(&selection, &files, "2.9.0"),
-        [files[0].0.clone()]
-    );
+    // Each platform keeps its own build: no platform loses torch.
+    let every: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
+    assert_eq!(kept_names(&selection, &files, "2.9.0"), every);
     let decision = selection.versions[0].decision.as_ref().unwrap();
     assert_eq!(
         decision.chosen.as_ref().map(ToString::to_string).as_deref(),
         Some("cu128")
+    );
+    let elsewhere: Vec<(String, Option<String>)> = selection.versions[0]
+        .platforms
+        .iter()
+        .map(|p| {
+            (
+                p.platform.to_string(),
+                p.decision.chosen.as_ref().map(ToString::to_string),
+            )
+        })
+        .collect();
+    let cpu = Some("cpu".to_string());
+    assert_eq!(
+        elsewhere,
+        [
+            ("linux-aarch64".to_string(), cpu.clone()),
+            ("macos-arm64".to_string(), cpu.clone()),
+            ("windows-x86_64".to_string(), cpu),
+        ]
     );
     assert!(decision.cpu_last_resort.is_some());
     assert!(
@@ -280,14 +307,16 @@ fn pypi_torch_on_a_machine_without_a_gpu_keeps_the_cuda_wheel_as_a_cpu_build_of_
         "{:?}",
         decision.notes
     );
-    // The same page for a Mac: its own CPU wheel, never the Linux CUDA one.
+    // The same page for a Mac: its own choice is its CPU wheel, never the Linux CUDA one; the
+    // page still holds every platform's build.
     let selection = select(r#"{"platform":"macos-arm64"}"#, "torch", &files);
-    assert_eq!(
-        kept_names(&selection, &files, "2.9.0"),
-        [files[1].0.clone(), files[2].0.clone(), files[3].0.clone()]
-    );
+    assert_eq!(kept_names(&selection, &files, "2.9.0"), every);
     let decision = selection.versions[0].decision.as_ref().unwrap();
     assert!(decision.cpu_last_resort.is_none());
+    assert_eq!(
+        decision.chosen.as_ref().map(ToString::to_string).as_deref(),
+        Some("cpu")
+    );
 }
 
 #[test]
@@ -309,11 +338,13 @@ fn versions_of_one_release_line_are_decided_by_their_own_offers() {
         ("2.9.2", "+cu130"),
     ] {
         let kept = kept_names(&selection, &files, version);
+        // The three platforms' wheels of the chosen build, and macOS's only one.
         assert!(
-            kept.iter().all(|n| n.contains(chosen)),
+            kept.iter()
+                .all(|n| n.contains(chosen) || n.contains("macosx")),
             "{version}: {kept:?}"
         );
-        assert_eq!(kept.len(), 3, "{version}: {kept:?}");
+        assert_eq!(kept.len(), 4, "{version}: {kept:?}");
     }
 }
 

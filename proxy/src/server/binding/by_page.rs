@@ -638,6 +638,7 @@ mod tests {
                 (v("2.10.1"), cu130.clone()),
                 (v("2.10.2"), cu128.clone()),
             ]),
+            elsewhere: Vec::new(),
         };
         assert_eq!(pin_for(&torch, &v("2.9.0"), &cu128), "==2.9.*");
         assert_eq!(pin_for(&torch, &v("2.10.0"), &cu128), "==2.10.*,!=2.10.1");
@@ -687,7 +688,7 @@ mod tests {
                 .collect();
             proptest::prop_assume!(!chosen.is_empty());
             let (release, backend) = chosen.iter().nth(pick % chosen.len()).unwrap();
-            let torch = TorchChoices { versions: versions.clone(), chosen: chosen.clone() };
+            let torch = TorchChoices { versions: versions.clone(), chosen: chosen.clone(), elsewhere: Vec::new() };
             let pin = pin_for(&torch, release, backend);
             check_pin(&pin, release).unwrap();
             let specifiers = VersionSpecifiers::from_str(&pin).unwrap();
