@@ -49,7 +49,7 @@ pub const DEFAULT_CACHE_MAX_BYTES: u64 = 50 * 1024 * 1024 * 1024;
 pub const DEFAULT_SHUTDOWN_GRACE_SECS: u64 = 25;
 
 /// Everything `wheelgate serve` runs with.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServeConfig {
     /// Address to listen on (`DEFAULT_LISTEN`).
@@ -62,9 +62,14 @@ pub struct ServeConfig {
     /// and those only the PyTorch index publishes (`pytorch-triton`) answer 404, never looked
     /// up elsewhere.
     pub pytorch_index: bool,
-    /// The general upstream: a PEP 503/691 simple index (PyPI or a company mirror).
+    /// The general upstream: a PEP 503/691 simple index (PyPI or a company mirror). When
+    /// neither the file nor `--pypi-url` sets it, `wheelgate serve` takes the index pip is
+    /// configured with on the host (`PIP_INDEX_URL`, then `pip.conf`), unless that is the server
+    /// itself.
+    #[schemars(extend("x-default" = "the index pip is configured with, else `\"https://pypi.org/simple\"`"))]
     pub pypi_url: String,
     /// Where files and index pages are cached.
+    #[schemars(extend("x-default" = "`$XDG_CACHE_HOME/wheelgate`, else `~/.cache/wheelgate`"))]
     pub cache_dir: PathBuf,
     /// Serve only what is cached; never contact an upstream.
     pub offline: bool,
@@ -78,9 +83,15 @@ pub struct ServeConfig {
     pub index_ttl_secs: u64,
     /// Size limit of the file cache in bytes; least recently used files are evicted past it.
     pub cache_max_bytes: u64,
-    /// The machine `/simple/` resolves for; the host's own (probed) when absent.
+    /// The machine `/simple/` resolves for; the host's own (probed) when absent. A table in the
+    /// JSON model's shape (`wheelgate detect --json`), e.g. `{ platform = "linux-x86_64", nvidia
+    /// = { driver_version = "580.65.06", gpus = [{ compute_capability = "9.0" }] } }`.
+    #[schemars(with = "Option<serde_json::Value>", extend("x-type" = "table (a machine)", "x-default" = "the host's own, probed at start"))]
     pub machine: Option<Machine>,
-    /// Selection policy (pinned backend, preferred backends) for every route.
+    /// Selection policy for every route: `pinned = "cu128"` serves exactly that backend (a
+    /// version not built for it gets no files); `prefer = ["cu128"]` ranks those backends first
+    /// within their family when usable, in that order.
+    #[schemars(with = "serde_json::Value", extend("x-type" = "table: `pinned`, `prefer`", "x-default" = "nothing pinned or preferred"))]
     pub policy: Policy,
     /// `[object_store]`: committed files shared through an S3-compatible bucket (none: local
     /// disk only).

@@ -36,6 +36,10 @@ pub enum ConfigCommand {
     /// Print the effective configuration of `wheelgate serve` with the same flags: every key,
     /// its value and its source (default, file, env, flag), secrets redacted.
     Show(ShowArgs),
+    /// Print the configuration reference as Markdown (docs/src/configuration.md): every key of
+    /// the file with its type, default and meaning, the flags and their variables, the fixed
+    /// limits.
+    Reference,
 }
 
 /// Arguments of `wheelgate config show`: exactly those of `wheelgate serve`.
@@ -77,6 +81,7 @@ pub fn run(args: &ConfigArgs) -> Result<(), ConfigShowError> {
             let text = render(&show.serve, show_matches)?;
             io::stdout().lock().write_all(text.as_bytes())?;
         }
+        ConfigCommand::Reference => super::config_reference::run()?,
     }
     Ok(())
 }

@@ -9,6 +9,7 @@
 //! whole program given its arguments.
 
 pub mod catalog;
+pub mod config_reference;
 pub mod config_show;
 pub mod detect;
 pub mod logging;

@@ -42,7 +42,7 @@ pub struct ServeArgs {
     /// Serve only what is cached; never contact an upstream.
     #[arg(long, env = env::OFFLINE)]
     pub offline: bool,
-    /// Seconds an index page is served before it is revalidated upstream [default: 600].
+    /// Seconds an index page is served before it is revalidated upstream [default: 10].
     #[arg(long, env = env::INDEX_TTL, value_name = "SECONDS")]
     pub index_ttl_secs: Option<u64>,
     /// Size limit of the file cache in bytes [default: 50 GiB].

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// The `[auth]` section.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
     /// Users accepted with HTTP basic authentication.
@@ -34,7 +34,7 @@ pub struct AuthConfig {
 }
 
 /// One basic-authentication user: exactly one of `password` and `password_sha256`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, try_from = "RawBasicUser")]
 pub struct BasicUser {
     pub user: String,
@@ -45,11 +45,15 @@ pub struct BasicUser {
     pub password_sha256: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawBasicUser {
+    /// The user name; not empty, no `:`.
     user: String,
+    /// The password in plain text.
     password: Option<String>,
+    /// The lowercase hex sha256 of the password (`printf %s 'the password' | sha256sum`), so
+    /// the file holds no usable secret.
     password_sha256: Option<String>,
 }
 

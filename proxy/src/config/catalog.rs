@@ -10,7 +10,7 @@ use wheelgate_resolver::Catalog;
 use wheelgate_resolver::catalog::{EMBEDDED_CATALOG, OverlayError, OverlayFact};
 
 /// The `[catalog]` section.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct CatalogConfig {
     /// A file layered over the built-in catalog (`/etc/wheelgate/catalog-extra.toml`).

@@ -20,7 +20,7 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 2048;
 pub const DEFAULT_PAGE_MEMORY_BYTES: u64 = 48 * 1024 * 1024;
 
 /// `[limits]` of the configuration file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct LimitsConfig {
     /// Largest upstream index page accepted, in bytes; larger pages are refused (a cached copy

@@ -39,7 +39,7 @@ use wheelgate_resolver::token::{self, TokenError};
 use wheelgate_resolver::{Backend, Catalog, Machine, Platform};
 
 /// One `[[networks]]` rule as written in the configuration file.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkRule {
     /// A name for the status page, `/explain/` and the logs: letters, digits, `.`, `_`, `-`
@@ -51,6 +51,7 @@ pub struct NetworkRule {
     /// The machine, in the JSON model's shape (`wheelgate detect --json`). Kept as written and
     /// read at start, so an error can name the rule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Value>", extend("x-type" = "table (a machine)"))]
     pub machine: Option<toml::Value>,
     /// The machine as a token (`wheelgate detect --token` on one of the network's machines).
     #[serde(default, skip_serializing_if = "Option::is_none")]

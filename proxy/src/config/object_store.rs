@@ -32,7 +32,7 @@ pub const ENV_ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
 pub const DEFAULT_PREFIX: &str = "wheelgate";
 
 /// The `[object_store]` section. Absent (the default): files are cached on local disk only.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObjectStoreConfig {
     /// The bucket; it must exist (the proxy never creates buckets).

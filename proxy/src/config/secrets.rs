@@ -38,6 +38,24 @@ pub enum SecretSource {
     File(PathBuf),
 }
 
+/// In the configuration reference: a table of one key, never the secret itself.
+impl schemars::JsonSchema for SecretSource {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SecretSource".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A secret, read at start from an environment variable of the server's \
+                process (`{ env = \"VARIABLE\" }`) or a file, such as a mounted Kubernetes or \
+                Docker secret (`{ file = \"/run/secrets/name\" }`, surrounding whitespace \
+                removed). A secret written in the file itself is refused.",
+            "type": "object",
+            "x-type": "secret: `{ env = \"VARIABLE\" }` or `{ file = \"PATH\" }`",
+        })
+    }
+}
+
 /// A secret that cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum SecretError {

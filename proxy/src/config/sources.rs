@@ -21,7 +21,7 @@ use super::upstreams::{BasicCredentials, UpstreamAccessConfig};
 
 /// One `[[sources]]` entry as written: its name, index URL, the names it owns, and the same
 /// access keys as `[upstreams.pytorch]` / `[upstreams.pypi]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SourceConfig {
     /// Shown in `/explain/`, the status page, metrics and logs.

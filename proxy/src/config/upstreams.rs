@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use super::secrets::SecretSource;
 
 /// The `[upstreams]` section: access settings of each upstream (none by default).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct UpstreamsConfig {
     /// `[upstreams.pytorch]`: for `pytorch_url`'s origin.
@@ -50,7 +50,7 @@ impl UpstreamsConfig {
 
 /// How to reach one upstream: at most one of `token` and `basic`, any extra headers, a CA
 /// bundle, and the other origins that get the same.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct UpstreamAccessConfig {
     /// Sent as `Authorization: Bearer <token>` ([RFC 6750]); Artifactory access tokens, Nexus
@@ -80,10 +80,12 @@ pub struct UpstreamAccessConfig {
 }
 
 /// A user name (not a secret) and its password (a secret).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BasicCredentials {
+    /// The user name (not a secret).
     pub user: String,
+    /// The password.
     pub password: SecretSource,
 }
 

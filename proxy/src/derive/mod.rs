@@ -39,12 +39,12 @@ use self::wheel::{CentralEntry, EndRecord};
 const TAIL: u64 = 256 * 1024;
 /// The most `METADATA` may inflate to: the limit of a core metadata file the server reads or
 /// serves, since the derived one is served as the wheel's `.metadata`.
-const MAX_METADATA: u64 = crate::cache::files::CORE_METADATA_LIMIT as u64;
+pub(crate) const MAX_METADATA: u64 = crate::cache::files::CORE_METADATA_LIMIT as u64;
 /// The most `RECORD` may inflate to (torch's is about 2 MB): it is held, rewritten, with the
 /// plan.
-const MAX_RECORD: u64 = 16 * 1024 * 1024;
+pub(crate) const MAX_RECORD: u64 = 16 * 1024 * 1024;
 /// The most a central directory may be (torch's, of about 13,000 entries, is 1.3 MB).
-const MAX_DIRECTORY: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_DIRECTORY: u64 = 64 * 1024 * 1024;
 /// A local header's most: its fixed part, then a name and an extra field of 64 KiB each.
 const MAX_LOCAL_HEADER: u64 = 30 + 2 * 0xFFFF;
 /// Derivations remembered at most; one costs a few ranged reads to plan again.

@@ -3,6 +3,7 @@
 mod bounded_ranges;
 mod catalog_check;
 mod cli;
+mod config_reference;
 mod credentials_per_source;
 mod deploy;
 mod derived_local;
