@@ -63,6 +63,10 @@ pub struct Explanation {
     pub file_sources: std::collections::BTreeMap<String, String>,
     /// `false` for projects of the general upstream: their pages are passed through whole.
     pub selected: bool,
+    /// How many files the page lists, serves, and leaves off and why; for projects whose
+    /// builds are selected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counts: Option<FileCounts>,
     /// Newest version first.
     pub versions: Vec<VersionExplanation>,
     /// Files left off for a reason other than their backend (wheel-variant files, names that do
@@ -75,18 +79,52 @@ pub struct Explanation {
     pub client: Option<ClientReport>,
 }
 
-/// One version: the build kept and why every other was not.
-#[derive(Debug, Serialize)]
+/// One version: the build kept on the machine's own platform and why every other was not, and
+/// the same for each other platform its wheels are built for.
+#[derive(Debug, Default, Serialize)]
 pub struct VersionExplanation {
     pub version: String,
-    /// The backend kept; `None` when no build is usable, or when the files carry no backend.
+    /// The backend kept on the machine's own platform; `None` when no build is usable, or when
+    /// the files carry no backend.
     pub chosen: Option<String>,
-    /// The files the page keeps for this version.
+    /// The files the page keeps for this version, on every platform.
     pub kept: Vec<String>,
-    /// Every backend offered, the chosen one first.
+    /// Every backend offered, the chosen one first, judged for the machine's own platform.
     pub builds: Vec<BuildVerdict>,
     /// What the user should know: inferred rules, a GPU no build can use, a pin.
     pub notes: Vec<String>,
+    /// The choice on each other platform the version's wheels are built for, for the same
+    /// accelerators there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub platforms: Vec<PlatformExplanation>,
+}
+
+/// One version's choice on a platform other than the machine's own.
+#[derive(Debug, Serialize)]
+pub struct PlatformExplanation {
+    /// `linux-aarch64`, `windows-x86_64`, `macos-arm64`, ...
+    pub platform: String,
+    /// The backend kept there; `None` when none runs there.
+    pub chosen: Option<String>,
+    /// Every backend offered, the chosen one first, judged for that platform.
+    pub builds: Vec<BuildVerdict>,
+    /// What the user should know about the choice there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// How many of the page's files are served and why the others are not.
+#[derive(Debug, Default, Serialize)]
+pub struct FileCounts {
+    /// Files on the (merged) upstream page.
+    pub listed: usize,
+    /// Files the rewritten page serves.
+    pub kept: usize,
+    /// Files left off because another build of their version was chosen for their platform,
+    /// per platform.
+    pub other_builds: std::collections::BTreeMap<String, usize>,
+    /// Files left off for another reason: the `dropped` list.
+    pub other_reasons: usize,
 }
 
 /// What happened to one backend of a version.
@@ -280,6 +318,7 @@ async fn explain_pages(
             .map(|(i, file)| (file.filename.clone(), source_name(i)))
             .collect(),
         selected,
+        counts: None,
         versions: Vec::new(),
         dropped: Vec::new(),
         client,
@@ -294,7 +333,7 @@ async fn explain_pages(
         (std::borrow::Cow::Borrowed(&*whole), Vec::new())
     };
     if selected {
-        let (versions, dropped) = explain_selection(
+        let (versions, dropped, other_builds) = explain_selection(
             state,
             &machine,
             policy,
@@ -309,6 +348,12 @@ async fn explain_pages(
         let listing = super::listing::Listing::of(&merged);
         explain_device_extras(state, &machine, &page, listing, &mut explanation).await;
         super::variants::explain(state, &machine, policy, &page, listing, &mut explanation).await;
+        explanation.counts = Some(FileCounts {
+            listed: whole.files.len(),
+            kept: explanation.versions.iter().map(|v| v.kept.len()).sum(),
+            other_builds,
+            other_reasons: 0,
+        });
     }
     explanation
         .dropped
@@ -324,6 +369,9 @@ async fn explain_pages(
             filename: entry.entry.clone(),
             reason: format!("the upstream page's entry cannot be read: {}", entry.reason),
         }));
+    if let Some(counts) = &mut explanation.counts {
+        counts.other_reasons = explanation.dropped.len();
+    }
     Ok(explanation)
 }
 
@@ -391,9 +439,7 @@ fn bound_explanation(
             .or_insert_with(|| VersionExplanation {
                 version,
                 chosen: Some(binding.backend.to_string()),
-                kept: Vec::new(),
-                builds: Vec::new(),
-                notes: Vec::new(),
+                ..VersionExplanation::default()
             });
         entry.kept.push(binding.filename.clone());
         let note = format!(
@@ -441,6 +487,7 @@ fn bound_explanation(
             })
             .collect(),
         selected: true,
+        counts: None,
         // Newest first, as for every project.
         versions: versions.into_values().rev().collect(),
         dropped: bound
@@ -455,6 +502,14 @@ fn bound_explanation(
     }
 }
 
+/// Each version's verdicts, the files dropped for other reasons than their backend, and how many
+/// files of other builds were left off per platform.
+type ExplainedSelection = (
+    Vec<VersionExplanation>,
+    Vec<DroppedFile>,
+    std::collections::BTreeMap<String, usize>,
+);
+
 /// Each version's verdicts and the files dropped for other reasons than their backend, as the
 /// rewritten page selects (each build once when several sources offer it: `origins`, the
 /// source of each file of `page`).
@@ -466,7 +521,7 @@ async fn explain_selection(
     page: &wheelgate_resolver::index::ProjectPage,
     listing: super::listing::Listing<'_>,
     origins: &crate::sources::merge::Origins,
-) -> Result<(Vec<VersionExplanation>, Vec<DroppedFile>), ApiError> {
+) -> Result<ExplainedSelection, ApiError> {
     let files = &page.files;
     let refs: Vec<FileRef<'_>> = files.iter().map(FileRef::from).collect();
     let mut selection = select_page(state.catalog(), machine, policy, project, &refs);
@@ -495,6 +550,12 @@ async fn explain_selection(
         .iter()
         .map(|version| explain_version(version, files))
         .collect();
+    let mut other_builds = std::collections::BTreeMap::new();
+    for (_, dropped) in &selection.dropped {
+        if let Dropped::NotChosen { platform, .. } = dropped {
+            *other_builds.entry(platform.to_string()).or_insert(0) += 1;
+        }
+    }
     let mut dropped: Vec<DroppedFile> = twice
         .iter()
         .map(|&(index, winner)| DroppedFile {
@@ -520,7 +581,7 @@ async fn explain_selection(
             reason,
         })
     }));
-    Ok((versions, dropped))
+    Ok((versions, dropped, other_builds))
 }
 
 /// Each owner of `project`: its page URL, how many files it gave, or why it gave none.
@@ -568,13 +629,33 @@ fn explain_version(
     let Some(decision) = &version.decision else {
         return VersionExplanation {
             version: version.version.to_string(),
-            chosen: None,
             kept,
-            builds: Vec::new(),
             notes: vec!["its files name no backend: every file is served".to_string()],
+            ..VersionExplanation::default()
         };
     };
-    let builds = decision
+    VersionExplanation {
+        version: version.version.to_string(),
+        chosen: decision.chosen.as_ref().map(ToString::to_string),
+        kept,
+        builds: verdicts(decision),
+        notes: decision.notes.clone(),
+        platforms: version
+            .platforms
+            .iter()
+            .map(|choice| PlatformExplanation {
+                platform: choice.platform.to_string(),
+                chosen: choice.decision.chosen.as_ref().map(ToString::to_string),
+                builds: verdicts(&choice.decision),
+                notes: choice.decision.notes.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// Every backend a decision considered, with its verdict.
+fn verdicts(decision: &wheelgate_resolver::select::Decision) -> Vec<BuildVerdict> {
+    decision
         .considered
         .iter()
         .map(|considered| BuildVerdict {
@@ -582,14 +663,7 @@ fn explain_version(
             verdict: considered.verdict(),
             reason: considered.rejection.as_ref().map(ToString::to_string),
         })
-        .collect();
-    VersionExplanation {
-        version: version.version.to_string(),
-        chosen: decision.chosen.as_ref().map(ToString::to_string),
-        kept,
-        builds,
-        notes: decision.notes.clone(),
-    }
+        .collect()
 }
 
 const STYLE: &str = "
@@ -635,6 +709,7 @@ pub fn render_html(explanation: &Explanation) -> String {
         }
     }
     render_sources(&mut out, explanation);
+    render_counts(&mut out, explanation);
     if !explanation.selected {
         out.push_str(
             "<p>This project is not a PyTorch project: its page is passed through whole, \
@@ -647,9 +722,15 @@ pub fn render_html(explanation: &Explanation) -> String {
             (None, true) => "every file".to_string(),
             (None, false) => "<span class=\"rejected\">no usable build</span>".to_string(),
         };
+        // With other platforms listed below, the heading's choice is the machine's own one's.
+        let own = if version.platforms.is_empty() {
+            String::new()
+        } else {
+            format!(" on {}", explanation.machine_detail.platform)
+        };
         let _ = writeln!(
             out,
-            "<h2 id=\"v{id}\">{project} {version}: {chosen} <span class=\"muted\">({files} files kept)</span></h2>",
+            "<h2 id=\"v{id}\">{project} {version}: {chosen}{own} <span class=\"muted\">({files} files kept)</span></h2>",
             id = escape(&version.version),
             project = escape(&explanation.project),
             version = escape(&version.version),
@@ -675,6 +756,7 @@ pub fn render_html(explanation: &Explanation) -> String {
             }
             out.push_str("</table>\n");
         }
+        render_platforms(&mut out, version);
     }
     if !explanation.dropped.is_empty() {
         out.push_str("<h2>Other files left off</h2><table>");
@@ -696,6 +778,78 @@ pub fn render_html(explanation: &Explanation) -> String {
     }
     out.push_str("</main></body></html>\n");
     out
+}
+
+/// How many files the page lists, serves and leaves off.
+fn render_counts(out: &mut String, explanation: &Explanation) {
+    let Some(counts) = &explanation.counts else {
+        return;
+    };
+    let other_builds: usize = counts.other_builds.values().sum();
+    let per_platform: Vec<String> = counts
+        .other_builds
+        .iter()
+        .map(|(platform, n)| format!("{n} for {platform}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "<p>The upstream page lists {listed} files: {kept} are served (on each platform, one build          per version), {other_builds} are other builds of their version and platform{breakdown},          and {others} are left off for another reason{below}.</p>",
+        listed = counts.listed,
+        kept = counts.kept,
+        breakdown = if per_platform.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", escape(&per_platform.join(", ")))
+        },
+        others = counts.other_reasons,
+        below = if counts.other_reasons > 0 {
+            " (listed below)"
+        } else {
+            ""
+        },
+    );
+}
+
+/// A version's choice on each other platform: one row each, the chosen build and why each other
+/// was not.
+fn render_platforms(out: &mut String, version: &VersionExplanation) {
+    if version.platforms.is_empty() {
+        return;
+    }
+    out.push_str("<table class=\"platforms\">");
+    for platform in &version.platforms {
+        let chosen = platform.chosen.as_ref().map_or_else(
+            || "<span class=\"rejected\">no usable build</span>".to_string(),
+            |backend| format!("<span class=\"chosen\">{}</span>", escape(backend)),
+        );
+        let others: Vec<String> = platform
+            .builds
+            .iter()
+            .filter_map(|build| {
+                build.reason.as_ref().map(|reason| {
+                    format!(
+                        "<code>{}</code>: <span class=\"{}\">{}</span>",
+                        escape(&build.backend),
+                        build.verdict,
+                        escape(reason)
+                    )
+                })
+            })
+            .collect();
+        let notes: String = platform
+            .notes
+            .iter()
+            .map(|note| format!("<br><span class=\"muted\">{}</span>", escape(note)))
+            .collect();
+        let _ = write!(
+            out,
+            "<tr><th>on {}</th><td>{chosen}{}{}{notes}</td></tr>",
+            escape(&platform.platform),
+            if others.is_empty() { "" } else { "; " },
+            others.join("; "),
+        );
+    }
+    out.push_str("</table>\n");
 }
 
 /// The sources table, when the project has more than one or one failed.

@@ -1,6 +1,8 @@
 //! `/explain/<project>/` under every prefix, and the comment on rewritten pages, over the
 //! real-size generated `/whl/torch/` page (wheelgate-testdata) from a fake upstream.
 
+use std::collections::BTreeMap;
+
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 
@@ -197,19 +199,65 @@ async fn explains_every_version_of_the_real_size_page_as_the_rewritten_page_keep
     assert_eq!(verdict("cpu")["verdict"], "usable");
     assert_eq!(verdict("rocm7.2")["verdict"], "rejected");
     assert_eq!(verdict("rocm7.2")["reason"], "no AMD GPU on this machine");
+    // On each platform the build that runs best there for the H100: cu130 on Linux and
+    // Windows, the CPU build on s390x and macOS, where no CUDA build is published.
+    let elsewhere: BTreeMap<&str, &str> = v211["platforms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["platform"].as_str().unwrap(),
+                p["chosen"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        elsewhere,
+        BTreeMap::from([
+            ("linux-aarch64", "cu130"),
+            ("linux-s390x", "cpu"),
+            ("macos-arm64", "cpu"),
+            ("windows-x86_64", "cu130"),
+        ])
+    );
     assert!(
-        v211["kept"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|f| f.as_str().unwrap().starts_with("torch-2.11.0+cu130-"))
+        v211["kept"].as_array().unwrap().iter().all(|f| {
+            let f = f.as_str().unwrap();
+            f.starts_with("torch-2.11.0+cu130-")
+                || (f.starts_with("torch-2.11.0+cpu-") && f.ends_with("_s390x.whl"))
+                || f.contains("-none-macosx_")
+        }),
+        "{v211}"
+    );
+    // The counts add up: every listed file is served, another build, or left off for a reason.
+    let counts = &explanation["counts"];
+    let other_builds: u64 = counts["other_builds"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        counts["kept"].as_u64().unwrap() + other_builds + counts["other_reasons"].as_u64().unwrap(),
+        counts["listed"].as_u64().unwrap(),
+        "{counts}"
+    );
+    assert_eq!(
+        counts["kept"].as_u64().unwrap(),
+        served.len() as u64,
+        "{counts}"
     );
 
     // HTML for people: the same facts, escaped, one section per version.
     let (status, headers, html) = get(&format!("{base}/explain/torch/"), &[]).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers[header::CONTENT_TYPE], "text/html; charset=utf-8");
-    assert!(html.contains("<h2 id=\"v2.11.0\">torch 2.11.0: <span class=\"chosen\">cu130</span>"));
+    assert!(html.contains(
+        "<h2 id=\"v2.11.0\">torch 2.11.0: <span class=\"chosen\">cu130</span> on linux-x86_64"
+    ));
+    assert!(html.contains("<tr><th>on windows-x86_64</th><td><span class=\"chosen\">cu130</span>"));
+    assert!(html.contains("The upstream page lists "));
     assert!(html.contains("no AMD GPU on this machine"));
     assert!(html.contains("href=\"/simple/torch/\""));
 
@@ -260,8 +308,8 @@ async fn explains_under_the_pinned_and_token_prefixes() {
     assert_eq!(status, StatusCode::OK);
     let mac: Value = serde_json::from_str(&body).unwrap();
     assert!(mac["machine"].as_str().unwrap().starts_with("macos-arm64"));
-    // The page keeps the CPU build (pip then takes the macOS wheels among its files), never a
-    // CUDA one.
+    // Its own choice is the CPU build, whose macOS wheels pip takes; the page still holds
+    // every other platform's build for the H100, the same files as for any other client.
     let v211 = version(&mac, "2.11.0");
     assert_eq!(v211["chosen"], "cpu");
     let kept: Vec<&str> = v211["kept"]
@@ -273,9 +321,12 @@ async fn explains_under_the_pinned_and_token_prefixes() {
     assert!(kept.contains(&"torch-2.11.0-cp312-none-macosx_11_0_arm64.whl"));
     assert!(
         kept.iter()
-            .all(|f| f.starts_with("torch-2.11.0+cpu-") || f.contains("-none-macosx_")),
+            .filter(|f| f.contains("macosx_"))
+            .all(|f| f.contains("-none-macosx_")),
         "{kept:?}"
     );
+    let linux = explain_json(&format!("{base}/explain/torch/")).await;
+    assert_eq!(v211["kept"], version(&linux, "2.11.0")["kept"]);
 }
 
 #[tokio::test]

@@ -2,7 +2,9 @@
 //! prefix's and a `[[networks]]` rule's are never moved by the client's User-Agent, whose
 //! platform is its host's even when it resolves for another (`uv pip compile
 //! --python-platform`). Only the server's own machine under `/simple/`, for a client no rule
-//! holds, is still refined. Pages and explanations through the real accept loop, against a
+//! holds, is still refined, and with every platform's build on every page (issue 42, item 1)
+//! that moves only which platform is its own: what `/explain/` leads with, and on Linux the
+//! glibc its wheels are judged against. Pages and explanations through the real accept loop, against a
 //! fake PyTorch index whose builds differ by platform, as PyTorch's do.
 
 use std::collections::BTreeSet;
@@ -177,14 +179,33 @@ fn chosen(explanation: &Value) -> &str {
 
 /// The backends of `files` (`cpu` for the unlabelled macOS wheel).
 fn backends(files: &BTreeSet<String>) -> BTreeSet<&str> {
+    files.iter().map(|name| backend(name)).collect()
+}
+
+fn backend(name: &str) -> &str {
+    name.split_once('+')
+        .map_or("cpu", |(_, rest)| rest.split('-').next().unwrap())
+}
+
+/// Each platform tag of `files` with the backend its wheels are of: one build per platform.
+fn by_platform(files: &BTreeSet<String>) -> BTreeSet<(&str, &str)> {
     files
         .iter()
         .map(|name| {
-            name.split_once('+')
-                .map_or("cpu", |(_, rest)| rest.split('-').next().unwrap())
+            let tag = name.trim_end_matches(".whl").rsplit('-').next().unwrap();
+            (tag, backend(name))
         })
         .collect()
 }
+
+/// What the H100 server's own machine gets, on every platform, whatever platform is its own:
+/// `cu130` where it is published, `cu128` on aarch64, macOS's only build.
+const H100_EVERYWHERE: [(&str, &str); 4] = [
+    ("macosx_11_0_arm64", "cpu"),
+    ("manylinux_2_28_aarch64", "cu128"),
+    ("manylinux_2_28_x86_64", "cu130"),
+    ("win_amd64", "cu130"),
+];
 
 fn gh200_token() -> String {
     let machine: wheelgate_resolver::Machine = serde_json::from_str(GH200).unwrap();
@@ -199,7 +220,12 @@ async fn an_aarch64_token_keeps_its_platform_whatever_the_user_agent_says() {
         let headers = [("user-agent", agent)];
         let (files, vary) = proxy.files(&prefix, &headers).await;
         assert!(files.contains(CU128_AARCH64), "{agent}: {files:?}");
-        assert_eq!(backends(&files), BTreeSet::from(["cu128"]), "{agent}");
+        // Every platform's build for the GH200's GPU, the same as the H100's.
+        assert_eq!(
+            by_platform(&files),
+            BTreeSet::from(H100_EVERYWHERE),
+            "{agent}"
+        );
         // The same page for every client: a shared cache keeps one copy.
         assert_eq!(vary, "Accept, Accept-Encoding", "{agent}");
         let (explanation, vary) = proxy.explain(&prefix, &headers).await;
@@ -210,25 +236,27 @@ async fn an_aarch64_token_keeps_its_platform_whatever_the_user_agent_says() {
 }
 
 #[tokio::test]
-async fn the_servers_own_machine_is_still_refined_by_the_user_agent() {
+async fn the_servers_own_machine_serves_every_platform_and_the_user_agent_moves_only_its_own() {
     let proxy = Proxy::start("").await;
-    // An x86_64 client of the H100 server: `cu130`, which has no aarch64 wheel.
-    let (files, vary) = proxy.files("", &[("user-agent", X86_64_PIP)]).await;
-    assert_eq!(backends(&files), BTreeSet::from(["cu130"]), "{files:?}");
-    assert_eq!(vary, "Accept, User-Agent, Accept-Encoding");
-    // An aarch64 client: the H100 moved to aarch64, `cu128` with its aarch64 wheel.
-    let (files, _) = proxy.files("", &[("user-agent", AARCH64_UV)]).await;
-    assert!(files.contains(CU128_AARCH64), "{files:?}");
+    // Every platform's build on one page, whichever host the client runs on: an aarch64 or a
+    // Mac client no longer needs the User-Agent to get its build.
+    for agent in [X86_64_PIP, AARCH64_UV, MAC_PIP] {
+        let (files, vary) = proxy.files("", &[("user-agent", agent)]).await;
+        assert_eq!(
+            by_platform(&files),
+            BTreeSet::from(H100_EVERYWHERE),
+            "{agent}: {files:?}"
+        );
+        assert_eq!(vary, "Accept, User-Agent, Accept-Encoding");
+    }
+    // What the User-Agent still moves: which platform the explanation leads with.
     let (explanation, vary) = proxy.explain("", &[("user-agent", AARCH64_UV)]).await;
     assert_eq!(platform(&explanation), "linux-aarch64");
+    assert_eq!(chosen(&explanation), "cu128");
     assert_eq!(vary, "Accept, User-Agent");
-    // A Mac: the CPU build and its macOS wheel, never a CUDA one.
-    let (files, _) = proxy.files("", &[("user-agent", MAC_PIP)]).await;
-    assert!(
-        files.contains("torch-2.9.0-cp312-none-macosx_11_0_arm64.whl"),
-        "{files:?}"
-    );
-    assert_eq!(backends(&files), BTreeSet::from(["cpu"]), "{files:?}");
+    let (explanation, _) = proxy.explain("", &[("user-agent", MAC_PIP)]).await;
+    assert_eq!(platform(&explanation), "macos-arm64");
+    assert_eq!(chosen(&explanation), "cpu");
 }
 
 #[tokio::test]
@@ -262,9 +290,14 @@ async fn a_network_rules_machine_and_pin_are_not_moved_by_the_user_agent() {
         let headers = [("user-agent", agent), ("x-forwarded-for", "10.1.2.3")];
         let (files, _) = proxy.files("", &headers).await;
         assert!(files.contains(CU128_AARCH64), "{agent}: {files:?}");
-        assert_eq!(backends(&files), BTreeSet::from(["cu128"]), "{agent}");
+        assert_eq!(
+            by_platform(&files),
+            BTreeSet::from(H100_EVERYWHERE),
+            "{agent}"
+        );
         let (explanation, _) = proxy.explain("", &headers).await;
         assert_eq!(platform(&explanation), "linux-aarch64", "{agent}");
+        assert_eq!(chosen(&explanation), "cu128", "{agent}");
         assert_eq!(explanation["client"]["rule"], "arm");
     }
     // A rule naming only a backend: the server's machine with that pin, as `/b/cu128/`.

@@ -189,11 +189,13 @@ async fn serves_one_backend_per_version_with_proxy_links() {
     // The proxy's freshness window: a client asks again (a 304) as soon as the proxy would.
     assert_eq!(headers[header::CACHE_CONTROL], "max-age=10, public");
     let names = filenames(&body);
+    // One build per platform: cu130 where it runs, and macOS's only build.
     assert_eq!(
         names,
         [
             "torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
-            "torch-2.9.0+cu130-cp312-cp312-win_amd64.whl"
+            "torch-2.9.0+cu130-cp312-cp312-win_amd64.whl",
+            "torch-2.9.0-cp312-none-macosx_11_0_arm64.whl"
         ]
     );
     assert!(
@@ -527,11 +529,13 @@ async fn user_agent_pinned_and_token_routes_change_the_machine() {
         &[("accept", PIP_ACCEPT), ("user-agent", mac_pip)],
     )
     .await;
+    // The Mac gets its CPU build, and the page keeps every other platform's build for this
+    // server's H100, as a universal lock needs.
     assert_eq!(
         filenames(&body),
         [
-            "torch-2.9.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl",
-            "torch-2.9.0+cpu-cp312-cp312-win_amd64.whl",
+            "torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "torch-2.9.0+cu130-cp312-cp312-win_amd64.whl",
             "torch-2.9.0-cp312-none-macosx_11_0_arm64.whl"
         ]
     );
@@ -558,7 +562,9 @@ async fn user_agent_pinned_and_token_routes_change_the_machine() {
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(
-        filenames(&body).iter().all(|n| n.contains("+cu128")),
+        filenames(&body)
+            .iter()
+            .all(|n| n.contains("+cu128") || n.contains("-none-macosx_")),
         "{body}"
     );
 }

@@ -300,10 +300,7 @@ pub async fn explain(
                 at,
                 VersionExplanation {
                     version: text,
-                    chosen: None,
-                    kept: Vec::new(),
-                    builds: Vec::new(),
-                    notes: Vec::new(),
+                    ..VersionExplanation::default()
                 },
             );
             at
