@@ -844,21 +844,63 @@ fn uncomment_examples(text: &str, starts: &[&str]) -> String {
     out
 }
 
-/// The first TOML code block of the README that contains `needle`.
-fn readme_toml(needle: &str) -> String {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
-            .unwrap();
-    readme
-        .split("```toml\n")
+/// The TOML code blocks of a Markdown file, in order.
+fn toml_blocks(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()));
+    text.split("```toml\n")
         .skip(1)
         .filter_map(|block| block.split_once("```").map(|(toml, _)| toml.to_string()))
+        .collect()
+}
+
+/// The first TOML code block of the documentation's pages (`docs/src/*.md`, by name) that
+/// contains `needle`.
+fn docs_toml(needle: &str) -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src");
+    let mut pages: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+        .collect();
+    pages.sort();
+    pages
+        .iter()
+        .flat_map(|page| toml_blocks(page))
         .find(|toml| toml.contains(needle))
-        .unwrap_or_else(|| panic!("no README TOML block with {needle}"))
+        .unwrap_or_else(|| panic!("no TOML block with {needle} in docs/src"))
 }
 
 #[test]
-fn commented_company_examples_work_uncommented_and_match_the_readme() {
+fn the_readmes_company_setup_is_a_valid_configuration() {
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let toml = toml_blocks(&readme)
+        .into_iter()
+        .find(|toml| toml.contains("[[sources]]"))
+        .expect("the README shows a company's set-up");
+    let config = parse_config(&toml, "README company set-up");
+    let sources = config
+        .sources()
+        .unwrap_or_else(|err| panic!("the README's [[sources]]: {err}"));
+    let owners: Vec<&str> = sources
+        .owners("acme-utils")
+        .into_iter()
+        .map(|id| sources.get(id).name.as_str())
+        .collect();
+    assert_eq!(owners, ["internal"]);
+    let networks = wheelgate::config::ClientNetworks::resolve(
+        &config.networks,
+        &config.trusted_proxies,
+        wheelgate_resolver::Catalog::embedded(),
+        None,
+    )
+    .unwrap_or_else(|err| panic!("the README's [[networks]]: {err}"));
+    let names: Vec<&str> = networks.rules.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(names, ["gpu-cluster"]);
+}
+
+#[test]
+fn commented_company_examples_work_uncommented_and_match_the_docs() {
     let sample = read("wheelgate.toml");
     let text = uncomment_examples(&sample, &["trusted_proxies", "[[networks]]", "[upstreams."]);
     assert_ne!(text, sample, "the sample has no commented examples");
@@ -874,11 +916,11 @@ fn commented_company_examples_work_uncommented_and_match_the_readme() {
     let names: Vec<&str> = networks.rules.iter().map(|r| r.label.as_str()).collect();
     assert_eq!(names, ["gpu-login", "gpu-cluster", "laptops"]);
 
-    // The same rules and section as the README shows.
-    let readme: ServeConfig = parse_config(&readme_toml("[[networks]]"), "README networks");
+    // The same rules and section as the docs show.
+    let readme: ServeConfig = parse_config(&docs_toml("[[networks]]"), "docs networks");
     assert_eq!(config.networks, readme.networks);
     assert_eq!(config.trusted_proxies, readme.trusted_proxies);
-    let readme: ServeConfig = parse_config(&readme_toml("[upstreams.pypi]"), "README upstreams");
+    let readme: ServeConfig = parse_config(&docs_toml("[upstreams.pypi]"), "docs upstreams");
     let (ours, theirs) = (&config.upstreams.pypi, &readme.upstreams.pypi);
     assert!(ours.token.is_some() && ours.basic.is_none());
     assert_eq!(
@@ -886,20 +928,20 @@ fn commented_company_examples_work_uncommented_and_match_the_readme() {
         (&theirs.token, &theirs.headers, &theirs.ca_bundle)
     );
 
-    // The README's sources examples are valid configurations, checked as `serve` checks them:
+    // The docs' sources examples are valid configurations, checked as `serve` checks them:
     // the per-build one (PyG's template) and the company's index.
-    let pyg: ServeConfig = parse_config(&readme_toml("name = \"pyg\""), "README per-build source");
+    let pyg: ServeConfig = parse_config(&docs_toml("name = \"pyg\""), "docs per-build source");
     let pyg = pyg
         .sources()
-        .unwrap_or_else(|err| panic!("the README's PyG [[sources]]: {err}"));
+        .unwrap_or_else(|err| panic!("the docs' PyG [[sources]]: {err}"));
     assert_eq!(
         pyg.by_name("pyg").unwrap().1.kind,
         wheelgate::sources::SourceKind::PerBuild
     );
-    let readme: ServeConfig = parse_config(&readme_toml("name = \"internal\""), "README sources");
+    let readme: ServeConfig = parse_config(&docs_toml("name = \"internal\""), "docs sources");
     let sources = readme
         .sources()
-        .unwrap_or_else(|err| panic!("the README's [[sources]]: {err}"));
+        .unwrap_or_else(|err| panic!("the docs' [[sources]]: {err}"));
     let owners: Vec<&str> = sources
         .owners("acme-utils")
         .into_iter()
