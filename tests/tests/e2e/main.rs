@@ -32,7 +32,7 @@
 //!   the plain filename, for every schema generation, through `/m/<token>/` and `/b/cu128/`.
 //! - `variantlib`: wheelgate's variants-file validation and PEP 825 ordering against variantlib
 //!   0.2.2, the reference implementation (from `scripts/variantlib-setup`), on PyTorch's
-//!   published files and seeded generated ones; every difference is one the README's table
+//!   published files and seeded generated ones; every difference is one the docs' table
 //!   records.
 //! - `auth`: pip and uv through a server that requires credentials, given in the index URL;
 //!   without them both fail.

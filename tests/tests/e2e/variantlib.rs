@@ -20,8 +20,9 @@
 //!
 //! Every case must agree exactly unless it is listed in [`KNOWN`], where the difference must
 //! be exactly the one recorded: a difference that changes or goes away fails the test, so the
-//! README's table (section "Wheel variants (PEP 825)") stays true. Whatever is recorded, a
-//! machine variantlib serves a GPU variant is never served `null` (nor nothing) by wheelgate.
+//! table in docs/src/variants.md ("Against the reference implementation") stays true. Whatever
+//! is recorded, a machine variantlib serves a GPU variant is never served `null` (nor nothing)
+//! by wheelgate.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -39,7 +40,7 @@ const VENV_ENV: &str = "WHEELGATE_VARIANTLIB_VENV";
 const GENERATED: u64 = 48;
 
 /// The known differences: a case name (or a prefix of names, ending in `*`) and how the two
-/// answers differ there. Each is in the README's table with its reason.
+/// answers differ there. Each is in the table of docs/src/variants.md with its reason.
 const KNOWN: &[(&str, Difference)] = &[
     // variantlib 0.2.2 knows only its own v0.2.0 schema and refuses every key of the drafts
     // PyTorch published with (`enable-if`, `plugin-use`, `install-time`,
@@ -177,7 +178,7 @@ fn variants_agree_with_variantlib() {
                     known += 1;
                 } else {
                     failures.push(format!(
-                        "{}: the known difference `{pattern}` ({difference:?}) changed: now variantlib {theirs:?}, wheelgate {ours:?}; update KNOWN and the README's table",
+                        "{}: the known difference `{pattern}` ({difference:?}) changed: now variantlib {theirs:?}, wheelgate {ours:?}; update KNOWN and the table in docs/src/variants.md",
                         case.name
                     ));
                 }
@@ -187,7 +188,7 @@ fn variants_agree_with_variantlib() {
     for ((pattern, difference), seen) in KNOWN.iter().zip(seen_known) {
         if !seen {
             failures.push(format!(
-                "the known difference `{pattern}` ({difference:?}) no longer happens: update KNOWN and the README's table"
+                "the known difference `{pattern}` ({difference:?}) no longer happens: update KNOWN and the table in docs/src/variants.md"
             ));
         }
     }

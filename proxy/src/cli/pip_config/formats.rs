@@ -139,7 +139,7 @@ fn uv(out: &mut String, index: &Index) {
          [[tool.uv.index]]\nname = \"{INDEX_NAME}\"\nurl = \"{url}\"\ndefault = true\n\n\
          # uv for this user: ~/.config/uv/uv.toml\n\
          [[index]]\nname = \"{INDEX_NAME}\"\nurl = \"{url}\"\ndefault = true\n\n\
-         # uv.lock records the build this URL served when it was locked: see README, Installers.\n\
+         # uv.lock records the build this URL served when it was locked: see docs/src/installers.md.\n\
          # Another machine's URL without editing the file: UV_INDEX={INDEX_NAME}={url}\n"
     );
     if index.has_credentials() {
