@@ -46,7 +46,10 @@ pub(super) fn candidates(
     };
     match &environment.build {
         Build::Backend(backend) => entry.backends.push(backend.clone()),
-        Build::Machine { machine, .. } => entry.machines.push(machine.as_ref().clone()),
+        // The machine on this environment's platform, so its files are this platform's.
+        Build::Machine { machine, .. } => {
+            entry.machines.push(machine.elsewhere(environment.platform));
+        }
         Build::None => {}
     }
     let mut versions = BTreeMap::new();

@@ -1,5 +1,6 @@
 //! The target environments of a resolving mirror: every declared Python version × platform ×
-//! backend, and every declared machine × Python version. Each is one place an installer will
+//! backend, and every declared machine × Python version × its own and every declared platform
+//! (the same accelerators there, [`Machine::elsewhere`]). Each is one place an installer will
 //! run, with the PEP 508 marker values such a machine reports, so requirements are evaluated as
 //! pip and uv evaluate them there.
 
@@ -77,7 +78,9 @@ impl Environment {
                     prefer: Vec::new(),
                 },
             )),
-            Build::Machine { machine, .. } => Some((machine.as_ref().clone(), policy.clone())),
+            Build::Machine { machine, .. } => {
+                Some((machine.elsewhere(self.platform), policy.clone()))
+            }
             Build::None => None,
         }
     }
@@ -92,9 +95,11 @@ impl Environment {
         match (&self.build, entry.kind) {
             (Build::Machine { machine, .. }, ProjectKind::Pytorch) => {
                 entry.machines.contains(machine.as_ref())
+                    && (self.platform == machine.platform
+                        || entry.platforms.contains(&self.platform))
             }
-            (Build::Machine { machine, .. }, ProjectKind::General) => {
-                entry.platforms.contains(&machine.platform)
+            (Build::Machine { .. }, ProjectKind::General) => {
+                entry.platforms.contains(&self.platform)
             }
             (Build::Backend(backend), ProjectKind::Pytorch) => {
                 entry.platforms.contains(&self.platform) && entry.backends.contains(backend)
@@ -158,15 +163,21 @@ pub fn environments(config: &MirrorConfig) -> Vec<Environment> {
                 ));
             }
         }
+        // A declared machine on its own platform, then on every declared platform: the build
+        // this kind of machine runs there, as a universal lock holds it.
         for (index, machine) in machines.iter().enumerate() {
-            all.push(Environment::new(
-                python,
-                machine.platform,
-                Build::Machine {
-                    number: index + 1,
-                    machine: Box::new(machine.clone()),
-                },
-            ));
+            let mut on = vec![machine.platform];
+            on.extend(platforms.iter().filter(|p| **p != machine.platform));
+            for platform in on {
+                all.push(Environment::new(
+                    python,
+                    platform,
+                    Build::Machine {
+                        number: index + 1,
+                        machine: Box::new(machine.clone()),
+                    },
+                ));
+            }
         }
     }
     all.retain(|env| resolving.iter().any(|entry| env.declares(entry)));
@@ -263,6 +274,7 @@ mod tests {
                 "py312-linux-aarch64-cu130",
                 "py312-linux-aarch64-cpu",
                 "py312-linux-x86_64-machine1",
+                "py312-linux-aarch64-machine1",
             ]
         );
     }

@@ -2,7 +2,8 @@
 //!
 //! - PyTorch projects: for each declared backend and platform, the files the server's own
 //!   selection keeps with that backend pinned; for each declared machine, the files it keeps for
-//!   that machine (so each version gets the backend the machine will be served);
+//!   that machine on its own platform and on each declared platform (so each version gets, on
+//!   each platform, the backend that kind of machine is served there);
 //! - general projects: every file of the wanted versions;
 //! - then, for both: wanted versions only (newest final version when no specifier is given), a
 //!   wheel only when its platform tags fit a declared platform (or the machine's) and its Python
@@ -68,7 +69,7 @@ pub fn select_files_with_variants(
                     let selection = select_page(catalog, &machine, &policy, &entry.project, &refs);
                     take(
                         entry,
-                        &machine,
+                        std::slice::from_ref(&machine),
                         &refs,
                         selection,
                         &mut candidates,
@@ -77,6 +78,8 @@ pub fn select_files_with_variants(
                 }
             }
             for machine in &entry.machines {
+                // One selection holds every platform's build for the machine; each declared
+                // platform's files are taken, and the machine's own platform's.
                 let mut selection =
                     select_page(catalog, machine, &entry.policy, &entry.project, &refs);
                 if let Some(binding) = binding {
@@ -88,14 +91,15 @@ pub fn select_files_with_variants(
                         &mut selection,
                     );
                 }
-                take(
-                    entry,
-                    machine,
-                    &refs,
-                    selection,
-                    &mut candidates,
-                    &mut backends,
+                let mut on = vec![machine.clone()];
+                on.extend(
+                    entry
+                        .platforms
+                        .iter()
+                        .filter(|p| **p != machine.platform)
+                        .map(|p| machine.elsewhere(*p)),
                 );
+                take(entry, &on, &refs, selection, &mut candidates, &mut backends);
             }
             if let Some(variants) = variants {
                 take_variants(catalog, entry, &refs, variants, &mut candidates);
@@ -163,10 +167,11 @@ fn is_wheel(filename: &str) -> bool {
 }
 
 /// Whether file `index` runs on `machine`'s platform; sdists always do.
-/// Adds what one selection keeps for the entry's versions, for files that run on `machine`.
+/// Adds what one selection keeps for the entry's versions, for files that run on one of
+/// `machines` (one machine on several platforms).
 fn take(
     entry: &PackageEntry,
-    machine: &Machine,
+    machines: &[Machine],
     refs: &[FileRef<'_>],
     selection: PageSelection,
     candidates: &mut BTreeMap<Version, BTreeSet<usize>>,
@@ -176,10 +181,18 @@ fn take(
         if !entry.wants(&version.version) {
             continue;
         }
-        if let Some(chosen) = version.decision.and_then(|d| d.chosen) {
-            backends.insert(chosen);
-        }
-        let kept = version.kept.into_iter().filter(|&i| fits(machine, refs, i));
+        let on_platforms = version.decision.iter().chain(
+            version
+                .platforms
+                .iter()
+                .filter(|p| machines.iter().any(|m| m.platform == p.platform))
+                .map(|p| &p.decision),
+        );
+        backends.extend(on_platforms.filter_map(|d| d.chosen.clone()));
+        let kept = version
+            .kept
+            .into_iter()
+            .filter(|&i| machines.iter().any(|machine| fits(machine, refs, i)));
         candidates.entry(version.version).or_default().extend(kept);
     }
 }
@@ -399,13 +412,16 @@ mod tests {
         let page = torch_page();
         let selection = select_files(Catalog::embedded(), &entry, &page);
         // The H100 gets cu130 for 2.9.0 and falls back to cu126 for 2.6.0; the Mac the plain
-        // wheel.
+        // wheel on its own platform and, on the declared platform (the default, Linux x86_64),
+        // the CPU build a machine without a GPU runs there.
         assert_eq!(
             names(&page, &selection),
             [
                 "torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
+                "torch-2.9.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl",
                 "torch-2.9.0-cp312-none-macosx_11_0_arm64.whl",
                 "torch-2.6.0+cu126-cp312-cp312-manylinux_2_28_x86_64.whl",
+                "torch-2.6.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl",
             ]
         );
     }

@@ -836,11 +836,10 @@ fn render_platforms(out: &mut String, version: &VersionExplanation) {
                 })
             })
             .collect();
-        let notes: String = platform
-            .notes
-            .iter()
-            .map(|note| format!("<br><span class=\"muted\">{}</span>", escape(note)))
-            .collect();
+        let mut notes = String::new();
+        for note in &platform.notes {
+            let _ = write!(notes, "<br><span class=\"muted\">{}</span>", escape(note));
+        }
         let _ = write!(
             out,
             "<tr><th>on {}</th><td>{chosen}{}{}{notes}</td></tr>",

@@ -199,6 +199,29 @@ async fn explains_every_version_of_the_real_size_page_as_the_rewritten_page_keep
     assert_eq!(verdict("cpu")["verdict"], "usable");
     assert_eq!(verdict("rocm7.2")["verdict"], "rejected");
     assert_eq!(verdict("rocm7.2")["reason"], "no AMD GPU on this machine");
+    platforms_and_counts(&explanation, served.len());
+
+    // HTML for people: the same facts, escaped, one section per version.
+    let (status, headers, html) = get(&format!("{base}/explain/torch/"), &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers[header::CONTENT_TYPE], "text/html; charset=utf-8");
+    assert!(html.contains(
+        "<h2 id=\"v2.11.0\">torch 2.11.0: <span class=\"chosen\">cu130</span> on linux-x86_64"
+    ));
+    assert!(html.contains("<tr><th>on windows-x86_64</th><td><span class=\"chosen\">cu130</span>"));
+    assert!(html.contains("The upstream page lists "));
+    assert!(html.contains("no AMD GPU on this machine"));
+    assert!(html.contains("href=\"/simple/torch/\""));
+
+    // The status page links to it.
+    let (_, _, status_page) = get(&format!("{base}/"), &[]).await;
+    assert!(status_page.contains("<a href=\"/explain/torch/\">"));
+}
+
+/// The real-size page's 2.11.0 on every platform for the H100, and counts that add up to the
+/// page: each file served, another build of its platform, or left off for a reason.
+fn platforms_and_counts(explanation: &Value, served: usize) {
+    let v211 = version(explanation, "2.11.0");
     // On each platform the build that runs best there for the H100: cu130 on Linux and
     // Windows, the CPU build on s390x and macOS, where no CUDA build is published.
     let elsewhere: BTreeMap<&str, &str> = v211["platforms"]
@@ -243,27 +266,7 @@ async fn explains_every_version_of_the_real_size_page_as_the_rewritten_page_keep
         counts["listed"].as_u64().unwrap(),
         "{counts}"
     );
-    assert_eq!(
-        counts["kept"].as_u64().unwrap(),
-        served.len() as u64,
-        "{counts}"
-    );
-
-    // HTML for people: the same facts, escaped, one section per version.
-    let (status, headers, html) = get(&format!("{base}/explain/torch/"), &[]).await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(headers[header::CONTENT_TYPE], "text/html; charset=utf-8");
-    assert!(html.contains(
-        "<h2 id=\"v2.11.0\">torch 2.11.0: <span class=\"chosen\">cu130</span> on linux-x86_64"
-    ));
-    assert!(html.contains("<tr><th>on windows-x86_64</th><td><span class=\"chosen\">cu130</span>"));
-    assert!(html.contains("The upstream page lists "));
-    assert!(html.contains("no AMD GPU on this machine"));
-    assert!(html.contains("href=\"/simple/torch/\""));
-
-    // The status page links to it.
-    let (_, _, status_page) = get(&format!("{base}/"), &[]).await;
-    assert!(status_page.contains("<a href=\"/explain/torch/\">"));
+    assert_eq!(counts["kept"].as_u64().unwrap(), served as u64, "{counts}");
 }
 
 #[tokio::test]
