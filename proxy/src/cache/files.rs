@@ -31,6 +31,7 @@ mod bucket;
 mod download;
 pub mod range_checks;
 mod reader;
+mod recent;
 pub mod slots;
 pub mod splice;
 mod store;

@@ -20,6 +20,7 @@ use crate::upstream::{UpstreamClient, redact};
 
 use super::bucket::BucketError;
 use super::range_checks::{StreamChecks, run_checks};
+use super::recent::{Recent, Window};
 use super::splice::Splicer;
 use super::store::remove_evicted;
 use super::{CacheKey, FileCacheError, FileSpec, Inner, remove_quietly};
@@ -38,8 +39,12 @@ pub(super) enum Progress {
     Connecting,
     /// The first `written` bytes are on disk and readable; `total` is the expected length when
     /// the page or the upstream's `Content-Length` gave it. While the length is known the last
-    /// byte only becomes readable with `Committed`.
-    Streaming { written: u64, total: Option<u64> },
+    /// byte only becomes readable with `Committed`. The latest of them are in `recent` too.
+    Streaming {
+        written: u64,
+        total: Option<u64>,
+        recent: Recent,
+    },
     /// Verified and renamed to its key; `size` bytes.
     Committed { size: u64 },
     /// Nothing was kept; every reader ends with this error.
@@ -393,8 +398,11 @@ impl Download {
             None => input_total,
         };
         let keep = self.keep(total);
-        self.progress
-            .send_replace(Progress::Streaming { written: 0, total });
+        self.progress.send_replace(Progress::Streaming {
+            written: 0,
+            total,
+            recent: Recent::default(),
+        });
 
         let mut state = WriteState::for_spec(&self.spec);
         if origin != Origin::Local {
@@ -402,6 +410,7 @@ impl Download {
                 StreamChecks::new(self.cache.range_checks.take(self.input_key()?.as_str()));
         }
         let mut pending = Pending::default();
+        let mut window = Window::default();
         let mut unread_since: Option<std::time::Instant> = None;
         loop {
             match body.next().await {
@@ -420,8 +429,8 @@ impl Download {
                     pending.push(chunk);
                     if pending.len >= len_u64(WRITE_CHUNK) {
                         self.make_room(state.written + pending.len, &keep).await;
-                        state = self.write(&mut pending, state, false).await?;
-                        self.publish(state.written, total);
+                        state = self.write(&mut pending, state, &mut window, false).await?;
+                        self.publish(state.written, total, &window);
                         self.check_readers(&mut unread_since, state.written, total)?;
                     }
                 }
@@ -450,7 +459,9 @@ impl Download {
             }
         }
         self.make_room(state.written + pending.len, &keep).await;
-        state = self.write(&mut pending, state, true).await?;
+        state = self.write(&mut pending, state, &mut window, true).await?;
+        // Everything but the last byte, while the file is verified and made durable.
+        self.publish(state.written, total, &window);
         let written = self.verify(state, input_total)?;
         Ok((written, origin, keep))
     }
@@ -549,14 +560,33 @@ impl Download {
     }
 
     /// Hashes `pending` (input bytes), splices it when the spec says so, and writes the result
-    /// at the output's end, off the async threads; leaves `pending` empty. `last`: the input
-    /// ended, so what the splice adds after it is written too.
+    /// at the output's end, off the async threads, then adds it to `window`; leaves `pending`
+    /// empty. `last`: the input ended, so what the splice adds after it is written too.
     async fn write(
+        &self,
+        pending: &mut Pending,
+        state: WriteState,
+        window: &mut Window,
+        last: bool,
+    ) -> Result<WriteState, FileCacheError> {
+        let offset = state.written;
+        let (state, written) = self.write_off_thread(pending, state, last).await?;
+        let mut at = offset;
+        for chunk in written {
+            let len = len_u64(chunk.len());
+            window.push(at, chunk);
+            at += len;
+        }
+        Ok(state)
+    }
+
+    /// [`Download::write`]'s blocking part: returns the chunks written, in order.
+    async fn write_off_thread(
         &self,
         pending: &mut Pending,
         mut state: WriteState,
         last: bool,
-    ) -> Result<WriteState, FileCacheError> {
+    ) -> Result<(WriteState, Vec<Bytes>), FileCacheError> {
         let chunks = std::mem::take(pending).chunks;
         let file = Arc::clone(&self.file);
         let input_len = len_u64(chunks.iter().map(Bytes::len).sum());
@@ -576,7 +606,7 @@ impl Download {
                 // The upstream's own bytes, written as they arrived: no copy into one buffer.
                 write_chunks_at(&file, &chunks, state.written)?;
                 state.written += input_len;
-                return Ok::<_, io::Error>(state);
+                return Ok::<_, io::Error>((state, chunks));
             };
             if last && let Some(splicer) = &mut splicer {
                 splicer.finish(&mut out);
@@ -590,7 +620,7 @@ impl Download {
             }
             write_all_at(&file, &out, state.written)?;
             state.written += len_u64(out.len());
-            Ok::<_, io::Error>(state)
+            Ok::<_, io::Error>((state, vec![Bytes::from(out)]))
         })
         .await
         .map_err(io::Error::other)
@@ -604,11 +634,12 @@ impl Download {
     /// Tells readers how far they may read. The last byte is held back until the file is
     /// verified and committed: a client whose response completes has received a verified file
     /// that is already in the cache, and a corrupt download can only ever end in an error.
-    fn publish(&self, written: u64, total: Option<u64>) {
+    fn publish(&self, written: u64, total: Option<u64>, window: &Window) {
         let readable = total.map_or(written, |total| written.min(total.saturating_sub(1)));
         self.progress.send_replace(Progress::Streaming {
             written: readable,
             total,
+            recent: window.snapshot(),
         });
     }
 

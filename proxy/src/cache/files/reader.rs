@@ -1,5 +1,6 @@
 //! Reading a file for one client: positioned reads of a shared handle, following a download in
-//! flight until the bytes it needs are on disk. Each reader holds at most one chunk.
+//! flight until the bytes it needs are on disk (the latest of them taken from the download's
+//! memory, [`super::recent`]). Each reader holds at most one chunk.
 
 use std::fs::File;
 use std::io;
@@ -43,9 +44,13 @@ pub(super) fn stream(
 impl Reader {
     async fn next(mut self) -> io::Result<Option<(Bytes, Reader)>> {
         loop {
-            let (available, end) = self.bounds()?;
+            let (available, end, in_memory) = self.bounds()?;
             if self.pos >= end {
                 return Ok(None);
+            }
+            if let Some(bytes) = in_memory {
+                self.pos += u64::try_from(bytes.len()).expect("a chunk length fits in u64");
+                return Ok(Some((bytes, self)));
             }
             let readable = available.min(end);
             if self.pos < readable {
@@ -71,23 +76,27 @@ impl Reader {
         }
     }
 
-    /// The bytes readable now and the end to read to (`u64::MAX` while unknown).
-    fn bounds(&mut self) -> io::Result<(u64, u64)> {
+    /// The bytes readable now, the end to read to (`u64::MAX` while unknown), and the next
+    /// bytes to send when the download still holds them in memory (the reader is right behind
+    /// it).
+    fn bounds(&mut self) -> io::Result<(u64, u64, Option<Bytes>)> {
         let Some(progress) = self.progress.as_mut() else {
             let end = self.end.expect("a committed file is read with its length");
-            return Ok((end, end));
+            return Ok((end, end, None));
         };
         let end = self.end.unwrap_or(u64::MAX);
         match &*progress.borrow_and_update() {
-            Progress::Connecting => Ok((0, end)),
-            Progress::Streaming { written, .. } => Ok((*written, end)),
+            Progress::Connecting => Ok((0, end, None)),
+            Progress::Streaming {
+                written, recent, ..
+            } => Ok((*written, end, recent.at(self.pos, (*written).min(end)))),
             Progress::Committed { size } => match self.end {
-                None => Ok((*size, *size)),
+                None => Ok((*size, *size, None)),
                 Some(end) if end > *size => Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
                     "the downloaded file is shorter than the range asked for",
                 )),
-                Some(end) => Ok((*size, end)),
+                Some(end) => Ok((*size, end, None)),
             },
             // The client's response is cut off with this error: it must not mistake a broken
             // or corrupt transfer for a complete file.
