@@ -3,6 +3,8 @@
 //! code path (`wheelgate::server::rewrite::select_files`, which calls
 //! `wheelgate_resolver::select_page`), with an explanation for every version.
 
+use std::collections::BTreeMap;
+
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -43,6 +45,10 @@ pub struct PyVersionChoice {
     builds: Vec<PyBuild>,
     /// What the user should know: inferred rules, a GPU no build can use, a pin.
     notes: Vec<String>,
+    /// The backend kept on each other platform the version's wheels are built for
+    /// (`linux-aarch64`, `windows-x86_64`, ...), for the same accelerators there; `None` where
+    /// none runs. `backend` is the machine's own platform's.
+    platforms: BTreeMap<String, Option<String>>,
 }
 
 /// What happened to one backend of a version.
@@ -232,6 +238,7 @@ fn version_choice(version: &VersionSelection, page: &ProjectPage) -> PyVersionCh
             kept,
             builds: Vec::new(),
             notes: vec!["its files name no backend: every file is kept".to_string()],
+            platforms: BTreeMap::new(),
         };
     };
     PyVersionChoice {
@@ -248,5 +255,15 @@ fn version_choice(version: &VersionSelection, page: &ProjectPage) -> PyVersionCh
             })
             .collect(),
         notes: decision.notes.clone(),
+        platforms: version
+            .platforms
+            .iter()
+            .map(|choice| {
+                (
+                    choice.platform.to_string(),
+                    choice.decision.chosen.as_ref().map(ToString::to_string),
+                )
+            })
+            .collect(),
     }
 }

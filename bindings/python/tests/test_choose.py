@@ -151,3 +151,26 @@ def test_binding_takes_metadata_as_a_mapping_and_says_what_is_missing():
         wheelgate.choose("xformers", XFORMERS_FILES, machine=machine, torch=TORCH_FILES)
     with pytest.raises(TypeError, match="mapping or a callable"):
         wheelgate.choose("xformers", XFORMERS_FILES, machine=machine, torch=TORCH_FILES, metadata=3)
+
+
+def test_each_platform_keeps_its_own_build_and_says_which():
+    # torch 2.9.0 as PyPI publishes it: unlabelled wheels, a CUDA build on Linux x86_64 and CPU
+    # builds elsewhere. A machine without a GPU keeps every platform's wheel: the x86_64 one as a
+    # CPU build of last resort, the others as what runs there.
+    files = [
+        "torch-2.9.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+        "torch-2.9.0-cp312-cp312-manylinux_2_28_aarch64.whl",
+        "torch-2.9.0-cp312-cp312-win_amd64.whl",
+        "torch-2.9.0-cp312-none-macosx_11_0_arm64.whl",
+    ]
+
+    chosen = wheelgate.choose("torch", files, machine=wheelgate.Machine.from_json(CPU))
+
+    assert chosen.files == files
+    (version,) = chosen.versions
+    assert version.backend == "cu128"
+    assert version.platforms == {
+        "linux-aarch64": "cpu",
+        "macos-arm64": "cpu",
+        "windows-x86_64": "cpu",
+    }

@@ -107,6 +107,10 @@ class VersionChoice:
     kept: list[str]
     builds: list[Build]
     notes: list[str]
+    platforms: dict[str, Optional[str]]
+    """The backend kept on each other platform the version's wheels are built for
+    (``linux-aarch64``, ``windows-x86_64``, ...), for the same accelerators; ``None`` where none
+    runs. ``backend`` is the machine's own platform's."""
 
 @final
 class Chosen:
