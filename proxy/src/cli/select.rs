@@ -101,6 +101,11 @@ pub struct Answer {
     /// With `--index`: the files of the version the proxy would serve this machine.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
+    /// With `--index`: the build kept on each other platform the version's wheels are built
+    /// for, for the same accelerators there (`null` where none runs); `backend` is the
+    /// machine's own platform's.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub platforms: std::collections::BTreeMap<String, Option<String>>,
 }
 
 /// Why one backend was not chosen.
@@ -174,6 +179,13 @@ pub fn run(args: &SelectArgs) -> Result<(), SelectCommandError> {
         }
         for note in &answer.notes {
             writeln!(out, "  note: {note}")?;
+        }
+        for (platform, backend) in &answer.platforms {
+            writeln!(
+                out,
+                "  on {platform}: {}",
+                backend.as_deref().unwrap_or("no build runs there")
+            )?;
         }
         if let Some(page) = &answer.page {
             writeln!(
@@ -361,11 +373,22 @@ fn answer_from_page(
             notes: vec!["the files of this version name no backend; all are served".to_string()],
             page: None,
             files: Vec::new(),
+            platforms: std::collections::BTreeMap::new(),
         },
     };
     answer.notes.extend(binding_note);
     answer.page = Some(loaded.origin);
     answer.files = files;
+    answer.platforms = chosen
+        .platforms
+        .iter()
+        .map(|choice| {
+            (
+                choice.platform.to_string(),
+                choice.decision.chosen.as_ref().map(ToString::to_string),
+            )
+        })
+        .collect();
     Ok(answer)
 }
 
@@ -459,5 +482,6 @@ fn decision_answer(project: String, version: String, decision: &Decision, os: Os
         notes: decision.notes.clone(),
         page: None,
         files: Vec::new(),
+        platforms: std::collections::BTreeMap::new(),
     }
 }

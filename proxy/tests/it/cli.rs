@@ -462,8 +462,24 @@ async fn select_from_an_index_url_served_by_a_fake_upstream() {
             .to_string()
             .contains("driver 570.86.10 is below 580")
     );
+    // The same choice on the page's other platforms, said per platform.
+    assert_eq!(
+        answers[0]["platforms"]["linux-aarch64"], "cu128",
+        "{}",
+        answers[0]
+    );
+    assert_eq!(
+        answers[0]["platforms"]["windows-x86_64"], "cu128",
+        "{}",
+        answers[0]
+    );
     let answers = run(h100, "torch").await.unwrap();
     assert_eq!(answers[0]["backend"], "cu130");
+    assert_eq!(
+        answers[0]["platforms"]["linux-aarch64"], "cu130",
+        "{}",
+        answers[0]
+    );
     assert_eq!(upstream.hits("/whl/torch/"), 2);
 }
 
