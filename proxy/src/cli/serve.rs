@@ -10,6 +10,7 @@ use crate::config::{ConfigError, ServeConfig, env, pip_configured_index};
 use crate::serve::{StartError, per_core};
 use crate::server::AppState;
 use crate::server::explain::describe_machine;
+use crate::server::served::build_words;
 use crate::units::human_bytes;
 use crate::upstream::redact;
 use wheelgate_resolver::select_release;
@@ -138,23 +139,26 @@ pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
         .map_err(|source| StartError::Listen { addr, source })?;
     let local = listener.local_addr().unwrap_or(addr);
     print_start_lines(&state, local);
-    if !state.config.offline && state.config.read_sources_at_start {
-        // Beside serving, not before it: a source that does not answer costs its deadline.
-        let state = state.clone();
-        runtime.spawn(async move {
-            let lines = crate::sources::first_read::first_read_lines(
-                &state.sources,
-                &state.index,
-                &state.client,
+    let read_at_start = !state.config.offline && state.config.read_sources_at_start;
+    // Beside serving, not before it: a source that does not answer costs its deadline.
+    let reading = state.clone();
+    runtime.spawn(async move {
+        let mut lines = Vec::new();
+        if read_at_start {
+            lines = crate::sources::first_read::first_read_lines(
+                &reading.sources,
+                &reading.index,
+                &reading.client,
             )
             .await;
-            let mut out = std::io::stdout().lock();
-            for line in &lines {
-                let _ = writeln!(out, "{line}");
-            }
-            let _ = out.flush();
-        });
-    }
+        }
+        lines.extend(live_torch_line(&reading, read_at_start).await);
+        let mut out = std::io::stdout().lock();
+        for line in &lines {
+            let _ = writeln!(out, "{line}");
+        }
+        let _ = out.flush();
+    });
     let cores = per_core::cores();
     tracing::info!(listen = %local, cores, "wheelgate serving");
     per_core::serve_per_core(
@@ -167,6 +171,23 @@ pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
     Ok(())
 }
 
+/// What `/simple/torch/` serves the server's machine, after the start lines: with the sources
+/// read at start (`read`), torch's page read as a request reads it, and what it gives, or the
+/// catalog's expectation, said to be one, when it could not be read; without, from a copy an
+/// earlier run cached, and nothing when there is none (the start lines gave the catalog's).
+pub async fn live_torch_line(state: &AppState, read: bool) -> Option<String> {
+    let builds = if read {
+        crate::server::served::read_torch(state).await
+    } else {
+        crate::server::served::cached(state, &state.default_machine, &state.config.policy).await
+    };
+    let live = matches!(
+        builds.torch().answer,
+        crate::server::served::Answer::Live { .. }
+    );
+    (read || live).then(|| builds.torch_line())
+}
+
 /// The lines `wheelgate serve` starts with, on standard output, flushed at once.
 fn print_start_lines(state: &AppState, local: SocketAddr) {
     let lines = start_lines(state, local);
@@ -177,8 +198,9 @@ fn print_start_lines(state: &AppState, local: SocketAddr) {
     let _ = out.flush();
 }
 
-/// One line each: the address, the machine `/simple/` resolves for, its build for the newest
-/// torch in the catalog, the upstreams, the cache, and the pip command to copy.
+/// One line each: the address, the machine `/simple/` resolves for, its torch build by the
+/// catalog's expectation (said to be one: what the live page serves follows, from
+/// [`live_torch_line`]), the upstreams, the cache, and the pip command to copy.
 pub fn start_lines(state: &AppState, local: SocketAddr) -> Vec<String> {
     // A wildcard address is reachable on loopback from this host; other hosts use its name.
     let (host, elsewhere) = if local.ip().is_unspecified() {
@@ -204,9 +226,7 @@ pub fn start_lines(state: &AppState, local: SocketAddr) -> Vec<String> {
         .unwrap_or_default();
     let newest = select_release(state.catalog(), machine, &config.policy, "torch", None);
     let build = match &newest.decision.chosen {
-        Some(backend) => {
-            format!("{backend} (torch, torchvision and torchaudio of that line alike)")
-        }
+        Some(_) => build_words(&newest.decision),
         None => format!(
             "none usable{}",
             newest
@@ -232,7 +252,7 @@ pub fn start_lines(state: &AppState, local: SocketAddr) -> Vec<String> {
             describe_machine(machine)
         ),
         format!(
-            "its build for the newest torch in the catalog ({}): {build}",
+            "its torch build by the catalog's expectation, not the live page (torch {}, the catalog's newest confirmed release): {build}",
             newest.torch
         ),
         format!(

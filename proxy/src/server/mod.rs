@@ -19,6 +19,7 @@ pub mod ops;
 pub mod precompressed;
 pub mod ranges;
 pub mod rewrite;
+pub mod served;
 pub mod simple;
 pub mod state;
 pub mod status;

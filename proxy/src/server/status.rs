@@ -1,6 +1,8 @@
 //! The status page at `/`, for people: what this server is, the machine it resolves `/simple/`
-//! for and what it picks for the newest torch release in the catalog (with the reason for every
-//! other build), upstream and cache health, and copy-paste pip and uv configuration.
+//! for and what `/simple/` serves it for torch, torchvision and torchaudio (from the cached live
+//! pages, `served.rs`; the catalog's expectation, said to be one, before a page was read), with
+//! the reason for every other build, upstream and cache health, and copy-paste pip and uv
+//! configuration.
 //!
 //! One self-contained HTML document: inline CSS, no script, no external resource; every value
 //! is HTML-escaped (machine names, upstream error messages and the `Host` header come from
@@ -15,17 +17,15 @@ use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use wheelgate_resolver::{Machine, Policy, select_release, token};
+use wheelgate_resolver::{Decision, Machine, Policy, token};
 
 use crate::metrics::UpstreamHealth;
 use crate::upstream::redact;
 
 use super::client_addr::{Client, network_machine};
 use super::explain::{describe_machine, inline_code};
+use super::served::{Answer, ProjectBuilds, TrainBuilds, build_words, names_html, version_words};
 use super::state::AppState;
-
-/// The projects whose choice the page shows: torch's release train.
-const PROJECTS: [&str; 3] = ["torch", "torchvision", "torchaudio"];
 
 /// `GET /`.
 pub fn routes() -> Router<AppState> {
@@ -35,7 +35,10 @@ pub fn routes() -> Router<AppState> {
 async fn page(State(state): State<AppState>, client: Client, headers: HeaderMap) -> Response {
     let base = base_url(&headers, &state);
     let index_pages = count_index_pages(&state.config.cache_dir.join("index")).await;
-    let mut html = render(&state, &base, index_pages, &client);
+    // What the live pages serve, from their cached copies: never an upstream request here.
+    let (machine, policy) = network_machine(&state, client.rule.as_deref());
+    let served = super::served::cached(&state, machine, &policy).await;
+    let mut html = render(&state, &base, index_pages, &client, &served);
     // The wheel-variant block reads cached pages (async), so it is rendered here and placed
     // after the builds table, before the upstreams; empty unless a cached page lists variants.
     let variants = super::variants::status::section(&state).await;
@@ -115,8 +118,15 @@ code{font:13px ui-monospace,SFMono-Regular,Menlo,monospace}
 ul.reasons{margin:0;padding-left:18px;color:#4a5263;font-size:13px}
 ";
 
-/// The whole page, for the asking `client` (its `[[networks]]` rule decides the machine shown).
-pub fn render(state: &AppState, base: &str, index_pages: usize, client: &Client) -> String {
+/// The whole page, for the asking `client` (its `[[networks]]` rule decides the machine shown);
+/// `served`: what `/simple/` serves that machine ([`super::served::cached`]).
+pub fn render(
+    state: &AppState,
+    base: &str,
+    index_pages: usize,
+    client: &Client,
+    served: &TrainBuilds,
+) -> String {
     let mut out = String::with_capacity(16 * 1024);
     let _ = write!(
         out,
@@ -134,7 +144,7 @@ pub fn render(state: &AppState, base: &str, index_pages: usize, client: &Client)
     render_networks(&mut out, state, client);
     let (machine, policy) = network_machine(state, client.rule.as_deref());
     render_machine(&mut out, machine, &policy, client);
-    render_choices(&mut out, state, machine, &policy);
+    render_choices(&mut out, served);
     render_facts(&mut out, state);
     render_upstreams(&mut out, state);
     render_cache(&mut out, state, index_pages);
@@ -358,44 +368,27 @@ fn render_machine(out: &mut String, machine: &Machine, policy: &Policy, client: 
     out.push_str("</table>\n");
 }
 
-fn render_choices(out: &mut String, state: &AppState, machine: &Machine, policy: &Policy) {
-    let selections: Vec<_> = PROJECTS
-        .iter()
-        .map(|project| select_release(state.catalog(), machine, policy, project, None))
-        .collect();
-    let line = selections
-        .first()
-        .map(|s| s.torch.to_string())
-        .unwrap_or_default();
+/// What `/simple/` serves for torch's release train: per project, the version the live page
+/// serves and its build here and on every other platform, or the catalog's expectation, said to
+/// be one, while no page of it was read.
+fn render_choices(out: &mut String, served: &TrainBuilds) {
+    let source = if served.line_is_live {
+        "torch's live page"
+    } else {
+        "the catalog's newest confirmed release: torch's live page has not been read yet"
+    };
     let _ = write!(
         out,
-        "<h2 id=\"choices\">Its builds for torch {} (the newest release in the catalog)</h2>\
-         <table><thead><tr><th>Project</th><th>Build</th><th>Other builds and why not</th></tr></thead>",
-        escape(&line)
+        "<h2 id=\"choices\">What <code>/simple/</code> serves it for torch {} ({source})</h2>\
+         <p>From the live pages as this server last read them (each source's cached copy, \
+         selected as <code>/simple/</code> selects it; this page never asks an upstream), or, \
+         for a project no page of which was read yet, the catalog's expectation.</p>\
+         <table><thead><tr><th>Project</th><th>Version</th><th>Build here</th>\
+         <th>Other platforms</th><th>Why, and why not the others</th></tr></thead>",
+        escape(&served.line.to_string())
     );
-    for selection in &selections {
-        let chosen = selection.decision.chosen.as_ref().map_or_else(
-            || "<span class=\"bad\">none usable</span>".to_string(),
-            |b| format!("<span class=\"chosen\">{}</span>", escape(&b.to_string())),
-        );
-        let mut reasons = String::from("<ul class=\"reasons\">");
-        for note in &selection.decision.notes {
-            let _ = write!(reasons, "<li>{}</li>", escape(note));
-        }
-        for (backend, rejection) in selection.decision.rejections() {
-            let _ = write!(
-                reasons,
-                "<li><code>{}</code>: {}</li>",
-                escape(&backend.to_string()),
-                escape(&rejection.to_string())
-            );
-        }
-        reasons.push_str("</ul>");
-        let _ = write!(
-            out,
-            "<tr><td><code>{}</code></td><td>{chosen}</td><td>{reasons}</td></tr>",
-            escape(&selection.project)
-        );
+    for row in &served.rows {
+        render_choice(out, served, row);
     }
     out.push_str(
         "</table>\n<p>Every version on the live index, the build kept and why each other was \
@@ -404,6 +397,141 @@ fn render_choices(out: &mut String, state: &AppState, machine: &Machine, policy:
          <code>/m/TOKEN/explain/torch/</code>, for a pinned backend \
          <code>/b/cu128/explain/torch/</code>).</p>\n",
     );
+}
+
+/// One project's row.
+fn render_choice(out: &mut String, served: &TrainBuilds, row: &ProjectBuilds) {
+    let project = escape(&row.project);
+    let name = format!("<a href=\"/explain/{project}/\"><code>{project}</code></a>");
+    let line = escape(&served.line.to_string());
+    let mut reasons = String::from("<ul class=\"reasons\">");
+    if !row.unread.is_empty() {
+        let _ = write!(
+            reasons,
+            "<li>not read yet: the page of {} (its builds are not counted here)</li>",
+            names_html(&row.unread)
+        );
+    }
+    let (version, build, elsewhere) = match &row.answer {
+        Answer::Live {
+            served: Some(version),
+            on_line,
+        } => {
+            let mut text = escape(&version_words(&version.version));
+            if !on_line {
+                text = format!(
+                    "<span class=\"bad\">no {project} for torch {line}</span> on the live page; \
+                     its newest: {text}{}",
+                    version
+                        .line
+                        .map(|l| format!(" (torch {l}'s)"))
+                        .unwrap_or_default()
+                );
+            }
+            let build = match &version.decision {
+                _ if !version.here => {
+                    "<span class=\"bad\">none for this machine's platform</span>".to_string()
+                }
+                Some(decision) => {
+                    push_reasons(&mut reasons, decision);
+                    chosen_html(decision)
+                }
+                None => "every file (no backend named)".to_string(),
+            };
+            let elsewhere = version
+                .platforms
+                .iter()
+                .map(|choice| {
+                    format!(
+                        "{}: {}",
+                        escape(&choice.platform.to_string()),
+                        chosen_html(&choice.decision)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("<br>");
+            (text, build, elsewhere)
+        }
+        Answer::Live { served: None, .. } => (
+            "<span class=\"bad\">none served</span> on the live page".to_string(),
+            String::new(),
+            String::new(),
+        ),
+        Answer::Catalog(selection) => {
+            push_reasons(&mut reasons, &selection.decision);
+            (
+                format!(
+                    "<span class=\"muted\">not read yet; the catalog's expectation for torch {}</span>",
+                    escape(&selection.torch.to_string())
+                ),
+                format!(
+                    "{} <span class=\"muted\">(the catalog's)</span>",
+                    chosen_html(&selection.decision)
+                ),
+                String::new(),
+            )
+        }
+        Answer::CatalogNone { newest } => (
+            format!(
+                "<span class=\"bad\">no {project} for torch {line}</span> in the catalog{}; \
+                 <span class=\"muted\">its page not read yet</span>",
+                newest
+                    .map(|l| format!(" (its newest is torch {l}'s)"))
+                    .unwrap_or_default()
+            ),
+            String::new(),
+            String::new(),
+        ),
+        Answer::Unserved(why) => (
+            format!(
+                "<span class=\"muted\">not served on this network: {}</span>",
+                escape(why)
+            ),
+            String::new(),
+            String::new(),
+        ),
+    };
+    reasons.push_str("</ul>");
+    let _ = write!(
+        out,
+        "<tr><td>{name}</td><td>{version}</td><td>{build}</td><td>{elsewhere}</td><td>{reasons}</td></tr>"
+    );
+}
+
+/// A decision's chosen build: a badge, with `CPU build of last resort` when it is one.
+fn chosen_html(decision: &Decision) -> String {
+    match &decision.chosen {
+        None => "<span class=\"bad\">none usable</span>".to_string(),
+        Some(backend) => {
+            let mut html = format!(
+                "<span class=\"chosen\">{}</span>",
+                escape(&backend.to_string())
+            );
+            if decision.cpu_last_resort.is_some() {
+                let _ = write!(
+                    html,
+                    " <span class=\"bad\" title=\"{}\">CPU build of last resort</span>",
+                    escape(&build_words(decision))
+                );
+            }
+            html
+        }
+    }
+}
+
+/// A decision's notes and every other build's reason, as list items.
+fn push_reasons(reasons: &mut String, decision: &Decision) {
+    for note in &decision.notes {
+        let _ = write!(reasons, "<li>{}</li>", escape(note));
+    }
+    for (backend, rejection) in decision.rejections() {
+        let _ = write!(
+            reasons,
+            "<li><code>{}</code>: {}</li>",
+            escape(&backend.to_string()),
+            escape(&rejection.to_string())
+        );
+    }
 }
 
 fn ago(time: SystemTime) -> String {

@@ -20,6 +20,16 @@ impl Drop for Server {
 
 /// Starts `wheelgate serve` with `args` and returns it with its first six stdout lines.
 fn start(args: &[&str], env: &[(&str, &str)], root: &std::path::Path) -> (Server, Vec<String>) {
+    let (server, lines, _rest) = start_reading(args, env, root);
+    (server, lines)
+}
+
+/// [`start`], with the lines it prints after the first six.
+fn start_reading(
+    args: &[&str],
+    env: &[(&str, &str)],
+    root: &std::path::Path,
+) -> (Server, Vec<String>, mpsc::Receiver<String>) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_wheelgate"));
     command
         .arg("serve")
@@ -52,7 +62,7 @@ fn start(args: &[&str], env: &[(&str, &str)], root: &std::path::Path) -> (Server
                 .expect("wheelgate serve prints its start lines within 20 s")
         })
         .collect();
-    (server, lines)
+    (server, lines, receiver)
 }
 
 #[tokio::test]
@@ -91,10 +101,12 @@ async fn serve_says_where_for_what_machine_what_build_and_how_to_use_it() {
         lines[1],
         "machine for /simple/ (probed): linux-x86_64; NVIDIA driver 580.65.06: GPU 0 (compute capability 9.0)"
     );
-    // 3. Its build for the newest torch of the catalog.
+    // 3. Its build for the newest torch of the catalog, said to be the catalog's: torch's live
+    // page is read after these lines.
     assert!(
-        lines[2].starts_with("its build for the newest torch in the catalog (2.")
-            && lines[2].contains("): cu13"),
+        lines[2].starts_with(
+            "its torch build by the catalog's expectation, not the live page (torch 2."
+        ) && lines[2].contains("): cu13"),
         "{lines:?}"
     );
     // 4. Upstreams, passwords hidden.
@@ -340,4 +352,56 @@ async fn load(
         }
     }
     (ok, failed)
+}
+
+/// After the first reads, `serve` says what torch's live page serves: here a version newer than
+/// every release in the catalog, published for Linux only as a CUDA build, which a machine
+/// without a GPU gets as its CPU build of last resort (what `pip install torch` then installs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_says_what_the_live_torch_page_serves_after_reading_it() {
+    let fake = super::fake_upstream::Fake::start().await;
+    super::status_page::live_pages(&fake);
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let (pytorch, pypi) = (fake.url("/whl"), fake.url("/simple"));
+    let (_server, lines, rest) = tokio::task::block_in_place(|| {
+        start_reading(
+            &[
+                "--listen",
+                "127.0.0.1:0",
+                "--pytorch-url",
+                &pytorch,
+                "--pypi-url",
+                &pypi,
+                "--cache-dir",
+                cache.path().to_str().unwrap(),
+            ],
+            &[],
+            root.path(),
+        )
+    });
+    // Before the read: the catalog's expectation, said to be one.
+    assert!(
+        lines[2].starts_with(
+            "its torch build by the catalog's expectation, not the live page (torch 2.14,"
+        ) && lines[2].ends_with("): cpu"),
+        "{lines:?}"
+    );
+    let torch = tokio::task::block_in_place(|| {
+        loop {
+            let line = rest
+                .recv_timeout(Duration::from_secs(20))
+                .expect("serve says what torch's live page serves within 20 s");
+            if line.starts_with("torch ") {
+                break line;
+            }
+        }
+    });
+    assert!(
+        torch.starts_with(
+            "torch on /simple/ (the live page): 2.16.0 cu134, a CPU build of last resort (no NVIDIA GPU on this machine); elsewhere macos-arm64 cpu"
+        ) && torch.ends_with("; why: /explain/torch/"),
+        "{torch}"
+    );
+    assert!(!torch.contains("2.14"), "{torch}");
 }
