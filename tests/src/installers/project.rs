@@ -231,6 +231,18 @@ pub async fn pip_install_with(
     (run(command).await, version.stdout)
 }
 
+/// Every version a lock file pins for `name` (a universal lock may pin one per platform), in the
+/// lock's order.
+pub fn locked_versions(lock: &str, name: &str) -> Vec<String> {
+    let key = format!("name = \"{name}\"\nversion = \"");
+    lock.match_indices(&key)
+        .map(|(at, _)| {
+            let rest = &lock[at + key.len()..];
+            rest[..rest.find('"').expect("a quoted version")].to_string()
+        })
+        .collect()
+}
+
 /// The version a lock file pins for `name`: the `version` line after `name = "<name>"`, as
 /// `uv.lock`, `poetry.lock` and `pdm.lock` all write it.
 pub fn locked_version(lock: &str, name: &str) -> String {

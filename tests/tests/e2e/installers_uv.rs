@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use wheelgate_e2e::installers::project::{
-    PASSWORD, Project, USER, locked_version, pyproject, with_credentials,
+    PASSWORD, Project, USER, locked_versions, pyproject, with_credentials,
 };
 use wheelgate_e2e::machines;
 use wheelgate_e2e::proxy::Proxy;
@@ -29,9 +29,16 @@ fn project(url: &str) -> Project {
     ))
 }
 
-/// The torch version `uv.lock` pins.
+/// The torch build `uv.lock` pins for Linux x86_64. The page holds every platform's build, and
+/// uv locks the labelled one and, in a fork of its own, the unlabelled macOS wheel (it takes the
+/// plain version where a local one has no wheel).
 fn locked_torch(project: &Project) -> String {
-    locked_version(&project.read("uv.lock"), "torch")
+    let lock = project.read("uv.lock");
+    let versions = locked_versions(&lock, "torch");
+    assert!(versions.iter().any(|v| v == "2.9.0"), "{lock}");
+    let labelled: Vec<String> = versions.into_iter().filter(|v| v.contains('+')).collect();
+    assert_eq!(labelled.len(), 1, "{lock}");
+    labelled[0].clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -71,6 +71,7 @@ mod rewriting;
 mod routing;
 mod sources;
 mod support;
+mod universal_lock;
 mod variantlib;
 mod variants;
 mod variants_mirror;

@@ -70,6 +70,8 @@ const ARC_A770: TestMachine = TestMachine {
     name: "arc-a770",
     json: r#"{"platform":"linux-x86_64","glibc":"2.36","intel":{"gpus":[{"name":"Intel Arc A770 Graphics","pci_device":22176,"device_ip":"12.55.8","xpu_capable":true}]}}"#,
     backend: "xpu",
+    aarch64: "cpu",
+    windows: "xpu",
 };
 
 macro_rules! variant_tests {
