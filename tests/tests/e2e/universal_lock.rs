@@ -43,7 +43,12 @@ fn locked_wheels(lock: &str, project: &str) -> Vec<String> {
     let prefix = format!("{project}-");
     let mut wheels: Vec<String> = lock
         .split(['"', '/'])
-        .filter(|part| part.starts_with(&prefix) && part.ends_with(".whl"))
+        .filter(|part| {
+            part.starts_with(&prefix)
+                && std::path::Path::new(part)
+                    .extension()
+                    .is_some_and(|ext| ext.eq_ignore_ascii_case("whl"))
+        })
         .map(|part| part.replace("%2B", "+"))
         .collect();
     wheels.sort();
@@ -59,11 +64,11 @@ fn sorted(wheels: impl IntoIterator<Item = String>) -> Vec<String> {
 
 /// torchvision 0.24.0's wheels matching `machine`'s torch wheels, platform by platform.
 fn torchvision_wheels(machine: TestMachine) -> Vec<String> {
-    sorted(machine.torch_wheels().map(|torch| {
-        torch
-            .replacen("torch-2.9.0", "torchvision-0.24.0", 1)
-            .to_string()
-    }))
+    sorted(
+        machine
+            .torch_wheels()
+            .map(|torch| torch.replacen("torch-2.9.0", "torchvision-0.24.0", 1)),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
