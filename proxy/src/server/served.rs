@@ -41,7 +41,8 @@ pub struct ProjectBuilds {
     /// The normalized project name.
     pub project: String,
     pub answer: Answer,
-    /// The owners whose page was not read (no cached copy, or it failed): their builds are not
+    /// The owners whose page is not in hand (no cached copy: not read yet, or the owner has
+    /// none, an absence not being cached; or its read failed): builds they may offer are not
     /// counted in a live answer.
     pub unread: Vec<String>,
 }
@@ -385,7 +386,7 @@ impl TrainBuilds {
             String::new()
         } else {
             format!(
-                "; not read: the page of {} (its builds not counted)",
+                "; without the page of {} (not in hand: failed, or not read yet)",
                 names(&torch.unread)
             )
         };

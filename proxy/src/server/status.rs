@@ -408,7 +408,8 @@ fn render_choice(out: &mut String, served: &TrainBuilds, row: &ProjectBuilds) {
     if !row.unread.is_empty() {
         let _ = write!(
             reasons,
-            "<li>not read yet: the page of {} (its builds are not counted here)</li>",
+            "<li>no copy cached of the page of {} (not read yet, or it has none): builds it \
+             may offer are not counted here</li>",
             names_html(&row.unread)
         );
     }
