@@ -408,8 +408,13 @@ fn render_choice(out: &mut String, served: &TrainBuilds, row: &ProjectBuilds) {
     if !row.unread.is_empty() {
         let _ = write!(
             reasons,
-            "<li>no copy cached of the page of {} (not read yet, or it has none): builds it \
+            "<li>no copy cached of the {} of {} (not read yet, or it has none): builds it \
              may offer are not counted here</li>",
+            if row.unread.len() == 1 {
+                "page"
+            } else {
+                "pages"
+            },
             names_html(&row.unread)
         );
     }
