@@ -55,8 +55,8 @@ impl Reader {
             let readable = available.min(end);
             if self.pos < readable {
                 let len = (readable - self.pos).min(READ_CHUNK);
-                let bytes = read_at(Arc::clone(&self.file), self.pos, len).await?;
-                self.pos += len;
+                let bytes = read_next(&self.file, self.pos, len).await?;
+                self.pos += u64::try_from(bytes.len()).expect("a chunk length fits in u64");
                 return Ok(Some((bytes, self)));
             }
             let Some(progress) = self.progress.as_mut() else {
@@ -102,6 +102,39 @@ impl Reader {
             // or corrupt transfer for a complete file.
             Progress::Failed(err) => Err(io::Error::other(Arc::clone(err))),
         }
+    }
+}
+
+/// At most `len` bytes at `pos` (at least one): those the page cache holds read on this thread
+/// (a file written moments ago, a file served often), else `len` read off the async threads.
+async fn read_next(file: &Arc<File>, pos: u64, len: u64) -> io::Result<Bytes> {
+    #[cfg(target_os = "linux")]
+    if let Some(bytes) = read_cached_at(file, pos, len) {
+        return Ok(bytes);
+    }
+    read_at(Arc::clone(file), pos, len).await
+}
+
+/// The bytes from `pos`, at most `len`, that can be read without waiting for the disk; `None`
+/// when not even the first can. Costs zeroing the buffer (`RWF_NOWAIT` reads only into
+/// initialized memory), less than a trip through the blocking pool and back.
+#[cfg(target_os = "linux")]
+fn read_cached_at(file: &File, pos: u64, len: u64) -> Option<Bytes> {
+    let mut buf = vec![0; usize::try_from(len).ok()?];
+    let read = rustix::io::preadv2(
+        file,
+        &mut [io::IoSliceMut::new(&mut buf)],
+        pos,
+        rustix::io::ReadWriteFlags::NOWAIT,
+    );
+    match read {
+        Ok(read) if read > 0 => {
+            buf.truncate(read);
+            Some(Bytes::from(buf))
+        }
+        // Not in the page cache (`EAGAIN`), a file system without `RWF_NOWAIT`, an interrupt or
+        // the end of the file: the blocking read decides.
+        Ok(_) | Err(_) => None,
     }
 }
 
