@@ -422,42 +422,7 @@ fn render_choice(out: &mut String, served: &TrainBuilds, row: &ProjectBuilds) {
         Answer::Live {
             served: Some(version),
             on_line,
-        } => {
-            let mut text = escape(&version_words(&version.version));
-            if !on_line {
-                text = format!(
-                    "<span class=\"bad\">no {project} for torch {line}</span> on the live page; \
-                     its newest: {text}{}",
-                    version
-                        .line
-                        .map(|l| format!(" (torch {l}'s)"))
-                        .unwrap_or_default()
-                );
-            }
-            let build = match &version.decision {
-                _ if !version.here => {
-                    "<span class=\"bad\">none for this machine's platform</span>".to_string()
-                }
-                Some(decision) => {
-                    push_reasons(&mut reasons, decision);
-                    chosen_html(decision)
-                }
-                None => "every file (no backend named)".to_string(),
-            };
-            let elsewhere = version
-                .platforms
-                .iter()
-                .map(|choice| {
-                    format!(
-                        "{}: {}",
-                        escape(&choice.platform.to_string()),
-                        chosen_html(&choice.decision)
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("<br>");
-            (text, build, elsewhere)
-        }
+        } => live_cells(version, *on_line, (&project, &line), &mut reasons),
         Answer::Live { served: None, .. } => (
             "<span class=\"bad\">none served</span> on the live page".to_string(),
             String::new(),
@@ -502,6 +467,50 @@ fn render_choice(out: &mut String, served: &TrainBuilds, row: &ProjectBuilds) {
         out,
         "<tr><td>{name}</td><td>{version}</td><td>{build}</td><td>{elsewhere}</td><td>{reasons}</td></tr>"
     );
+}
+
+/// The version, build and other platforms' cells of a version a live page serves;
+/// (`project`, `line`): the project's and torch's line's escaped text.
+fn live_cells(
+    version: &super::served::Served,
+    on_line: bool,
+    (project, line): (&str, &str),
+    reasons: &mut String,
+) -> (String, String, String) {
+    let mut text = escape(&version_words(&version.version));
+    if !on_line {
+        text = format!(
+            "<span class=\"bad\">no {project} for torch {line}</span> on the live page; \
+             its newest: {text}{}",
+            version
+                .line
+                .map(|l| format!(" (torch {l}'s)"))
+                .unwrap_or_default()
+        );
+    }
+    let build = match &version.decision {
+        _ if !version.here => {
+            "<span class=\"bad\">none for this machine's platform</span>".to_string()
+        }
+        Some(decision) => {
+            push_reasons(reasons, decision);
+            chosen_html(decision)
+        }
+        None => "every file (no backend named)".to_string(),
+    };
+    let elsewhere = version
+        .platforms
+        .iter()
+        .map(|choice| {
+            format!(
+                "{}: {}",
+                escape(&choice.platform.to_string()),
+                chosen_html(&choice.decision)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("<br>");
+    (text, build, elsewhere)
 }
 
 /// A decision's chosen build: a badge, with `CPU build of last resort` when it is one.
