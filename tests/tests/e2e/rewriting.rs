@@ -230,9 +230,18 @@ async fn per_machine_pages_list_one_backend_per_version_and_keep_attributes() {
         BTreeSet::from(["cu130".to_string()]),
         "{json:#}"
     );
+    // 2.6.0 has no CUDA build for aarch64: the CPU build there, cu126 on the others.
     assert_eq!(
         labels("torch-2.6.0+"),
-        BTreeSet::from(["cu126".to_string()]),
+        BTreeSet::from(["cpu".to_string(), "cu126".to_string()]),
+        "{json:#}"
+    );
+    assert!(
+        files
+            .iter()
+            .filter_map(|f| f["filename"].as_str())
+            .filter(|name| name.starts_with("torch-2.6.0+cpu-"))
+            .all(|name| name.ends_with("_aarch64.whl")),
         "{json:#}"
     );
     let linux = files
@@ -282,7 +291,7 @@ async fn per_machine_pages_list_one_backend_per_version_and_keep_attributes() {
 /// H100 server gets the macOS build and no CUDA wheel; an aarch64 client gets a page with a torch
 /// 2.9.0 wheel it can install.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn user_agent_refines_the_platform() {
+async fn every_client_finds_its_platforms_build_on_one_page() {
     const MAC: &str = r#"pip/26.0 {"ci":null,"cpu":"arm64","implementation":{"name":"CPython","version":"3.12.4"},"installer":{"name":"pip","version":"26.0"},"python":"3.12.4","system":{"name":"Darwin","release":"24.5.0"}}"#;
     const AARCH64: &str = r#"uv/0.13.9 {"installer":{"name":"uv","version":"0.13.9","subcommand":["pip","install"]},"python":"3.11.7","implementation":{"name":"CPython","version":"3.11.7"},"distro":{"name":"Ubuntu","version":"24.04","id":"noble","libc":{"lib":"glibc","version":"2.39"}},"system":{"name":"Linux","release":"6.8.0"},"cpu":"aarch64","ci":null}"#;
     let upstreams = Upstreams::start().await;
@@ -312,15 +321,14 @@ async fn user_agent_refines_the_platform() {
                 .collect::<Vec<String>>()
         }
     };
+    // The H100 server's page holds each platform's build, whoever asks: the Mac finds the
+    // macOS wheel, the aarch64 client cu130's aarch64 wheel, and neither needs the User-Agent.
     let mac = torch_29(MAC).await;
     assert!(mac.iter().any(|n| n.contains("macosx")), "{mac:?}");
-    assert!(
-        mac.iter().all(|n| !n.contains("+cu")),
-        "a Mac was offered CUDA wheels: {mac:?}"
-    );
     let arm = torch_29(AARCH64).await;
     assert!(
-        arm.iter().any(|n| n.contains("aarch64")),
+        arm.contains(&"torch-2.9.0+cu130-py3-none-manylinux_2_28_aarch64.whl".to_string()),
         "no aarch64 wheel for an aarch64 client: {arm:?}"
     );
+    assert_eq!(mac, arm);
 }
