@@ -270,11 +270,12 @@ fn select_grouped_for(
         decision.notes.extend(signal_notes);
         // Every other platform the version's wheels cover gets its own choice, for the same
         // accelerators there: one page then serves a cross-platform resolve or a universal lock.
-        let platforms: Vec<PlatformChoice> = platforms_of(&files, machine.platform)
+        let wheel_platforms = wheel_platforms(&files);
+        let platforms: Vec<PlatformChoice> = platforms_of(&wheel_platforms, machine.platform)
             .into_iter()
             .map(|platform| {
                 let there = elsewhere.machine(machine, platform);
-                let offers = offers_on(there, &files);
+                let offers = offers_elsewhere(&files, &wheel_platforms, platform);
                 let mut decision = decisions.decide(catalog, there, policy, train.release, offers);
                 if let Some(inferred) = &train.inferred {
                     decision.notes.insert(0, inferred.to_string());
@@ -285,6 +286,7 @@ fn select_grouped_for(
             .collect();
         let mut kept = keep_chosen(
             files,
+            &wheel_platforms,
             (machine.platform, &decision),
             &platforms,
             keep_reasons.then_some(&mut dropped),
@@ -314,6 +316,7 @@ fn select_grouped_for(
 /// kept.
 fn keep_chosen(
     files: VersionFiles<'_>,
+    wheel_platforms: &[Vec<Option<Platform>>],
     own: (Platform, &Decision),
     platforms: &[PlatformChoice],
     mut dropped: Option<&mut Vec<(usize, Dropped)>>,
@@ -326,9 +329,9 @@ fn keep_chosen(
             })
     };
     let mut kept = files.neutral;
-    for (backend, wheels) in &files.by_backend {
-        for (index, tags, _) in wheels {
-            let (platform, chosen) = chosen_on(wheel_platform(tags.get()));
+    for ((backend, wheels), platforms) in files.by_backend.iter().zip(wheel_platforms) {
+        for ((index, ..), platform) in wheels.iter().zip(platforms) {
+            let (platform, chosen) = chosen_on(*platform);
             match (backend, &mut dropped) {
                 (Some(backend), _) if Some(backend) == chosen => kept.push(*index),
                 (Some(backend), Some(dropped)) => dropped.push((
@@ -419,18 +422,52 @@ fn offers_on(machine: &Machine, files: &VersionFiles<'_>) -> Vec<Offer> {
         .collect()
 }
 
-/// The platforms other than `own` that a version's labelled wheels are built for, in a fixed
-/// order.
-fn platforms_of(files: &VersionFiles<'_>, own: Platform) -> Vec<Platform> {
-    let mut platforms: Vec<Platform> = files
+/// The platform of each wheel of a version (`None`: a tag naming none), in the order of
+/// `files.by_backend`'s wheels: read once per version, as every platform's choice reads them.
+fn wheel_platforms(files: &VersionFiles<'_>) -> Vec<Vec<Option<Platform>>> {
+    files
         .by_backend
         .values()
-        .flatten()
-        .filter_map(|(_, tags, _)| wheel_platform(tags.get()))
-        .filter(|platform| *platform != own)
-        .collect();
-    platforms.sort_unstable_by_key(ToString::to_string);
-    platforms.dedup();
+        .map(|wheels| {
+            wheels
+                .iter()
+                .map(|(_, tags, _)| wheel_platform(tags.get()))
+                .collect()
+        })
+        .collect()
+}
+
+/// The backends a version offers, each with whether it has a wheel built for `platform` (a
+/// platform other than the machine's own, where libc and CPU level are unknown).
+fn offers_elsewhere(
+    files: &VersionFiles<'_>,
+    wheel_platforms: &[Vec<Option<Platform>>],
+    platform: Platform,
+) -> Vec<Offer> {
+    files
+        .by_backend
+        .keys()
+        .zip(wheel_platforms)
+        .filter_map(|(backend, platforms)| {
+            backend.as_ref().map(|backend| Offer {
+                backend: backend.clone(),
+                has_platform_file: platforms.contains(&Some(platform)),
+            })
+        })
+        .collect()
+}
+
+/// The platforms other than `own` that a version's labelled wheels are built for, in a fixed
+/// order.
+fn platforms_of(wheel_platforms: &[Vec<Option<Platform>>], own: Platform) -> Vec<Platform> {
+    // A handful of platforms among many wheels: gathered without repeats, then ordered by name.
+    let mut platforms: Vec<Platform> = Vec::new();
+    for platform in wheel_platforms.iter().flatten().flatten() {
+        if *platform != own && !platforms.contains(platform) {
+            platforms.push(*platform);
+        }
+    }
+    platforms.sort_by_cached_key(ToString::to_string);
     platforms
 }
 
