@@ -479,7 +479,21 @@ async fn an_upstream_that_fails_a_variant_file_is_a_bad_gateway() {
             link.clone(),
             "/files/torch/variants-json/torch-2.9.0-variants.json".to_string(),
         ] {
-            let response = reqwest::get(format!("{base}{path}")).await.unwrap();
+            let response = match reqwest::get(format!("{base}{path}")).await {
+                Ok(response) => response,
+                // The wheel's response is begun once the upstream answers; a small file that
+                // then fails its check before its first byte is sent cuts the connection
+                // before the head is flushed. A break all the same: no body, never a whole one
+                // that does not verify.
+                Err(err)
+                    if path == *link
+                        && !matches!(behaviour, Behaviour::Status(_))
+                        && err.is_request() =>
+                {
+                    continue;
+                }
+                Err(err) => panic!("{behaviour:?} {path}: {err}"),
+            };
             let status = response.status().as_u16();
             let body = response.bytes().await;
             if path.ends_with("-variants.json") {

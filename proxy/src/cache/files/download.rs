@@ -635,7 +635,12 @@ impl Download {
     /// verified and committed: a client whose response completes has received a verified file
     /// that is already in the cache, and a corrupt download can only ever end in an error.
     fn publish(&self, written: u64, total: Option<u64>, window: &Window) {
-        let readable = total.map_or(written, |total| written.min(total.saturating_sub(1)));
+        // Held back even while the total is unknown: a reader that knows the file's length
+        // from elsewhere (its listing, a range) must not reach the end before it is verified.
+        let readable = match total {
+            Some(total) => written.min(total.saturating_sub(1)),
+            None => written.saturating_sub(1),
+        };
         self.progress.send_replace(Progress::Streaming {
             written: readable,
             total,
