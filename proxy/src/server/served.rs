@@ -252,7 +252,7 @@ fn pick(
 ) -> Option<Served> {
     let kept = |v: &&VersionSelection| {
         !v.kept.is_empty()
-            && line.is_none_or(|line| train_line(catalog, project, &v.version) == Some(line))
+            && line.is_none_or(|line| catalog.torch_line(project, &v.version) == Some(line))
     };
     let here = |v: &&VersionSelection| v.decision.as_ref().is_none_or(|d| d.chosen.is_some());
     let found = versions
@@ -266,42 +266,11 @@ fn pick(
     let (version, here) = found;
     Some(Served {
         version: version.version.clone(),
-        line: train_line(catalog, project, &version.version),
+        line: catalog.torch_line(project, &version.version),
         decision: version.decision.clone(),
         platforms: version.platforms.clone(),
         here,
     })
-}
-
-/// The torch release line a version of torch's release train belongs to: torch's own
-/// `major.minor`; a companion's from the catalog's trains, else the trains' numbering rule
-/// (torchvision `0.X` with torch `2.(X-15)`, torchaudio `2.X` with torch `2.X`: the resolver's
-/// `Catalog::train_release` rule, which does not say whether it found the line or fell back to
-/// the nearest one).
-pub fn train_line(catalog: &Catalog, project: &str, version: &Version) -> Option<ReleaseLine> {
-    let release = version.release();
-    let own = ReleaseLine {
-        major: release.first().copied()?,
-        minor: release.get(1).copied().unwrap_or(0),
-    };
-    if project == "torch" {
-        return Some(own);
-    }
-    if let Some(found) = catalog
-        .releases()
-        .iter()
-        .find(|r| r.companions.get(project) == Some(&own))
-    {
-        return Some(found.torch);
-    }
-    match project {
-        "torchvision" if own.major == 0 && own.minor >= 15 => Some(ReleaseLine {
-            major: 2,
-            minor: own.minor - 15,
-        }),
-        "torchaudio" if own.major == 2 => Some(own),
-        _ => None,
-    }
 }
 
 /// The catalog's expectation for `project` on torch's `line`.
@@ -478,7 +447,11 @@ mod tests {
     #[test]
     fn companions_find_their_torch_line_past_the_catalog() {
         let catalog = Catalog::embedded();
-        let line = |project, v| train_line(catalog, project, &version(v)).map(|l| l.to_string());
+        let line = |project, v| {
+            catalog
+                .torch_line(project, &version(v))
+                .map(|l| l.to_string())
+        };
         assert_eq!(line("torch", "2.16.0").as_deref(), Some("2.16"));
         assert_eq!(line("torchvision", "0.24.1").as_deref(), Some("2.9"));
         // Beyond the catalog, by the numbering rule, not the nearest known line.

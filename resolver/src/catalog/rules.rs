@@ -74,23 +74,7 @@ impl Catalog {
     /// (torchvision, torchaudio) by the catalog's trains or their numbering rule, anything else
     /// PyTorch builds by the newest release line (marked inferred).
     pub fn train_release(&self, normalized_project: &str, version: &Version) -> TrainRelease<'_> {
-        let release = version.release();
-        let line = ReleaseLine {
-            major: release.first().copied().unwrap_or(0),
-            minor: release.get(1).copied().unwrap_or(0),
-        };
-        let torch_line = if normalized_project == "torch" {
-            Some(line)
-        } else if let Some(found) = self
-            .releases
-            .iter()
-            .find(|r| r.companions.get(normalized_project) == Some(&line))
-        {
-            Some(found.torch)
-        } else {
-            companion_rule(normalized_project, line)
-        };
-        let Some(torch_line) = torch_line else {
+        let Some(torch_line) = self.torch_line(normalized_project, version) else {
             let newest = self.newest_release();
             return TrainRelease {
                 release: newest,
@@ -304,6 +288,31 @@ pub(super) fn sm_set_name(entry: &super::BackendEntry, platform: Platform) -> Op
         (Os::Linux, Arch::Aarch64) => entry.sm_aarch64.as_ref(),
         (Os::Windows, _) => entry.sm_windows.as_ref().or(entry.sm.as_ref()),
         _ => entry.sm.as_ref(),
+    }
+}
+
+impl Catalog {
+    /// The torch release line a project version goes with: torch's own `major.minor`, a
+    /// companion's (torchvision, torchaudio) by the catalog's trains or else their numbering
+    /// rule (so past the catalog too); `None` for any other project, or a version no rule
+    /// places.
+    pub fn torch_line(&self, normalized_project: &str, version: &Version) -> Option<ReleaseLine> {
+        let release = version.release();
+        let line = ReleaseLine {
+            major: release.first().copied().unwrap_or(0),
+            minor: release.get(1).copied().unwrap_or(0),
+        };
+        if normalized_project == "torch" {
+            return Some(line);
+        }
+        if let Some(found) = self
+            .releases
+            .iter()
+            .find(|r| r.companions.get(normalized_project) == Some(&line))
+        {
+            return Some(found.torch);
+        }
+        companion_rule(normalized_project, line)
     }
 }
 

@@ -224,6 +224,35 @@ fn an_aarch64_machine_reading_pypi_keeps_the_x86_64_cuda_default_as_last_resort_
     assert!(x86.decision.cpu_last_resort.is_some());
 }
 
+/// `files` of an xformers-like project, every build pinning `torch==2.9.0`, selected for
+/// `machine` and bound to `torch`'s choices, reading pins until none is pending; with the
+/// rounds of reads that took.
+fn bound_to_torch_29(
+    machine: &Machine,
+    torch: &TorchChoices,
+    files: &[(String, String)],
+) -> (PageSelection, usize) {
+    let refs = refs(files);
+    let catalog = Catalog::embedded();
+    let policy = Policy::default();
+    let mut selection = select_page(catalog, machine, &policy, "xformers", &refs);
+    let builds = bound_builds(catalog, machine, &policy, "xformers", &refs, &selection);
+    let mut pins = Pins::new();
+    let mut rounds = 0;
+    loop {
+        let pending = builds.pending(&selection, &pins, torch);
+        if pending.is_empty() {
+            break;
+        }
+        rounds += 1;
+        for (build, _) in pending {
+            pins.insert(build, Ok(TorchPin::Specifiers("==2.9.0".parse().unwrap())));
+        }
+    }
+    apply_pins(&mut selection, &builds, &pins, torch);
+    (selection, rounds)
+}
+
 #[test]
 fn a_torch_bound_project_follows_torchs_choice_on_each_platform() {
     let machine = machine(H100_575);
@@ -239,23 +268,7 @@ fn a_torch_bound_project_follows_torchs_choice_on_each_platform() {
             ("cu129", &[X86]),
         ],
     );
-    let refs = refs(&files);
-    let catalog = Catalog::embedded();
-    let policy = Policy::default();
-    let mut selection = select_page(catalog, &machine, &policy, "xformers", &refs);
-    let builds = bound_builds(catalog, &machine, &policy, "xformers", &refs, &selection);
-    let mut pins = Pins::new();
-    loop {
-        let pending = builds.pending(&selection, &pins, &torch);
-        if pending.is_empty() {
-            break;
-        }
-        for (build, _) in pending {
-            let pin = TorchPin::Specifiers("==2.9.0".parse().unwrap());
-            pins.insert(build, Ok(pin));
-        }
-    }
-    apply_pins(&mut selection, &builds, &pins, &torch);
+    let (selection, _) = bound_to_torch_29(&machine, &torch, &files);
     let mut kept = kept_by_platform(&selection, &files);
     kept.sort();
     assert_eq!(
@@ -289,17 +302,9 @@ fn a_torch_bound_build_is_left_out_only_where_torch_gets_another() {
     // Only a cu128 build, on both platforms: torch gets cu129 on Linux, so Linux loses this
     // version and Windows keeps it.
     let files = page("xformers", "0.0.33", &[("cu128", &[X86, WIN])]);
-    let refs = refs(&files);
-    let catalog = Catalog::embedded();
-    let policy = Policy::default();
-    let mut selection = select_page(catalog, &machine, &policy, "xformers", &refs);
-    let builds = bound_builds(catalog, &machine, &policy, "xformers", &refs, &selection);
-    let mut pins = Pins::new();
-    for (build, _) in builds.pending(&selection, &pins, &torch) {
-        pins.insert(build, Ok(TorchPin::Specifiers("==2.9.0".parse().unwrap())));
-    }
-    assert!(builds.pending(&selection, &pins, &torch).is_empty());
-    apply_pins(&mut selection, &builds, &pins, &torch);
+    let (selection, rounds) = bound_to_torch_29(&machine, &torch, &files);
+    // One build to read, on both platforms: one round of reads settles it.
+    assert_eq!(rounds, 1);
     let mut kept = kept_by_platform(&selection, &files);
     kept.sort();
     assert_eq!(kept, ["macosx_11_0_arm64:-", "win_amd64:cu128"]);
