@@ -301,18 +301,16 @@ pub fn apply_pins(
             .copied()
             .filter(|&index| matches!(bound_on(builds.platform_of(index)), Bound::Unchanged))
             .collect();
-        let mut taken: Vec<&Vec<usize>> = Vec::new();
+        // A kept build's files count on the platforms bound to it alone.
         for bound in std::iter::once(&own).chain(&elsewhere) {
-            if let Bound::Kept(files) = bound
-                && !taken.iter().any(|t| std::ptr::eq(*t, *files))
-            {
-                taken.push(files);
+            if let Bound::Kept(files) = bound {
+                kept.extend(
+                    files
+                        .iter()
+                        .copied()
+                        .filter(|&index| std::ptr::eq(bound_on(builds.platform_of(index)), bound)),
+                );
             }
-        }
-        for files in taken {
-            kept.extend(files.iter().copied().filter(|&index| {
-                matches!(bound_on(builds.platform_of(index)), Bound::Kept(mine) if std::ptr::eq(*mine, files))
-            }));
         }
         kept.sort_unstable();
         kept.dedup();
