@@ -1,7 +1,7 @@
 //! wheelgate, the server: a package index in front of download.pytorch.org and PyPI that serves
 //! every machine the right PyTorch build through one index URL.
 //!
-//! - [`config`]: the configuration and its defaults;
+//! - `wheelgate_config` (`proxy/config/`): the configuration and its defaults;
 //! - [`sources`]: the upstream indexes, which names each owns, and a project's pages from all
 //!   its owners;
 //! - [`upstream`]: the HTTP client, its breakers and each source's access settings;
@@ -19,7 +19,6 @@
 pub mod build_info;
 pub mod cache;
 pub mod cli;
-pub mod config;
 pub mod cpu_pool;
 pub mod derive;
 pub mod error_chain;

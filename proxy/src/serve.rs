@@ -15,9 +15,6 @@ use wheelgate_resolver::{Catalog, Machine, Policy};
 use crate::cache::files::{Bucket, BucketError, FileCache, FileCacheError};
 use crate::cache::index::IndexCache;
 use crate::cache::lock::{CacheDirLock, LockError};
-use crate::config::LoadedCatalog;
-use crate::config::ServeConfig;
-use crate::config::catalog::CatalogFileError;
 use crate::cpu_pool::CpuPool;
 use crate::server::simple::RenderedPages;
 use crate::server::state::Shared;
@@ -25,6 +22,9 @@ use crate::server::{AppState, app};
 use crate::upstream::{
     AccessError, ClientSettings, UpstreamClient, UpstreamError, resolve_sources,
 };
+use wheelgate_config::LoadedCatalog;
+use wheelgate_config::ServeConfig;
+use wheelgate_config::catalog::CatalogFileError;
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -48,9 +48,9 @@ pub enum StartError {
     #[error(transparent)]
     Sources(#[from] crate::sources::SourcesError),
     #[error(transparent)]
-    Networks(#[from] crate::config::networks::NetworksError),
+    Networks(#[from] wheelgate_config::networks::NetworksError),
     #[error(transparent)]
-    Catalog(#[from] crate::config::catalog::CatalogFileError),
+    Catalog(#[from] wheelgate_config::catalog::CatalogFileError),
     #[error(
         "the configured `machine` cannot exist; fix it in the configuration file, or remove it to resolve for this host"
     )]
@@ -121,7 +121,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         info!(overlay = %overlay.display(), facts = loaded.facts.len(), "catalog overlay layered over the built-in catalog");
     }
     let catalog = loaded.catalog;
-    let sources = config.sources_with(catalog)?;
+    let sources = crate::sources::Sources::configured_with(&config, catalog)?;
     let access = if config.offline {
         Vec::new()
     } else {
@@ -151,7 +151,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     // Before anything in the directory is touched: leftovers are cleaned only under the lock.
     let lock = CacheDirLock::acquire(&config.cache_dir, &config.listen.to_string())?;
     let (machine, policy) = default_machine(&config, catalog)?;
-    let networks = crate::config::ClientNetworks::resolve(
+    let networks = wheelgate_config::ClientNetworks::resolve(
         &config.networks,
         &config.trusted_proxies,
         catalog,
@@ -198,7 +198,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         rendered: Arc::new(RenderedPages::new(config.limits.rendered_page_memory())),
         config: Arc::new(config),
         client,
-        catalog_cell: Arc::new(crate::config::catalog::CatalogCell::new(catalog)),
+        catalog_cell: Arc::new(wheelgate_config::catalog::CatalogCell::new(catalog)),
         pins: Arc::default(),
         derivations: Arc::default(),
         source_counters: Arc::new(crate::sources::counters::SourceCounters::new(&sources)),
@@ -262,7 +262,7 @@ pub fn serving_threads(cores: usize) -> usize {
 /// The shared bucket. A configuration the client cannot be built from stops the start; a
 /// bucket that is missing or unreachable does not: the proxy starts degraded (serving from local
 /// disk and the upstream, the bucket's health saying why) and uses the bucket once it answers.
-async fn open_bucket(config: &crate::config::ObjectStoreConfig) -> Result<Bucket, StartError> {
+async fn open_bucket(config: &wheelgate_config::ObjectStoreConfig) -> Result<Bucket, StartError> {
     let bucket = Bucket::connect(config).map_err(Box::new)?;
     match bucket.check().await {
         Ok(()) => {

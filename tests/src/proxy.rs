@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
-use wheelgate::config::ServeConfig;
+use wheelgate_config::ServeConfig;
 use wheelgate_resolver::Machine;
 
 use crate::upstream::Upstreams;
@@ -96,8 +96,8 @@ impl Drop for Proxy {
 
 /// A `[[sources]]` entry without access settings: `name`, its `url` (an index root or a
 /// template), the `projects` it owns.
-pub fn source(name: &str, url: &str, projects: &[&str]) -> wheelgate::config::SourceConfig {
-    wheelgate::config::SourceConfig {
+pub fn source(name: &str, url: &str, projects: &[&str]) -> wheelgate_config::SourceConfig {
+    wheelgate_config::SourceConfig {
         name: name.to_string(),
         url: url.to_string(),
         projects: projects.iter().map(ToString::to_string).collect(),

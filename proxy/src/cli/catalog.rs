@@ -14,8 +14,8 @@ use wheelgate_resolver::select::FileRef;
 
 use super::select::page::{IndexArgError, IndexSource, Remote, load};
 use crate::cache::index::{IndexCache, IndexError};
-use crate::config::{LoadedCatalog, ServeConfig};
 use crate::upstream::redact;
+use wheelgate_config::{LoadedCatalog, ServeConfig};
 
 /// Arguments of `wheelgate catalog`.
 #[derive(Debug, clap::Args)]
@@ -70,9 +70,9 @@ pub struct CheckArgs {
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogCommandError {
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] wheelgate_config::ConfigError),
     #[error(transparent)]
-    Catalog(#[from] Box<crate::config::catalog::CatalogFileError>),
+    Catalog(#[from] Box<wheelgate_config::catalog::CatalogFileError>),
     #[error("torch {0} is not in the catalog (`wheelgate catalog show` lists every release)")]
     NoSuchRelease(String),
     #[error(transparent)]

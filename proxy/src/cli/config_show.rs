@@ -14,12 +14,12 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use crate::config::networks::{MachineSource, NetworksError};
-use crate::config::{ClientNetworks, ConfigError, DEFAULT_PYPI_URL, ServeConfig, env};
 use crate::server::explain::describe_machine;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory};
 use toml::{Table, Value};
+use wheelgate_config::networks::{MachineSource, NetworksError};
+use wheelgate_config::{ClientNetworks, ConfigError, DEFAULT_PYPI_URL, ServeConfig, env};
 
 use super::serve::{ServeArgs, effective_config};
 
@@ -65,7 +65,7 @@ pub enum ConfigShowError {
     )]
     Machine(#[source] wheelgate_resolver::machine::ImplausibleMachine),
     #[error(transparent)]
-    Catalog(#[from] crate::config::catalog::CatalogFileError),
+    Catalog(#[from] wheelgate_config::catalog::CatalogFileError),
 }
 
 /// Runs `wheelgate config ...`.
@@ -226,7 +226,7 @@ fn render(args: &ServeArgs, matches: Option<&ArgMatches>) -> Result<String, Conf
 }
 
 /// The catalog's origin: built in, or which facts the overlay added or corrected.
-fn describe_catalog(out: &mut String, catalog: &crate::config::LoadedCatalog) {
+fn describe_catalog(out: &mut String, catalog: &wheelgate_config::LoadedCatalog) {
     let newest = catalog.catalog.newest_release().torch;
     let Some(overlay) = &catalog.overlay else {
         let _ = writeln!(
@@ -253,7 +253,7 @@ fn upstream_access(config: &ServeConfig) -> String {
          `[upstreams.*]` and each `[[sources]]` entry; secrets are shown only as where they \
          come from):\n",
     );
-    let sources = match config.sources() {
+    let sources = match crate::sources::Sources::configured(config) {
         Ok(sources) => sources,
         Err(err) => {
             let _ = writeln!(out, "#   cannot be used: {err}");

@@ -73,11 +73,11 @@ pub enum SelectCommandError {
     #[error(transparent)]
     Index(#[from] page::IndexArgError),
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] wheelgate_config::ConfigError),
     #[error(transparent)]
     Access(#[from] AccessError),
     #[error(transparent)]
-    Catalog(#[from] crate::config::catalog::CatalogFileError),
+    Catalog(#[from] wheelgate_config::catalog::CatalogFileError),
     #[error("could not write the output")]
     Output(#[from] io::Error),
     #[error("could not encode the answer as JSON")]
@@ -131,7 +131,7 @@ pub fn run(args: &SelectArgs) -> Result<(), SelectCommandError> {
         prefer: Vec::new(),
     };
     let config = match &args.config {
-        Some(path) => Some(crate::config::ServeConfig::from_file(path)?),
+        Some(path) => Some(wheelgate_config::ServeConfig::from_file(path)?),
         None => None,
     };
     let access = match (&config, args.index.as_deref().map(page::IndexSource::parse)) {

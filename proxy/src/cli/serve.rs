@@ -6,13 +6,13 @@ use std::path::PathBuf;
 
 use std::io::Write as _;
 
-use crate::config::{ConfigError, ServeConfig, env, pip_configured_index};
 use crate::serve::{StartError, per_core};
 use crate::server::AppState;
 use crate::server::explain::describe_machine;
 use crate::server::served::build_words;
 use crate::units::human_bytes;
 use crate::upstream::redact;
+use wheelgate_config::{ConfigError, ServeConfig, env, pip_configured_index};
 use wheelgate_resolver::select_release;
 
 /// Arguments of `wheelgate serve`; every flag also has a config-file key of the same name.
@@ -300,7 +300,7 @@ fn sources_line(sources: &crate::sources::Sources) -> Option<String> {
 }
 
 /// With `[[networks]]`: the rules that take precedence over the machine line before it.
-fn networks_line(networks: &crate::config::ClientNetworks) -> Option<String> {
+fn networks_line(networks: &wheelgate_config::ClientNetworks) -> Option<String> {
     if networks.rules.is_empty() {
         return None;
     }

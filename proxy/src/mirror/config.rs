@@ -13,10 +13,10 @@ use wheelgate_resolver::filename::normalize_name;
 use wheelgate_resolver::machine::ImplausibleMachine;
 use wheelgate_resolver::{Backend, Catalog, Machine, Platform, Policy};
 
-use crate::config::SourceConfig;
-use crate::config::catalog::{CatalogConfig, CatalogRef};
-use crate::config::{DEFAULT_PYPI_URL, DEFAULT_PYTORCH_URL, UpstreamsConfig};
 use crate::sources::{ProjectKind, Sources, SourcesError};
+use wheelgate_config::SourceConfig;
+use wheelgate_config::catalog::{CatalogConfig, CatalogRef};
+use wheelgate_config::{DEFAULT_PYPI_URL, DEFAULT_PYTORCH_URL, UpstreamsConfig};
 
 /// The offline server's address in lock files when a configuration names none.
 pub const DEFAULT_SERVER_URL: &str = "http://localhost:3141";
@@ -187,7 +187,7 @@ impl fmt::Display for PythonVersion {
 #[derive(Debug, thiserror::Error)]
 pub enum MirrorConfigError {
     #[error(transparent)]
-    Catalog(#[from] Box<crate::config::catalog::CatalogFileError>),
+    Catalog(#[from] Box<wheelgate_config::catalog::CatalogFileError>),
     #[error("cannot read the mirror configuration `{path}`")]
     Read {
         path: PathBuf,
@@ -607,7 +607,7 @@ fn parse_variant_labels(
 /// `[upstreams.*]`, whose line holds the secret: then only its line number and the refusal (as
 /// the server's configuration file does).
 fn parse_message(text: &str, err: &toml::de::Error) -> String {
-    if !crate::config::secrets::is_plain_text_refusal(err.message()) {
+    if !wheelgate_config::secrets::is_plain_text_refusal(err.message()) {
         return err.to_string();
     }
     let line = err

@@ -21,11 +21,11 @@ use super::lock::{LOCKS_DIR, LockError, write_locks};
 use super::plan::{FileKind, Plan, PlanError, PlannedFile, PlannedPage, make_plan};
 use crate::cache::files::{FileCache, FileCacheError};
 use crate::cache::index::IndexCache;
-use crate::config::DEFAULT_CACHE_MAX_BYTES;
 use crate::metrics::upstream_label;
 use crate::upstream::{
     AccessError, ClientSettings, UpstreamClient, UpstreamError, redact, resolve_sources,
 };
+use wheelgate_config::DEFAULT_CACHE_MAX_BYTES;
 
 /// The file written at the root of a store when, and only when, a sync completed.
 pub const MARKER: &str = "mirror-complete.json";

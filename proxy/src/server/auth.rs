@@ -1,4 +1,4 @@
-//! Client authentication (see [`crate::config::AuthConfig`]): when configured, every request
+//! Client authentication (see [`wheelgate_config::AuthConfig`]): when configured, every request
 //! but the probes (and `/metrics` if public) needs credentials, else `401` with a basic
 //! challenge, so pip and uv send the credentials of their index URL. Credentials are never
 //! logged: only the outcome is.

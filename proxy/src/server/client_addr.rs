@@ -31,8 +31,8 @@ use tracing::{debug, warn};
 use wheelgate_resolver::{Machine, Policy};
 
 use super::state::AppState;
-use crate::config::ClientNetworks;
-use crate::config::networks::ClientNetwork;
+use wheelgate_config::ClientNetworks;
+use wheelgate_config::networks::ClientNetwork;
 
 /// `X-Forwarded-For`, as load balancers write it.
 pub const X_FORWARDED_FOR: &str = "X-Forwarded-For";

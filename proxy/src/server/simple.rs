@@ -35,8 +35,8 @@ use super::rewrite::{
 use super::state::AppState;
 use super::targets::TargetKey;
 use super::useragent::{parse_user_agent, refine};
-use crate::config::networks::ClientNetwork;
 use crate::sources::ProjectPages;
+use wheelgate_config::networks::ClientNetwork;
 
 /// Rendered pages kept for reuse; cleared whole when full (pages are cheap to rebuild).
 const RENDERED_LIMIT: usize = 4096;

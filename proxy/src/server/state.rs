@@ -9,8 +9,8 @@ use wheelgate_resolver::{Catalog, Machine};
 
 use crate::cache::files::FileCache;
 use crate::cache::index::IndexCache;
-use crate::config::{ClientNetworks, ServeConfig};
 use crate::upstream::UpstreamClient;
+use wheelgate_config::{ClientNetworks, ServeConfig};
 
 /// Everything a request handler needs: [`Shared`], cheap to clone; its fields are reached
 /// through `Deref` (`state.config`, `state.index`).
@@ -52,7 +52,7 @@ pub struct Shared {
     pub client: UpstreamClient,
     /// The build facts, swapped whole by a reload (`SIGHUP`): read through
     /// [`Shared::catalog`].
-    pub catalog_cell: Arc<crate::config::catalog::CatalogCell>,
+    pub catalog_cell: Arc<wheelgate_config::catalog::CatalogCell>,
     /// The upstream indexes and the names each owns.
     pub sources: Arc<crate::sources::Sources>,
     /// Torch pins read from files' metadata, by sha256 (`server/binding/`).

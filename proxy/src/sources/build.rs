@@ -8,8 +8,8 @@ use super::{
     Owns, PYPI, PYTORCH, PatternError, ProjectPattern, Source, SourceKind, Sources, TemplateError,
     UrlCredentials, UrlTemplate,
 };
-use crate::config::{SourceConfig, UpstreamsConfig};
 use crate::upstream::redact;
+use wheelgate_config::{ServeConfig, SourceConfig, UpstreamsConfig};
 
 /// A configuration of sources that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +67,27 @@ pub enum SourcesError {
 }
 
 impl Sources {
+    /// Every source `config` names: the PyTorch index, `[[sources]]`, the general index;
+    /// checked.
+    pub fn configured(config: &ServeConfig) -> Result<Sources, SourcesError> {
+        Sources::configured_with(config, Catalog::embedded())
+    }
+
+    /// [`Sources::configured`], the PyTorch names from `catalog` (with `[catalog] extend`'s
+    /// routing names).
+    pub fn configured_with(
+        config: &ServeConfig,
+        catalog: &'static Catalog,
+    ) -> Result<Sources, SourcesError> {
+        Sources::new(
+            catalog,
+            config.pytorch_index_url(),
+            &config.pypi_url,
+            &config.upstreams,
+            &config.sources,
+        )
+    }
+
     /// The built-in PyTorch and general sources (`pytorch_url`, `pypi_url`, `[upstreams.*]`)
     /// with the configured ones between them, checked. Without a `pytorch_url`
     /// (`pytorch_index = false`) there is no PyTorch source at all, and `[upstreams.pytorch]`
@@ -350,6 +371,20 @@ mod tests {
             "name = {name:?}\nurl = {url:?}\nprojects = {projects:?}\n"
         ))
         .unwrap()
+    }
+
+    #[test]
+    fn without_the_pytorch_index_the_general_index_is_the_only_source() {
+        let config: ServeConfig = toml::from_str(
+            "pytorch_url = \"https://artifactory.example/whl\"\npytorch_index = false\n\
+             [upstreams.pytorch]\nca_bundle = \"/etc/ssl/company.pem\"\n",
+        )
+        .unwrap();
+        let sources = Sources::configured(&config).unwrap();
+        assert!(sources.pytorch().is_none());
+        let names: Vec<&str> = sources.iter().map(|(_, s)| s.name.as_str()).collect();
+        assert_eq!(names, ["pypi"]);
+        assert!(sources.unserved("pytorch-triton").is_some());
     }
 
     fn sources(configured: &[SourceConfig]) -> Result<Sources, SourcesError> {

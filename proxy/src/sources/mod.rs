@@ -40,7 +40,7 @@ pub use pages::{ProjectPages, SourcePage};
 pub use pattern::{PatternError, ProjectPattern};
 pub use template::{TemplateError, UrlTemplate};
 
-use crate::config::UpstreamAccessConfig;
+use wheelgate_config::UpstreamAccessConfig;
 
 /// The built-in PyTorch source's name.
 pub const PYTORCH: &str = "pytorch";

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Certificate, Url};
 
-use crate::config::secrets::SecretError;
-use crate::config::{ServeConfig, UpstreamAccessConfig};
 use crate::sources::{Sources, SourcesError};
+use wheelgate_config::secrets::SecretError;
+use wheelgate_config::{ServeConfig, UpstreamAccessConfig};
 
 /// What requests to some origins carry: credentials and headers (marked sensitive, so they
 /// never show in `Debug` output), and CA certificates trusted besides the system's.
@@ -96,7 +96,7 @@ pub enum AccessError {
 /// The access of each configured source, read now (secrets from the environment and files,
 /// CA bundles from disk). Empty when no source has access settings.
 pub fn resolve(config: &ServeConfig) -> Result<Vec<OriginAccess>, AccessError> {
-    resolve_sources(&config.sources()?)
+    resolve_sources(&Sources::configured(config)?)
 }
 
 /// [`resolve`] for any set of sources (the server's, a mirror's): each source's URL gives the
@@ -214,7 +214,7 @@ fn headers(
     access: &UpstreamAccessConfig,
     url_credentials: Option<&crate::sources::UrlCredentials>,
 ) -> Result<HeaderMap, AccessError> {
-    let secret = |what: String, source: &crate::config::SecretSource| {
+    let secret = |what: String, source: &wheelgate_config::SecretSource| {
         source.read(&what).map_err(|source| AccessError::Secret {
             section: section.to_string(),
             source,
@@ -324,7 +324,7 @@ mod tests {
     fn config(section: &str) -> ServeConfig {
         let mut config: ServeConfig = toml::from_str(section).unwrap();
         config.pytorch_url = "https://download.example/whl".into();
-        if config.pypi_url == crate::config::DEFAULT_PYPI_URL {
+        if config.pypi_url == wheelgate_config::DEFAULT_PYPI_URL {
             config.pypi_url = "https://artifactory.example:8443/api/pypi/remote/simple".into();
         }
         config

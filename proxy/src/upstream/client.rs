@@ -54,7 +54,7 @@ impl Default for ClientSettings {
             attempt_timeout: Duration::from_secs(10),
             deadline: Duration::from_secs(14),
             retries: 2,
-            max_page_bytes: crate::config::limits::DEFAULT_MAX_PAGE_BYTES,
+            max_page_bytes: wheelgate_config::limits::DEFAULT_MAX_PAGE_BYTES,
             breaker: BreakerSettings::default(),
             user_agent: format!("wheelgate/{}", env!("CARGO_PKG_VERSION")),
             access: Vec::new(),
@@ -64,7 +64,7 @@ impl Default for ClientSettings {
 
 impl ClientSettings {
     /// The settings `[limits]` asks for.
-    pub fn from_limits(limits: &crate::config::LimitsConfig) -> ClientSettings {
+    pub fn from_limits(limits: &wheelgate_config::LimitsConfig) -> ClientSettings {
         ClientSettings {
             attempt_timeout: limits.upstream_attempt(),
             deadline: limits.upstream_deadline(),

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_yaml_ng::Value;
-use wheelgate::config::ServeConfig;
 use wheelgate::serve::build_state;
 use wheelgate::server::app;
+use wheelgate_config::ServeConfig;
 
 fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy")
@@ -331,12 +331,11 @@ fn every_config_under_deploy_parses_as_serve_config() {
     for path in &files {
         let config = ServeConfig::from_file(path).unwrap_or_else(|err| panic!("{err}"));
         // Its sources are checked as `serve` checks them at start.
-        config
-            .sources()
+        wheelgate::sources::Sources::configured(&config)
             .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
     }
     let company = ServeConfig::from_file(&deploy_dir().join("company.toml")).unwrap();
-    let sources = company.sources().unwrap();
+    let sources = wheelgate::sources::Sources::configured(&company).unwrap();
     let owners = |project: &str| -> Vec<String> {
         sources
             .owners(project)
@@ -349,7 +348,7 @@ fn every_config_under_deploy_parses_as_serve_config() {
     assert_eq!(owners("numpy"), ["pypi"]);
     // The presets: per-build pages for PyG and mmcv, AMD's index beside the PyTorch index.
     let presets = ServeConfig::from_file(&deploy_dir().join("presets.toml")).unwrap();
-    let presets = presets.sources().unwrap();
+    let presets = wheelgate::sources::Sources::configured(&presets).unwrap();
     let kind = |name: &str| presets.by_name(name).unwrap().1.kind;
     assert_eq!(kind("pyg"), wheelgate::sources::SourceKind::PerBuild);
     assert_eq!(kind("openmmlab"), wheelgate::sources::SourceKind::PerBuild);
@@ -879,8 +878,7 @@ fn the_readmes_company_setup_is_a_valid_configuration() {
         .find(|toml| toml.contains("[[sources]]"))
         .expect("the README shows a company's set-up");
     let config = parse_config(&toml, "README company set-up");
-    let sources = config
-        .sources()
+    let sources = wheelgate::sources::Sources::configured(&config)
         .unwrap_or_else(|err| panic!("the README's [[sources]]: {err}"));
     let owners: Vec<&str> = sources
         .owners("acme-utils")
@@ -888,7 +886,7 @@ fn the_readmes_company_setup_is_a_valid_configuration() {
         .map(|id| sources.get(id).name.as_str())
         .collect();
     assert_eq!(owners, ["internal"]);
-    let networks = wheelgate::config::ClientNetworks::resolve(
+    let networks = wheelgate_config::ClientNetworks::resolve(
         &config.networks,
         &config.trusted_proxies,
         wheelgate_resolver::Catalog::embedded(),
@@ -906,7 +904,7 @@ fn commented_company_examples_work_uncommented_and_match_the_docs() {
     assert_ne!(text, sample, "the sample has no commented examples");
     let config = parse_config(&text, "deploy/wheelgate.toml uncommented");
     let machine = config.machine.clone().expect("the sample sets [machine]");
-    let networks = wheelgate::config::ClientNetworks::resolve(
+    let networks = wheelgate_config::ClientNetworks::resolve(
         &config.networks,
         &config.trusted_proxies,
         wheelgate_resolver::Catalog::embedded(),
@@ -931,16 +929,14 @@ fn commented_company_examples_work_uncommented_and_match_the_docs() {
     // The docs' sources examples are valid configurations, checked as `serve` checks them:
     // the per-build one (PyG's template) and the company's index.
     let pyg: ServeConfig = parse_config(&docs_toml("name = \"pyg\""), "docs per-build source");
-    let pyg = pyg
-        .sources()
+    let pyg = wheelgate::sources::Sources::configured(&pyg)
         .unwrap_or_else(|err| panic!("the docs' PyG [[sources]]: {err}"));
     assert_eq!(
         pyg.by_name("pyg").unwrap().1.kind,
         wheelgate::sources::SourceKind::PerBuild
     );
     let readme: ServeConfig = parse_config(&docs_toml("name = \"internal\""), "docs sources");
-    let sources = readme
-        .sources()
+    let sources = wheelgate::sources::Sources::configured(&readme)
         .unwrap_or_else(|err| panic!("the docs' [[sources]]: {err}"));
     let owners: Vec<&str> = sources
         .owners("acme-utils")

@@ -12,10 +12,10 @@ use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wheelgate::cache::files::{CachedFile, FailureKind, FileCache, FileCacheError, FileSpec};
-use wheelgate::config::ServeConfig;
 use wheelgate::serve::build_state;
 use wheelgate::server::app;
 use wheelgate::upstream::{ClientSettings, UpstreamClient};
+use wheelgate_config::ServeConfig;
 
 use super::fake_upstream::{Behaviour, Fake, sha256};
 

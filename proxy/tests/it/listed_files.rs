@@ -12,8 +12,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use sha2::{Digest, Sha256};
-use wheelgate::config::ServeConfig;
 use wheelgate::serve::{build_state, serve_until};
+use wheelgate_config::ServeConfig;
 
 /// (filename, bytes, the sha256 the page gives).
 type Listed = Vec<(String, Vec<u8>, String)>;

@@ -10,9 +10,9 @@ use std::net::SocketAddr;
 use std::process::Command;
 
 use axum::http::{StatusCode, header};
-use wheelgate::config::ServeConfig;
 use wheelgate::serve::{build_state, serve_until};
 use wheelgate::server::AppState;
+use wheelgate_config::ServeConfig;
 
 use super::fake_upstream::{Fake, sha256};
 

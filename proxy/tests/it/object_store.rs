@@ -20,10 +20,10 @@ use object_store::ObjectStore;
 use object_store::ObjectStoreExt;
 use object_store::aws::AmazonS3Builder;
 use wheelgate::cache::files::BucketHealth;
-use wheelgate::config::{ObjectStoreConfig, ServeConfig, StaticCredentials};
 use wheelgate::serve::build_state;
 use wheelgate::server::{AppState, app};
 use wheelgate::upstream::{ClientSettings, UpstreamClient};
+use wheelgate_config::{ObjectStoreConfig, ServeConfig, StaticCredentials};
 
 use super::fake_upstream::{Behaviour, Fake, sha256};
 

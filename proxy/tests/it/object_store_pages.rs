@@ -18,9 +18,9 @@ use axum::response::{IntoResponse, Response};
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
 use wheelgate::cache::files::BucketHealth;
-use wheelgate::config::{ObjectStoreConfig, ServeConfig};
 use wheelgate::serve::build_state;
 use wheelgate::server::{AppState, app};
+use wheelgate_config::{ObjectStoreConfig, ServeConfig};
 
 use super::fake_upstream::sha256;
 use super::object_store::{BUCKET, Logs, PREFIX, S3Server, SECRET_KEY};

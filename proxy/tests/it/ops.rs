@@ -21,8 +21,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
-use wheelgate::config::{AuthConfig, ServeConfig};
 use wheelgate::serve::{build_state, serve_until};
+use wheelgate_config::{AuthConfig, ServeConfig};
 
 pub const WHEEL: &str = "demo-1.0-py3-none-any.whl";
 const CHUNK: usize = 16 * 1024;

@@ -16,7 +16,7 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use wheelgate::config::SourceConfig;
+use wheelgate_config::SourceConfig;
 
 use super::proxy_under_test::{Proxy, get, text};
 use super::rogue_upstream::sha256;

@@ -17,8 +17,8 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use wheelgate::config::{SecretSource, ServeConfig};
 use wheelgate::serve::{build_state, serve_until};
+use wheelgate_config::{SecretSource, ServeConfig};
 
 use super::fake_upstream::sha256;
 use super::tls_upstream::{TestCa, TlsServer};
@@ -431,7 +431,7 @@ async fn basic_credentials_from_a_file_reach_a_nexus_style_upstream() {
     let cache = tempfile::tempdir().unwrap();
     let mut config = upstreams.config(cache.path());
     config.upstreams.pypi.token = None;
-    config.upstreams.pypi.basic = Some(wheelgate::config::upstreams::BasicCredentials {
+    config.upstreams.pypi.basic = Some(wheelgate_config::upstreams::BasicCredentials {
         user: "ci".into(),
         password: SecretSource::File(upstreams.file("password")),
     });

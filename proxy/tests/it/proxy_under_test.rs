@@ -5,9 +5,9 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use wheelgate::config::ServeConfig;
 use wheelgate::serve::{build_state, serve_until};
 use wheelgate::server::AppState;
+use wheelgate_config::ServeConfig;
 
 use super::rogue_upstream::Rogue;
 

@@ -173,7 +173,7 @@ async fn serve_names_a_configured_machine_and_a_wildcard_listener() {
 /// catalog's rules stops the start, naming the file.
 #[tokio::test]
 async fn serve_starts_with_a_catalog_overlay_or_refuses_a_bad_one() {
-    use wheelgate::config::{CatalogConfig, ServeConfig};
+    use wheelgate_config::{CatalogConfig, ServeConfig};
     let dir = tempfile::tempdir().unwrap();
     let overlay = dir.path().join("catalog-extra.toml");
     std::fs::write(

@@ -8,9 +8,9 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;
 
-use wheelgate::config::ServeConfig;
 use wheelgate::serve::build_state;
 use wheelgate::server::app;
+use wheelgate_config::ServeConfig;
 use wheelgate_resolver::Machine;
 
 use super::fake_upstream::{Fake, sha256};

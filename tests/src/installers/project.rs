@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use tokio::process::Command;
-use wheelgate::config::AuthConfig;
-use wheelgate::config::auth::BasicUser;
+use wheelgate_config::AuthConfig;
+use wheelgate_config::auth::BasicUser;
 
 use super::{Outcome, Tools, installed, isolated, run};
 

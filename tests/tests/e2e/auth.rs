@@ -3,8 +3,8 @@
 //! every request to that host, files included; without credentials, or with wrong ones, both
 //! fail.
 
-use wheelgate::config::AuthConfig;
-use wheelgate::config::auth::BasicUser;
+use wheelgate_config::AuthConfig;
+use wheelgate_config::auth::BasicUser;
 use wheelgate_e2e::installers::Installer;
 use wheelgate_e2e::machines;
 use wheelgate_e2e::proxy::Proxy;

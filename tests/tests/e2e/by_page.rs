@@ -9,7 +9,7 @@
 //! has no torch-scatter: the installers take torch 2.8.0 `+cu129` with `2.1.2+pt28cu129`.
 //! Under driver 580, `torch==2.8.0` must come with `pt28cu129`, though `pt29cu130` sorts higher.
 
-use wheelgate::config::SourceConfig;
+use wheelgate_config::SourceConfig;
 use wheelgate_e2e::find_links::FindLinks;
 use wheelgate_e2e::installers::project::{Tool, pip_install_with};
 use wheelgate_e2e::installers::{self, Installer};

@@ -4,7 +4,7 @@
 //! gfx942 with it; on a GPU whose target has no extra, that build is left out and the
 //! installers take a version whose build runs there.
 
-use wheelgate::config::SourceConfig;
+use wheelgate_config::SourceConfig;
 use wheelgate_e2e::installers::{self, Installer};
 use wheelgate_e2e::proxy::Proxy;
 use wheelgate_e2e::simple_index::SimpleIndex;

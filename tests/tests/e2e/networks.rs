@@ -14,7 +14,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use wheelgate::config::NetworkRule;
+use wheelgate_config::NetworkRule;
 use wheelgate_e2e::installers::{Installer, imported_version};
 use wheelgate_e2e::load_balancer::LoadBalancer;
 use wheelgate_e2e::machines::{self, TestMachine};

@@ -15,7 +15,7 @@
 //!   else exists.
 
 use axum::http::StatusCode;
-use wheelgate::config::SourceConfig;
+use wheelgate_config::SourceConfig;
 use wheelgate_e2e::installers::{self, Installer};
 use wheelgate_e2e::machines;
 use wheelgate_e2e::proxy::Proxy;
@@ -427,7 +427,7 @@ async fn a_mirror_stores_internal_packages_from_their_source_and_serves_them_off
         report.serve_command(),
         format!("wheelgate serve --config {}", serve_toml.display())
     );
-    let from_store = wheelgate::config::ServeConfig::from_file(&serve_toml).unwrap();
+    let from_store = wheelgate_config::ServeConfig::from_file(&serve_toml).unwrap();
     assert!(from_store.offline);
     assert_eq!(from_store.cache_dir, store);
     assert_eq!(from_store.sources, vec![internal_source(&internal.url())]);

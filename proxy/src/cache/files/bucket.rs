@@ -33,8 +33,8 @@ use object_store::{
 use serde::Serialize;
 use tracing::{debug, error, info, warn};
 
-use crate::config::ObjectStoreConfig;
 use crate::upstream::redact;
+use wheelgate_config::ObjectStoreConfig;
 
 use super::CacheKey;
 use super::reader::read_at;

@@ -10,27 +10,7 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// The caps, as `[limits]` sets them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SlotLimits {
-    /// Downloads in flight from all upstreams together.
-    pub total: usize,
-    /// Downloads in flight from one upstream origin.
-    pub per_upstream: usize,
-    /// How long a download waits for a slot before it is refused as busy.
-    pub wait: Duration,
-}
-
-impl Default for SlotLimits {
-    fn default() -> Self {
-        SlotLimits {
-            total: 64,
-            per_upstream: 32,
-            // Below pip's 15 s read timeout: the client hears "busy, retry" before it gives up.
-            wait: Duration::from_secs(10),
-        }
-    }
-}
+pub use wheelgate_config::limits::SlotLimits;
 
 /// The slots of one file cache.
 #[derive(Debug)]

@@ -152,7 +152,7 @@ impl Bucket {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::ObjectStoreConfig;
+    use wheelgate_config::ObjectStoreConfig;
 
     use super::Bucket;
 

@@ -1,7 +1,7 @@
 //! `[[sources]]`: more upstream indexes, each owning the project names it lists. The PyTorch
 //! index (`pytorch_url`, `[upstreams.pytorch]`) and the general index (`pypi_url`,
 //! `[upstreams.pypi]`) are the first two sources, built in; this section adds any number more
-//! (`crate::sources` turns them all into one list and decides who owns a name).
+//! (`wheelgate::sources` turns them all into one list and decides who owns a name).
 //!
 //! ```toml
 //! [[sources]]

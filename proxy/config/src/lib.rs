@@ -192,27 +192,6 @@ impl ServeConfig {
     pub fn pypi_root(&self) -> &str {
         self.pypi_url.trim_end_matches('/')
     }
-
-    /// Every source this configuration names: the PyTorch index, `[[sources]]`, the general
-    /// index; checked.
-    pub fn sources(&self) -> Result<crate::sources::Sources, crate::sources::SourcesError> {
-        self.sources_with(wheelgate_resolver::Catalog::embedded())
-    }
-
-    /// [`ServeConfig::sources`], the PyTorch names from `catalog` (with `[catalog] extend`'s
-    /// routing names).
-    pub fn sources_with(
-        &self,
-        catalog: &'static wheelgate_resolver::Catalog,
-    ) -> Result<crate::sources::Sources, crate::sources::SourcesError> {
-        crate::sources::Sources::new(
-            catalog,
-            self.pytorch_index_url(),
-            &self.pypi_url,
-            &self.upstreams,
-            &self.sources,
-        )
-    }
 }
 
 /// The message of a parse error: toml's own (with the offending line), except for a refused
@@ -293,7 +272,7 @@ mod tests {
 
     #[test]
     fn the_sample_config_in_deploy_is_valid() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/wheelgate.toml");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/wheelgate.toml");
         let config = ServeConfig::from_file(&path).unwrap();
         assert_eq!(config.listen.to_string(), "0.0.0.0:3141");
         assert_eq!(config.policy.prefer[0].to_string(), "cu128");
@@ -345,7 +324,8 @@ mod tests {
             Some(DEFAULT_PYTORCH_URL)
         );
         // The one setting wins over a URL and access settings layered elsewhere: they stay
-        // unused, and `serve` and `config show` say there is no PyTorch index.
+        // unused, and `serve` and `config show` say there is no PyTorch index (the sources it
+        // makes: `sources::build`'s tests).
         std::fs::write(
             &path,
             "pytorch_url = \"https://artifactory.example/whl\"\npytorch_index = false\n\
@@ -355,11 +335,6 @@ mod tests {
         let config = ServeConfig::from_file(&path).unwrap();
         assert!(!config.pytorch_index);
         assert_eq!(config.pytorch_index_url(), None);
-        let sources = config.sources().unwrap();
-        assert!(sources.pytorch().is_none());
-        let names: Vec<&str> = sources.iter().map(|(_, s)| s.name.as_str()).collect();
-        assert_eq!(names, ["pypi"]);
-        assert!(sources.unserved("pytorch-triton").is_some());
         std::fs::write(&path, "pytorch_index = \"no\"\n").unwrap();
         let err = ServeConfig::from_file(&path).unwrap_err().to_string();
         assert!(err.contains("pytorch_index"), "{err}");

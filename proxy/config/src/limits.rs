@@ -5,8 +5,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cache::files::slots::SlotLimits;
-
 /// The real aggregated `download.pytorch.org/whl/torch/` page is about 760 KB; 32 MiB leaves
 /// room for forty times that and still fits a 256 MiB pod.
 pub const DEFAULT_MAX_PAGE_BYTES: u64 = 32 * 1024 * 1024;
@@ -122,6 +120,28 @@ impl LimitsConfig {
             total: self.max_downloads.max(1),
             per_upstream: self.max_downloads_per_upstream.max(1),
             wait: Duration::from_secs(self.download_wait_secs),
+        }
+    }
+}
+
+/// The file cache's caps on downloads in flight, as `[limits]` sets them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotLimits {
+    /// Downloads in flight from all upstreams together.
+    pub total: usize,
+    /// Downloads in flight from one upstream origin.
+    pub per_upstream: usize,
+    /// How long a download waits for a slot before it is refused as busy.
+    pub wait: Duration,
+}
+
+impl Default for SlotLimits {
+    fn default() -> Self {
+        SlotLimits {
+            total: 64,
+            per_upstream: 32,
+            // Below pip's 15 s read timeout: the client hears "busy, retry" before it gives up.
+            wait: Duration::from_secs(10),
         }
     }
 }
