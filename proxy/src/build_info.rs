@@ -18,3 +18,10 @@ pub const LONG_VERSION: &str = concat!(
     env!("WHEELGATE_BUILD_DATE"),
     ")"
 );
+
+/// The same, as `/metrics` labels `wheelgate_build_info`.
+pub const LABELS: wheelgate_index::metrics::BuildLabels = wheelgate_index::metrics::BuildLabels {
+    version: VERSION,
+    commit: COMMIT,
+    build_date: BUILD_DATE,
+};

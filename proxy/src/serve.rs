@@ -13,18 +13,18 @@ use wheelgate_resolver::machine::ImplausibleMachine;
 use wheelgate_resolver::{Catalog, Machine, Policy};
 
 use crate::cache::files::{Bucket, BucketError, FileCache, FileCacheError};
-use crate::cache::index::IndexCache;
-use crate::cache::lock::{CacheDirLock, LockError};
-use crate::cpu_pool::CpuPool;
 use crate::server::simple::RenderedPages;
 use crate::server::state::Shared;
 use crate::server::{AppState, app};
-use crate::upstream::{
-    AccessError, ClientSettings, UpstreamClient, UpstreamError, resolve_sources,
-};
 use wheelgate_config::LoadedCatalog;
 use wheelgate_config::ServeConfig;
 use wheelgate_config::catalog::CatalogFileError;
+use wheelgate_index::cache::index::IndexCache;
+use wheelgate_index::cache::lock::{CacheDirLock, LockError};
+use wheelgate_index::cpu_pool::CpuPool;
+use wheelgate_index::upstream::{
+    AccessError, ClientSettings, UpstreamClient, UpstreamError, resolve_sources,
+};
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -46,7 +46,7 @@ pub enum StartError {
     #[error(transparent)]
     Access(#[from] AccessError),
     #[error(transparent)]
-    Sources(#[from] crate::sources::SourcesError),
+    Sources(#[from] wheelgate_index::sources::SourcesError),
     #[error(transparent)]
     Networks(#[from] wheelgate_config::networks::NetworksError),
     #[error(transparent)]
@@ -121,7 +121,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         info!(overlay = %overlay.display(), facts = loaded.facts.len(), "catalog overlay layered over the built-in catalog");
     }
     let catalog = loaded.catalog;
-    let sources = crate::sources::Sources::configured_with(&config, catalog)?;
+    let sources = wheelgate_index::sources::Sources::configured_with(&config, catalog)?;
     let access = if config.offline {
         Vec::new()
     } else {
@@ -142,7 +142,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
             "private upstream access configured"
         );
     }
-    crate::cache::private::create_dir(&config.cache_dir).map_err(|source| {
+    wheelgate_index::cache::private::create_dir(&config.cache_dir).map_err(|source| {
         StartError::CacheDir {
             path: config.cache_dir.clone(),
             source,
@@ -187,7 +187,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         path: config.cache_dir.join("metadata"),
         source,
     })?;
-    let metrics = Arc::new(crate::metrics::Metrics::default());
+    let metrics = Arc::new(wheelgate_index::metrics::Metrics::default());
     let settings = ClientSettings {
         access,
         ..ClientSettings::from_limits(&config.limits)
@@ -201,7 +201,9 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         catalog_cell: Arc::new(wheelgate_config::catalog::CatalogCell::new(catalog)),
         pins: Arc::default(),
         derivations: Arc::default(),
-        source_counters: Arc::new(crate::sources::counters::SourceCounters::new(&sources)),
+        source_counters: Arc::new(wheelgate_index::sources::counters::SourceCounters::new(
+            &sources,
+        )),
         sources: Arc::new(sources),
         index: Arc::new(index),
         files: Arc::new(files),
@@ -298,29 +300,31 @@ pub async fn run_until(
         pytorch = %state
             .config
             .pytorch_index_url()
-            .map_or_else(|| "none".to_string(), crate::upstream::redact),
-        pypi = %crate::upstream::redact(&state.config.pypi_url),
+            .map_or_else(|| "none".to_string(), wheelgate_index::upstream::redact),
+        pypi = %wheelgate_index::upstream::redact(&state.config.pypi_url),
         cache_dir = %state.config.cache_dir.display(),
         offline = state.config.offline,
         machine = %serde_json::to_string(&*state.default_machine).unwrap_or_default(),
         "wheelgate serving; point pip at http://{local}/simple/"
     );
     for (_, source) in state.sources.iter() {
-        info!(source = %source.name, url = %crate::upstream::redact(&source.url), owns = %describe_owns(&source.owns), "source");
+        info!(source = %source.name, url = %wheelgate_index::upstream::redact(&source.url), owns = %describe_owns(&source.owns), "source");
     }
     serve_until(listener, state, shutdown).await
 }
 
 /// What a source owns, in words for the log and `config show`.
-pub fn describe_owns(owns: &crate::sources::Owns) -> String {
+pub fn describe_owns(owns: &wheelgate_index::sources::Owns) -> String {
     match owns {
-        crate::sources::Owns::PytorchNames => "the catalog's PyTorch projects".to_string(),
-        crate::sources::Owns::Patterns(patterns) => patterns
+        wheelgate_index::sources::Owns::PytorchNames => {
+            "the catalog's PyTorch projects".to_string()
+        }
+        wheelgate_index::sources::Owns::Patterns(patterns) => patterns
             .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(", "),
-        crate::sources::Owns::Rest => {
+        wheelgate_index::sources::Owns::Rest => {
             "every project no other source owns, and the PyTorch projects published on PyPI"
                 .to_string()
         }
@@ -349,7 +353,7 @@ pub async fn serve_until(
     .await;
     if !finished {
         tracing::warn!(
-            files = metrics.in_flight_now(crate::metrics::Route::Files),
+            files = metrics.in_flight_now(wheelgate_index::metrics::Route::Files),
             grace_secs = grace.as_secs(),
             "shutdown grace elapsed; closing the responses still in flight"
         );
@@ -388,7 +392,7 @@ pub async fn reload_on_hangup(state: AppState) {
                 ),
                 Err(err) => warn!(
                     error = %err,
-                    cause = %crate::error_chain::source_chain(&err),
+                    cause = %wheelgate_index::error_chain::source_chain(&err),
                     "SIGHUP: the catalog overlay does not load; the catalog in force is kept"
                 ),
             }

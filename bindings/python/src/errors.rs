@@ -53,7 +53,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
 /// An error and every cause under it on one line, as the `wheelgate` command prints it
 /// (anyhow's `{:#}`): what failed, then why.
 pub fn message(error: &dyn std::error::Error) -> String {
-    let causes = wheelgate::error_chain::source_chain(error);
+    let causes = wheelgate_index::error_chain::source_chain(error);
     if causes.is_empty() {
         error.to_string()
     } else {

@@ -45,7 +45,7 @@ impl MetadataStore {
     /// The store under `cache_dir/metadata/`, created owner-only when missing.
     pub fn open(cache_dir: &Path) -> std::io::Result<MetadataStore> {
         let dir = cache_dir.join("metadata");
-        crate::cache::private::create_dir(&dir)?;
+        wheelgate_index::cache::private::create_dir(&dir)?;
         Ok(MetadataStore { dir })
     }
 
@@ -62,7 +62,7 @@ impl MetadataStore {
             return;
         };
         let written = tokio::task::spawn_blocking(move || {
-            crate::cache::private::write_atomically(&path, &metadata)
+            wheelgate_index::cache::private::write_atomically(&path, &metadata)
         })
         .await
         .map_err(std::io::Error::other)

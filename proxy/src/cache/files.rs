@@ -27,7 +27,6 @@
 //!   bucket and a local miss looks there before the upstream, so replicas share one cache; local
 //!   disk stays a bounded LRU in front of it.
 
-mod bucket;
 mod download;
 pub mod range_checks;
 mod reader;
@@ -47,12 +46,12 @@ use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
-use crate::upstream::{UpstreamClient, UpstreamError, redact};
+use wheelgate_index::upstream::{UpstreamClient, UpstreamError, redact};
 
 use self::download::{Origin, Progress};
 use self::store::{Lookup, Store};
 
-pub use self::bucket::{Bucket, BucketError, BucketHealth};
+pub use wheelgate_index::cache::bucket::{Bucket, BucketError, BucketHealth};
 
 /// What the cache needs to know about one upstream file: where it is and what it must be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -306,7 +305,7 @@ impl FileCache {
         let (Some(bucket), Ok(key)) = (&self.inner.bucket, CacheKey::for_spec(spec)) else {
             return false;
         };
-        spec.splice.is_none() && bucket.find(&key).await.is_some()
+        spec.splice.is_none() && bucket.find(key.as_str()).await.is_some()
     }
 
     /// Whether `spec`'s file is being downloaded now.
@@ -475,7 +474,9 @@ impl FileCache {
                     let local = spec.splice.is_some() && self.contains(&spec.upstream());
                     // The bucket is not an upstream: it is asked offline too.
                     let in_bucket = match &self.inner.bucket {
-                        Some(bucket) if spec.splice.is_none() => bucket.find(&key).await.is_some(),
+                        Some(bucket) if spec.splice.is_none() => {
+                            bucket.find(key.as_str()).await.is_some()
+                        }
                         _ => false,
                     };
                     if offline && !in_bucket && !local {
@@ -571,8 +572,8 @@ impl FileCache {
         use futures_util::TryStreamExt;
         let bucket = self.inner.bucket.as_ref()?;
         let key = CacheKey::for_spec(spec).ok()?;
-        bucket.find(&key).await?;
-        match bucket.get(&key, Some(start..end)).await {
+        bucket.find(key.as_str()).await?;
+        match bucket.get(key.as_str(), Some(start..end)).await {
             Ok((_, stream)) => {
                 debug!(
                     key = key.as_str(),
@@ -906,7 +907,7 @@ async fn open_for_reading(path: PathBuf) -> io::Result<std::fs::File> {
 
 async fn create_part(path: PathBuf) -> io::Result<std::fs::File> {
     tokio::task::spawn_blocking(move || {
-        super::private::file_options()
+        wheelgate_index::cache::private::file_options()
             .read(true)
             .write(true)
             .create_new(true)

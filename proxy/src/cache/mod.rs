@@ -1,8 +1,5 @@
-//! Caches: upstream index pages (short-lived, revalidated) and files (immutable, verified), in a
-//! directory one server holds at a time (`lock.rs`).
+//! The file cache (immutable, verified files) and the core metadata derived from its wheels;
+//! index pages and the shared cache directory are `wheelgate_index::cache`.
 
 pub mod derived_metadata;
 pub mod files;
-pub mod index;
-pub mod lock;
-pub mod private;

@@ -13,9 +13,9 @@ use wheelgate_resolver::catalog::{CheckReport, Finding, FindingKind, Release};
 use wheelgate_resolver::select::FileRef;
 
 use super::select::page::{IndexArgError, IndexSource, Remote, load};
-use crate::cache::index::{IndexCache, IndexError};
-use crate::upstream::redact;
 use wheelgate_config::{LoadedCatalog, ServeConfig};
+use wheelgate_index::cache::index::{IndexCache, IndexError};
+use wheelgate_index::upstream::redact;
 
 /// Arguments of `wheelgate catalog`.
 #[derive(Debug, clap::Args)]
@@ -78,7 +78,7 @@ pub enum CatalogCommandError {
     #[error(transparent)]
     Index(#[from] IndexArgError),
     #[error(transparent)]
-    Access(#[from] crate::upstream::AccessError),
+    Access(#[from] wheelgate_index::upstream::AccessError),
     #[error("cannot read torch's page from the store `{path}`")]
     Store {
         path: PathBuf,
@@ -339,7 +339,7 @@ fn variants_findings(
         return Vec::new();
     }
     let remote = match place {
-        Place::Url(_) => crate::upstream::resolve_access(config)
+        Place::Url(_) => wheelgate_index::upstream::resolve_access(config)
             .ok()
             .and_then(|access| Remote::new(&access).ok()),
         _ => None,
@@ -367,7 +367,9 @@ fn variants_findings(
                                 Some(url.as_str()),
                             )
                             .await?;
-                        Ok::<_, crate::upstream::UpstreamError>(response.text().await.ok())
+                        Ok::<_, wheelgate_index::upstream::UpstreamError>(
+                            response.text().await.ok(),
+                        )
                     })
                     .ok()
                     .flatten()
@@ -417,12 +419,13 @@ fn listing(
                 source,
             }
         })?;
-        let client =
-            crate::upstream::UpstreamClient::new(&crate::upstream::ClientSettings::default())
-                .map_err(|source| IndexArgError::Fetch {
-                    url: redact(&url),
-                    source,
-                })?;
+        let client = wheelgate_index::upstream::UpstreamClient::new(
+            &wheelgate_index::upstream::ClientSettings::default(),
+        )
+        .map_err(|source| IndexArgError::Fetch {
+            url: redact(&url),
+            source,
+        })?;
         let cached = runtime
             .block_on(cache.get(&client, &url))
             .map_err(store_error)?
@@ -438,7 +441,9 @@ fn listing(
     }
     let source = IndexSource::parse(index);
     let remote = match &source {
-        IndexSource::Url(_) => Some(Remote::new(&crate::upstream::resolve_access(config)?)?),
+        IndexSource::Url(_) => Some(Remote::new(&wheelgate_index::upstream::resolve_access(
+            config,
+        )?)?),
         IndexSource::File(_) => None,
     };
     let loaded = load(&source, "torch", remote.as_ref())?;

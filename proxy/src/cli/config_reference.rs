@@ -11,8 +11,8 @@ use std::io::{self, Write as _};
 
 use serde_json::{Map, Value};
 
-use crate::units::human_bytes;
 use wheelgate_config::ServeConfig;
+use wheelgate_index::units::human_bytes;
 
 use super::serve::ServeArgs;
 

@@ -253,7 +253,7 @@ fn upstream_access(config: &ServeConfig) -> String {
          `[upstreams.*]` and each `[[sources]]` entry; secrets are shown only as where they \
          come from):\n",
     );
-    let sources = match crate::sources::Sources::configured(config) {
+    let sources = match wheelgate_index::sources::Sources::configured(config) {
         Ok(sources) => sources,
         Err(err) => {
             let _ = writeln!(out, "#   cannot be used: {err}");
@@ -264,7 +264,7 @@ fn upstream_access(config: &ServeConfig) -> String {
         let _ = writeln!(
             out,
             "#   pytorch: none ({}); `pytorch_url` and `[upstreams.pytorch]` unused",
-            crate::sources::WITHOUT_PYTORCH_INDEX
+            wheelgate_index::sources::WITHOUT_PYTORCH_INDEX
         );
     }
     for (_, source) in sources.iter() {
@@ -662,7 +662,10 @@ headers = { "X-JFrog-Art-Api" = { file = "/surely/absent/key" } }
             panic!("not config show")
         };
         let err = render(&args.serve, None).unwrap_err();
-        let text = format!("{err}: {}", crate::error_chain::source_chain(&err));
+        let text = format!(
+            "{err}: {}",
+            wheelgate_index::error_chain::source_chain(&err)
+        );
         assert!(
             text.contains("the configured `machine` cannot exist"),
             "{text}"

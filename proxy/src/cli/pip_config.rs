@@ -47,7 +47,9 @@ pub fn run(args: &PipConfigArgs) -> Result<(), PipConfigError> {
         || base.contains(char::is_whitespace)
     {
         // The URL may carry a password: never echo it.
-        return Err(PipConfigError::Url(crate::upstream::redact(&args.proxy)));
+        return Err(PipConfigError::Url(wheelgate_index::upstream::redact(
+            &args.proxy,
+        )));
     }
     let ctx = ProbeContext::from_env(Env::from_process()).map_err(PipConfigError::Override)?;
     let detection = detect(&ctx)?;

@@ -11,10 +11,10 @@ use std::io::{self, Write};
 use std::str::FromStr;
 
 use crate::server::rewrite::select_files;
-use crate::upstream::{AccessError, OriginAccess, resolve_access};
 use pep440_rs::Version;
 use pep508_rs::{Requirement, VersionOrUrl};
 use serde::Serialize;
+use wheelgate_index::upstream::{AccessError, OriginAccess, resolve_access};
 use wheelgate_resolver::catalog::ReleaseLine;
 use wheelgate_resolver::filename::normalize_name;
 use wheelgate_resolver::select::{Decision, ReleaseSelection, select_release};
@@ -216,7 +216,7 @@ fn warn_if_unscoped(url: &str, access: &[OriginAccess]) {
             .flat_map(|access| access.origins.iter().map(String::as_str))
             .collect();
         tracing::warn!(
-            index = %crate::upstream::redact(url),
+            index = %wheelgate_index::upstream::redact(url),
             origins = %origins.join(", "),
             "the --config file's [upstreams.*] apply to other origins than the --index URL's; it is fetched without them (set pytorch_url or pypi_url in that file to this index)"
         );

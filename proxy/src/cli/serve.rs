@@ -10,9 +10,9 @@ use crate::serve::{StartError, per_core};
 use crate::server::AppState;
 use crate::server::explain::describe_machine;
 use crate::server::served::build_words;
-use crate::units::human_bytes;
-use crate::upstream::redact;
 use wheelgate_config::{ConfigError, ServeConfig, env, pip_configured_index};
+use wheelgate_index::units::human_bytes;
+use wheelgate_index::upstream::redact;
 use wheelgate_resolver::select_release;
 
 /// Arguments of `wheelgate serve`; every flag also has a config-file key of the same name.
@@ -145,7 +145,7 @@ pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
     runtime.spawn(async move {
         let mut lines = Vec::new();
         if read_at_start {
-            lines = crate::sources::first_read::first_read_lines(
+            lines = wheelgate_index::sources::first_read::first_read_lines(
                 &reading.sources,
                 &reading.index,
                 &reading.client,
@@ -258,7 +258,7 @@ pub fn start_lines(state: &AppState, local: SocketAddr) -> Vec<String> {
         format!(
             "upstreams: PyTorch {}, general {}{offline}",
             config.pytorch_index_url().map_or_else(
-                || format!("none ({})", crate::sources::WITHOUT_PYTORCH_INDEX),
+                || format!("none ({})", wheelgate_index::sources::WITHOUT_PYTORCH_INDEX),
                 redact
             ),
             redact(&config.pypi_url)
@@ -283,10 +283,12 @@ pub fn start_lines(state: &AppState, local: SocketAddr) -> Vec<String> {
 }
 
 /// The configured `[[sources]]` and what each serves, when there are any.
-fn sources_line(sources: &crate::sources::Sources) -> Option<String> {
+fn sources_line(sources: &wheelgate_index::sources::Sources) -> Option<String> {
     let configured: Vec<String> = sources
         .iter()
-        .filter(|(_, s)| s.name != crate::sources::PYTORCH && s.name != crate::sources::PYPI)
+        .filter(|(_, s)| {
+            s.name != wheelgate_index::sources::PYTORCH && s.name != wheelgate_index::sources::PYPI
+        })
         .map(|(_, s)| {
             format!(
                 "{} {} ({})",

@@ -31,7 +31,7 @@ use sha2::{Digest, Sha256};
 use crate::cache::files::splice::{Segment, Splice};
 use crate::cache::files::{FileCache, FileSpec};
 use crate::mirror::wheel_metadata::{Ranged, Span, get_range, inflate_exact};
-use crate::upstream::UpstreamClient;
+use wheelgate_index::upstream::UpstreamClient;
 
 use self::wheel::{CentralEntry, EndRecord};
 

@@ -13,10 +13,10 @@ use wheelgate_resolver::select::{FileRef, PageSelection, TorchPin};
 use wheelgate_resolver::{Catalog, Machine, Policy, select_page};
 
 use super::resolve::{Fetcher, ResolveError};
-use crate::cache::index::CachedPage;
-use crate::error_chain::source_chain;
-use crate::metrics::upstream_label;
-use crate::sources::ProjectKind;
+use wheelgate_index::cache::index::CachedPage;
+use wheelgate_index::error_chain::source_chain;
+use wheelgate_index::metrics::upstream_label;
+use wheelgate_index::sources::ProjectKind;
 
 /// torch's page and the pins of one project's builds, read for the machines it is taken for.
 pub struct Binding {

@@ -26,13 +26,13 @@ use wheelgate_resolver::select::bind::TorchChoices;
 use super::bind::torch_choices;
 use super::environment::{Build, Environment};
 use super::resolve::{Fetcher, ResolveError};
-use crate::cache::index::CachedPage;
 use crate::derive::Change;
-use crate::metrics::upstream_label;
 use crate::server::binding::by_page::{
     CONCURRENT_PAGES, bound_link, is_wheel_of, pin_for, requirement, wanted_pages,
 };
-use crate::sources::{SourceId, Sources};
+use wheelgate_index::cache::index::CachedPage;
+use wheelgate_index::metrics::upstream_label;
+use wheelgate_index::sources::{SourceId, Sources};
 
 /// What one listed file is bound to.
 #[derive(Debug, Clone)]

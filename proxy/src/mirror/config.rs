@@ -13,10 +13,10 @@ use wheelgate_resolver::filename::normalize_name;
 use wheelgate_resolver::machine::ImplausibleMachine;
 use wheelgate_resolver::{Backend, Catalog, Machine, Platform, Policy};
 
-use crate::sources::{ProjectKind, Sources, SourcesError};
 use wheelgate_config::SourceConfig;
 use wheelgate_config::catalog::{CatalogConfig, CatalogRef};
 use wheelgate_config::{DEFAULT_PYPI_URL, DEFAULT_PYTORCH_URL, UpstreamsConfig};
+use wheelgate_index::sources::{ProjectKind, Sources, SourcesError};
 
 /// The offline server's address in lock files when a configuration names none.
 pub const DEFAULT_SERVER_URL: &str = "http://localhost:3141";
@@ -895,7 +895,10 @@ mod tests {
         )
         .unwrap();
         let error = MirrorConfig::parse(text, &dir.path().join("mirror.toml")).unwrap_err();
-        let message = format!("{error}: {}", crate::error_chain::source_chain(&error));
+        let message = format!(
+            "{error}: {}",
+            wheelgate_index::error_chain::source_chain(&error)
+        );
         assert!(
             message.contains("extra.toml") && message.contains("line 2"),
             "{message}"

@@ -18,7 +18,7 @@ use crate::cache::files::{FileCache, FileSpec};
 use crate::derive::{Change, Source, derive};
 use crate::server::binding::by_page::upstream_spec;
 use crate::server::rewrite::file_link;
-use crate::upstream::UpstreamClient;
+use wheelgate_index::upstream::UpstreamClient;
 
 /// A derived wheel's identity, as a lock lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use wheelgate_resolver::machine::{Arch, Os};
 use wheelgate_resolver::{Backend, Machine, Platform, Policy};
 
 use super::config::{MirrorConfig, PackageEntry, PythonVersion};
-use crate::sources::ProjectKind;
+use wheelgate_index::sources::ProjectKind;
 
 /// Which PyTorch build an environment's PyTorch projects come in.
 #[derive(Debug, Clone, PartialEq)]

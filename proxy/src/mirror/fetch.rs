@@ -17,11 +17,11 @@ use super::resolve::ResolveError;
 use super::variants::VariantsFiles;
 use super::wheel_metadata::{WheelMetadataError, read_wheel_metadata};
 use crate::cache::files::{FileCache, FileCacheError, FileSpec, SmallReadError};
-use crate::cache::index::{CachedPage, IndexCache};
-use crate::metrics::upstream_label;
 use crate::server::variants::read_variants_files;
-use crate::sources::{ProjectPages, Sources};
-use crate::upstream::UpstreamClient;
+use wheelgate_index::cache::index::{CachedPage, IndexCache};
+use wheelgate_index::metrics::upstream_label;
+use wheelgate_index::sources::{ProjectPages, Sources};
+use wheelgate_index::upstream::UpstreamClient;
 
 /// How metadata could not be fetched or read.
 #[derive(Debug, thiserror::Error)]
@@ -157,7 +157,7 @@ impl<'a> Fetcher<'a> {
     pub(super) async fn template_page(
         &self,
         url: &str,
-    ) -> Result<Option<Arc<CachedPage>>, crate::cache::index::IndexError> {
+    ) -> Result<Option<Arc<CachedPage>>, wheelgate_index::cache::index::IndexError> {
         self.index.get(self.client, url).await
     }
 

@@ -4,7 +4,7 @@
 //! network; `wheelgate mirror lock` writes each environment's PEP 751 lock without downloading.
 //!
 //! The store is a cache directory written by the server's own caches, so there is one format:
-//! index pages under `index/` by the [`IndexCache`](crate::cache::index::IndexCache), files and
+//! index pages under `index/` by the [`IndexCache`](wheelgate_index::cache::index::IndexCache), files and
 //! `.metadata` files under `files/` by the [`FileCache`](crate::cache::files::FileCache) (sha256
 //! verified, committed atomically), the locks under `locks/`. `mirror-complete.json` at its root
 //! is written last, only when everything succeeded.

@@ -17,10 +17,10 @@ use super::environment::Build;
 use super::resolve::{Fetcher, Resolution, ResolveError, page_url, resolve_all};
 use super::select::select_files_with_variants;
 use crate::cache::files::{FileCache, FileSpec};
-use crate::cache::index::{CachedPage, IndexCache, IndexError};
 use crate::server::variants::read_variants_files;
-use crate::sources::{ProjectKind, ProjectPages};
-use crate::upstream::UpstreamClient;
+use wheelgate_index::cache::index::{CachedPage, IndexCache, IndexError};
+use wheelgate_index::sources::{ProjectKind, ProjectPages};
+use wheelgate_index::upstream::UpstreamClient;
 
 /// One index page the store holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -214,7 +214,7 @@ pub async fn make_plan(
 /// The pages of an entry's project from every source that owns it; a source that failed fails
 /// the plan (its builds would be left out of the store unnoticed).
 async fn entry_pages(
-    sources: &crate::sources::Sources,
+    sources: &wheelgate_index::sources::Sources,
     index: &IndexCache,
     client: &UpstreamClient,
     entry: &PackageEntry,

@@ -37,9 +37,9 @@ use super::solver::{Need, ProjectState, RootRequirement, Solve, Universe, solve}
 use tracing::warn;
 
 use super::sync::error_chain;
-use crate::cache::index::{CachedPage, IndexError};
-use crate::metrics::upstream_label;
-use crate::sources::{ProjectKind, Sources};
+use wheelgate_index::cache::index::{CachedPage, IndexError};
+use wheelgate_index::metrics::upstream_label;
+use wheelgate_index::sources::{ProjectKind, Sources};
 
 /// One project of an environment's resolution.
 #[derive(Debug, Clone)]

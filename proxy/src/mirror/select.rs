@@ -22,7 +22,7 @@ use wheelgate_resolver::{Backend, Catalog, Machine, Policy, select_page};
 use super::bind::Binding;
 use super::config::{PackageEntry, PythonVersion};
 use super::variants::{VariantsFiles, take_variants, variants_files_of};
-use crate::sources::ProjectKind;
+use wheelgate_index::sources::ProjectKind;
 
 /// What an entry takes from one project page.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -59,13 +59,13 @@ pub fn render(store: &Path, config: &MirrorConfig) -> String {
 /// Writes [`render`] into `store` (owner-only, atomically); its path.
 pub fn write(store: &Path, config: &MirrorConfig) -> std::io::Result<PathBuf> {
     let path = store.join(SERVE_CONFIG);
-    crate::cache::private::write_atomically(&path, render(store, config).as_bytes())?;
+    wheelgate_index::cache::private::write_atomically(&path, render(store, config).as_bytes())?;
     Ok(path)
 }
 
 /// `url` without the `user:password@` of its authority.
 fn without_userinfo(url: &str) -> String {
-    crate::sources::split_userinfo(url).0
+    wheelgate_index::sources::split_userinfo(url).0
 }
 
 #[cfg(test)]

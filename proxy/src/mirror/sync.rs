@@ -5,11 +5,11 @@
 //! skipped, and an interrupted file restarts cleanly (the file cache drops leftover `*.part`
 //! files when it opens).
 
-pub use crate::units::human_bytes;
 use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+pub use wheelgate_index::units::human_bytes;
 
 use futures_util::{StreamExt, TryStreamExt, stream};
 use serde::Serialize;
@@ -20,12 +20,12 @@ use super::derived::derive_wheels;
 use super::lock::{LOCKS_DIR, LockError, write_locks};
 use super::plan::{FileKind, Plan, PlanError, PlannedFile, PlannedPage, make_plan};
 use crate::cache::files::{FileCache, FileCacheError};
-use crate::cache::index::IndexCache;
-use crate::metrics::upstream_label;
-use crate::upstream::{
+use wheelgate_config::DEFAULT_CACHE_MAX_BYTES;
+use wheelgate_index::cache::index::IndexCache;
+use wheelgate_index::metrics::upstream_label;
+use wheelgate_index::upstream::{
     AccessError, ClientSettings, UpstreamClient, UpstreamError, redact, resolve_sources,
 };
-use wheelgate_config::DEFAULT_CACHE_MAX_BYTES;
 
 /// The file written at the root of a store when, and only when, a sync completed.
 pub const MARKER: &str = "mirror-complete.json";
@@ -175,7 +175,7 @@ pub enum SyncError {
     /// Another sync (or a server) holds the store: two writers would race on its files and
     /// both report success.
     #[error(transparent)]
-    StoreInUse(crate::cache::lock::LockError),
+    StoreInUse(wheelgate_index::cache::lock::LockError),
     #[error(
         "the derived wheel of `{file}` (the one the server answers a lock's URL with) {message}"
     )]
@@ -184,12 +184,12 @@ pub enum SyncError {
 
 /// Creates the store and takes it, one writer per store until the sync ends: a second sync (or
 /// a server) is told who holds it.
-fn take_store(store: &Path) -> Result<crate::cache::lock::CacheDirLock, SyncError> {
-    crate::cache::private::create_dir(store).map_err(|source| SyncError::Store {
+fn take_store(store: &Path) -> Result<wheelgate_index::cache::lock::CacheDirLock, SyncError> {
+    wheelgate_index::cache::private::create_dir(store).map_err(|source| SyncError::Store {
         path: store.to_path_buf(),
         source,
     })?;
-    crate::cache::lock::CacheDirLock::acquire(store, "running `wheelgate mirror sync`")
+    wheelgate_index::cache::lock::CacheDirLock::acquire(store, "running `wheelgate mirror sync`")
         .map_err(SyncError::StoreInUse)
 }
 

@@ -18,7 +18,7 @@ use reqwest::{Method, StatusCode};
 use tracing::debug;
 
 use crate::cache::files::CORE_METADATA_LIMIT;
-use crate::upstream::{UpstreamClient, redact};
+use wheelgate_index::upstream::{UpstreamClient, redact};
 
 /// The tail fetched first: the end of central directory record (22 bytes plus a comment of at
 /// most 64 KiB) and, for wheels of a few hundred files, the whole central directory.
@@ -668,9 +668,9 @@ mod tests {
     #[tokio::test]
     async fn a_dripping_range_read_ends_at_the_deadline() {
         let url = dripping_server().await;
-        let client = UpstreamClient::new(&crate::upstream::ClientSettings {
+        let client = UpstreamClient::new(&wheelgate_index::upstream::ClientSettings {
             deadline: std::time::Duration::from_millis(600),
-            ..crate::upstream::ClientSettings::default()
+            ..wheelgate_index::upstream::ClientSettings::default()
         })
         .unwrap();
         let started = std::time::Instant::now();
@@ -693,7 +693,8 @@ mod tests {
         let bytes = wheel(metadata, true);
         let size = bytes.len();
         let (url, sent) = range_server(bytes).await;
-        let client = UpstreamClient::new(&crate::upstream::ClientSettings::default()).unwrap();
+        let client =
+            UpstreamClient::new(&wheelgate_index::upstream::ClientSettings::default()).unwrap();
         let read = read_wheel_metadata(&client, (&url, None), "pkg.whl")
             .await
             .unwrap();
@@ -748,7 +749,8 @@ mod tests {
         let bytes = wheel(&metadata, true);
         let size = bytes.len();
         let (url, sent) = range_server(bytes.clone()).await;
-        let client = UpstreamClient::new(&crate::upstream::ClientSettings::default()).unwrap();
+        let client =
+            UpstreamClient::new(&wheelgate_index::upstream::ClientSettings::default()).unwrap();
         let err = read_wheel_metadata(&client, (&url, None), "pkg.whl")
             .await
             .unwrap_err()
@@ -879,7 +881,8 @@ mod tests {
     #[tokio::test]
     async fn an_upstream_that_ignores_range_is_read_no_further_than_the_limit() {
         const LEN: u64 = 256 * 1024 * 1024;
-        let client = UpstreamClient::new(&crate::upstream::ClientSettings::default()).unwrap();
+        let client =
+            UpstreamClient::new(&wheelgate_index::upstream::ClientSettings::default()).unwrap();
         for announce in [true, false] {
             let (url, sent) = range_ignoring_server(LEN, announce).await;
             let err = read_wheel_metadata(&client, (&url, None), "pkg.whl")
@@ -927,7 +930,8 @@ mod tests {
                 });
             }
         });
-        let client = UpstreamClient::new(&crate::upstream::ClientSettings::default()).unwrap();
+        let client =
+            UpstreamClient::new(&wheelgate_index::upstream::ClientSettings::default()).unwrap();
         let err = read_wheel_metadata(&client, (&url, None), "pkg.whl")
             .await
             .unwrap_err();

@@ -13,7 +13,7 @@
 //! The kernel does not preempt a thread inside a system call here (`PREEMPT_NONE`, the default
 //! of many distribution kernels), so the copies are also written in pieces (`cache/index.rs`).
 
-use crate::cpu_pool::CpuPool;
+use wheelgate_index::cpu_pool::CpuPool;
 
 /// One thread named `wheelgate-store` that runs only when nothing else wants the core
 /// (`SCHED_IDLE`), or at nice 19 where the system refuses that; elsewhere at normal priority.

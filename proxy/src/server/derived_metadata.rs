@@ -62,7 +62,7 @@ async fn read_verified(
         return Err(FilesError::Cache {
             filename: filename.to_string(),
             source: crate::cache::files::FileCacheError::Abandoned {
-                url: crate::upstream::redact(&wheel.url),
+                url: wheelgate_index::upstream::redact(&wheel.url),
             },
         });
     };

@@ -3,48 +3,15 @@
 
 use std::fmt::Write as _;
 
-use crate::error_chain::source_chain;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use tracing::{error, info, warn};
+use wheelgate_index::error_chain::source_chain;
 
-use crate::cache::index::IndexError;
-use crate::metrics::upstream_label;
-use crate::sources::pages::OwnersFailed;
-use crate::upstream::UpstreamError;
-
-/// What a client is told about an index failure: which upstream and what happened, never the
-/// upstream URL (it may carry a private host's path; the log has it).
-pub(crate) fn client_message(error: &IndexError) -> String {
-    match error {
-        IndexError::Parse { url, source } => format!(
-            "the upstream `{}` sent a project page that cannot be read ({}), and no cached copy exists",
-            upstream_label(url),
-            crate::error_chain::with_causes(source)
-        ),
-        IndexError::Upstream { source, url } => {
-            let upstream = source.upstream().unwrap_or_else(|| upstream_label(url));
-            let what = match source {
-                UpstreamError::CircuitOpen { retry_in_secs, .. } => {
-                    format!("is failing; it is asked again in {retry_in_secs} s")
-                }
-                UpstreamError::Timeout { .. } => "did not answer in time".to_string(),
-                UpstreamError::Status { status, .. } => format!("answered {status}"),
-                UpstreamError::PageTooLarge { limit, .. } => {
-                    format!("sent a page over the limit of {limit} bytes")
-                }
-                UpstreamError::Truncated { .. } => "sent a page cut short".to_string(),
-                UpstreamError::Request { .. }
-                | UpstreamError::Build(_)
-                | UpstreamError::BuildScoped { .. } => "could not be reached".to_string(),
-            };
-            format!(
-                "the upstream `{upstream}` {what}, and this server has no cached copy of the page; try again later"
-            )
-        }
-        IndexError::Shared(inner) => client_message(inner),
-    }
-}
+use wheelgate_index::cache::index::IndexError;
+pub(crate) use wheelgate_index::cache::index::client_message;
+use wheelgate_index::sources::pages::OwnersFailed;
+use wheelgate_index::upstream::UpstreamError;
 
 /// What a handler can fail with.
 #[derive(Debug, thiserror::Error)]

@@ -27,8 +27,8 @@ use super::lookup::{no_page, project_page};
 use super::simple::{Target, check_project_name, machine_and_policy, parse_backend, parse_token};
 use super::state::AppState;
 use super::status::escape;
-use crate::sources::merge::drop_same_builds;
-use crate::upstream::redact;
+use wheelgate_index::sources::merge::drop_same_builds;
+use wheelgate_index::upstream::redact;
 
 /// The explain routes, one per route prefix of the simple index.
 pub fn routes() -> Router<AppState> {
@@ -520,7 +520,7 @@ async fn explain_selection(
     project: &str,
     page: &wheelgate_resolver::index::ProjectPage,
     listing: super::listing::Listing<'_>,
-    origins: &crate::sources::merge::Origins,
+    origins: &wheelgate_index::sources::merge::Origins,
 ) -> Result<ExplainedSelection, ApiError> {
     let files = &page.files;
     let refs: Vec<FileRef<'_>> = files.iter().map(FileRef::from).collect();
@@ -589,7 +589,7 @@ fn source_reports(
     state: &AppState,
     project: &str,
     pinned: Option<&wheelgate_resolver::Backend>,
-    pages: &crate::sources::ProjectPages,
+    pages: &wheelgate_index::sources::ProjectPages,
 ) -> Vec<SourceReport> {
     state
         .sources

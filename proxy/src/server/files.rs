@@ -7,7 +7,6 @@
 //! and hash come from the page, and the cache key from those, so no client input reaches the
 //! file system.
 
-use crate::error_chain::source_chain;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -15,11 +14,12 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tracing::{debug, error, warn};
+use wheelgate_index::error_chain::source_chain;
 use wheelgate_resolver::filename::{DistFilename, normalize_name};
 use wheelgate_resolver::index::CoreMetadata;
 
 use crate::cache::files::{CachedFile, FailureKind, FileCache, FileCacheError, FileSpec};
-use crate::upstream::{UpstreamClient, UpstreamError};
+use wheelgate_index::upstream::{UpstreamClient, UpstreamError};
 
 use super::error::ApiError;
 use super::lookup::{FileSource, find_file};

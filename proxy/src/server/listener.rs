@@ -29,8 +29,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt;
 use tracing::{debug, info, warn};
 
-use crate::metrics::{Metrics, Route};
 use wheelgate_config::LimitsConfig;
+use wheelgate_index::metrics::{Metrics, Route};
 
 /// Descriptors kept free of client connections: cache files, upstream sockets, the listener.
 const RESERVED_DESCRIPTORS: u64 = 128;

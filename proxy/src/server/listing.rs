@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use wheelgate_resolver::index::IndexFile;
 
-use crate::sources::SourcePage;
-use crate::sources::merge::MergedPage;
+use wheelgate_index::sources::SourcePage;
+use wheelgate_index::sources::merge::MergedPage;
 
 /// Where the files of a page were listed upstream.
 #[derive(Debug, Clone, Copy)]
@@ -59,16 +59,17 @@ mod tests {
     use wheelgate_resolver::index::{IndexFile, parse_project_html};
 
     use super::*;
-    use crate::cache::index::CachedPage;
-    use crate::sources::SourceId;
-    use crate::sources::merge::merge;
+    use wheelgate_index::cache::index::CachedPage;
+    use wheelgate_index::sources::SourceId;
+    use wheelgate_index::sources::merge::merge;
 
     fn part(source: u16, url: &str, html: &str) -> SourcePage {
         SourcePage {
             source: SourceId(source),
-            cached: Arc::new(CachedPage::for_tests(
+            cached: Arc::new(CachedPage::merged(
                 url,
                 parse_project_html(html).unwrap(),
+                1,
             )),
         }
     }

@@ -1,5 +1,5 @@
 //! Where a project's pages and files live upstream: the pages of every source that owns the
-//! project (`crate::sources`), and the lookup of a file's upstream URL and hash from them.
+//! project (`wheelgate_index::sources`), and the lookup of a file's upstream URL and hash from them.
 //! Files are only ever fetched from URLs an owner's page listed, so a client cannot make the
 //! proxy fetch anything else.
 
@@ -9,9 +9,9 @@ use std::time::Duration;
 use wheelgate_resolver::Backend;
 use wheelgate_resolver::index::CoreMetadata;
 
-use crate::cache::index::Revalidation;
-use crate::sources::ProjectPages;
-use crate::sources::pages::OwnersFailed;
+use wheelgate_index::cache::index::Revalidation;
+use wheelgate_index::sources::ProjectPages;
+use wheelgate_index::sources::pages::OwnersFailed;
 
 use super::error::ApiError;
 use super::state::AppState;

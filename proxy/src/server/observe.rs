@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http_body::{Frame, SizeHint};
 
-use crate::metrics::{CacheGauges, Metrics, Route};
+use wheelgate_index::metrics::{CacheGauges, Metrics, Route};
 
 use super::state::AppState;
 
@@ -35,11 +35,13 @@ async fn metrics(State(state): State<AppState>) -> Response {
             "text/plain; version=0.0.4; charset=utf-8",
         )],
         {
-            let mut text = state
-                .metrics
-                .render(gauges, &state.client.breakers().views());
+            let mut text = state.metrics.render(
+                gauges,
+                &state.client.breakers().views(),
+                &crate::build_info::LABELS,
+            );
             state.source_counters.render(&state.sources, &mut text);
-            crate::metrics::render_catalog(&mut text, state.catalog());
+            wheelgate_index::metrics::render_catalog(&mut text, state.catalog());
             text
         },
     )

@@ -59,7 +59,7 @@ pub fn stored_only(upstream: &ProjectPage, page_url: &str, files: &FileCache) ->
         true
     });
     if !left_out.is_empty() {
-        debug!(page = %crate::upstream::redact(page_url), left_out = left_out.len(), reason = NOT_MIRRORED, "offline page reduced to stored files");
+        debug!(page = %wheelgate_index::upstream::redact(page_url), left_out = left_out.len(), reason = NOT_MIRRORED, "offline page reduced to stored files");
         // The page's own `versions` (PEP 700) lose the versions whose every file is left out;
         // versions that never had a file stay, as the upstream listed them.
         let versions_of = |files: &[wheelgate_resolver::index::IndexFile]| {
@@ -102,7 +102,7 @@ mod tests {
     use wheelgate_resolver::index::parse_project_html;
 
     use super::*;
-    use crate::upstream::{ClientSettings, UpstreamClient};
+    use wheelgate_index::upstream::{ClientSettings, UpstreamClient};
 
     // Two torch builds as download.pytorch.org lists them, one with PEP 658 metadata.
     const PAGE: &str = r#"<!DOCTYPE html><html><body>

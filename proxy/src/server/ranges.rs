@@ -22,7 +22,7 @@ use futures_util::{Stream, StreamExt, TryStreamExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::debug;
 
-use crate::upstream::{UpstreamClient, redact};
+use wheelgate_index::upstream::{UpstreamClient, redact};
 
 /// Upstream range reads in flight at once.
 pub const MAX_READS: usize = 16;

@@ -12,7 +12,7 @@ use wheelgate_resolver::index::{
 use wheelgate_resolver::select::{FileRef, PageSelection, select_page};
 use wheelgate_resolver::{Catalog, Machine, Policy};
 
-use crate::sources::merge::{Origins, drop_same_builds};
+use wheelgate_index::sources::merge::{Origins, drop_same_builds};
 
 /// The page a client gets: `upstream` reduced to the machine's builds when `select` is set (a
 /// PyTorch project), each build once when several sources offer it (`origins`), with links to
@@ -292,7 +292,7 @@ mod tests {
             &Policy::default(),
             "torch",
             &upstream,
-            &Origins::One(crate::sources::SourceId(0)),
+            &Origins::One(wheelgate_index::sources::SourceId(0)),
             true,
         );
         assert_eq!(page.files.len(), 1);
@@ -315,7 +315,7 @@ mod tests {
             &Policy::default(),
             "torch",
             &upstream,
-            &Origins::One(crate::sources::SourceId(0)),
+            &Origins::One(wheelgate_index::sources::SourceId(0)),
             true,
         );
         assert_eq!(

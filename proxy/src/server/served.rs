@@ -18,7 +18,7 @@ use wheelgate_resolver::{Catalog, Decision, Machine, Policy, select_release};
 use super::offline::offered;
 use super::rewrite::select_files;
 use super::state::AppState;
-use crate::sources::{ProjectPages, SourceKind, SourcePage};
+use wheelgate_index::sources::{ProjectPages, SourceKind, SourcePage};
 
 /// torch's release train, in the order shown.
 pub const PROJECTS: [&str; 3] = ["torch", "torchvision", "torchaudio"];

@@ -35,8 +35,8 @@ use super::rewrite::{
 use super::state::AppState;
 use super::targets::TargetKey;
 use super::useragent::{parse_user_agent, refine};
-use crate::sources::ProjectPages;
 use wheelgate_config::networks::ClientNetwork;
+use wheelgate_index::sources::ProjectPages;
 
 /// Rendered pages kept for reuse; cleared whole when full (pages are cheap to rebuild).
 const RENDERED_LIMIT: usize = 4096;
@@ -350,7 +350,7 @@ fn format_of(headers: &HeaderMap, query: &FormatQuery) -> Result<Format, ApiErro
 }
 
 /// The root lists the projects this server resolves builds for; every other name is served on
-/// request from the sources that own it (`crate::sources`).
+/// request from the sources that own it (`wheelgate_index::sources`).
 fn root(state: &AppState, headers: &HeaderMap, query: &FormatQuery) -> Result<Response, ApiError> {
     let format = format_of(headers, query)?;
     let mut names: Vec<&String> = state.catalog().pytorch_projects().collect();
@@ -606,7 +606,7 @@ fn cache_control_value(ttl_secs: u64, private: bool) -> HeaderValue {
 async fn per_build_response(
     state: &AppState,
     resolved: &super::targets::ResolvedTarget,
-    (project, owners): (&str, &[crate::sources::SourceId]),
+    (project, owners): (&str, &[wheelgate_index::sources::SourceId]),
     (format, headers): (Format, &HeaderMap),
     (per_network, by_agent): (bool, bool),
 ) -> Result<Response, ApiError> {
@@ -674,7 +674,7 @@ async fn bound_to_torch(
     if let Some(torch) = &torch {
         let (url, torch_generation) = torch.key();
         *pages_key = format!("{pages_key} bound to {url}");
-        *generation = crate::sources::pages::combine([*generation, torch_generation]);
+        *generation = wheelgate_index::sources::pages::combine([*generation, torch_generation]);
     }
     Ok(Some(torch))
 }
@@ -779,7 +779,7 @@ async fn selected_in_place<'p>(
     state: &AppState,
     (machine, policy): (&Machine, &Policy),
     project: &str,
-    merged: &crate::sources::merge::MergedPage<'p>,
+    merged: &wheelgate_index::sources::merge::MergedPage<'p>,
     refs: &[wheelgate_resolver::select::FileRef<'p>],
     groups: Option<Cow<'_, wheelgate_resolver::select::FileGroups>>,
 ) -> (Rewritten<'p>, bool) {

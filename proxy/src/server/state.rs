@@ -8,9 +8,9 @@ use std::sync::Arc;
 use wheelgate_resolver::{Catalog, Machine};
 
 use crate::cache::files::FileCache;
-use crate::cache::index::IndexCache;
-use crate::upstream::UpstreamClient;
 use wheelgate_config::{ClientNetworks, ServeConfig};
+use wheelgate_index::cache::index::IndexCache;
+use wheelgate_index::upstream::UpstreamClient;
 
 /// Everything a request handler needs: [`Shared`], cheap to clone; its fields are reached
 /// through `Deref` (`state.config`, `state.index`).
@@ -54,13 +54,13 @@ pub struct Shared {
     /// [`Shared::catalog`].
     pub catalog_cell: Arc<wheelgate_config::catalog::CatalogCell>,
     /// The upstream indexes and the names each owns.
-    pub sources: Arc<crate::sources::Sources>,
+    pub sources: Arc<wheelgate_index::sources::Sources>,
     /// Torch pins read from files' metadata, by sha256 (`server/binding/`).
     pub pins: Arc<super::binding::metadata::PinMemo>,
     /// Derived wheels planned, by upstream file and change (`crate::derive`).
     pub derivations: Arc<crate::derive::Derivations>,
     /// How each source's pages came back (`/metrics`).
-    pub source_counters: Arc<crate::sources::counters::SourceCounters>,
+    pub source_counters: Arc<wheelgate_index::sources::counters::SourceCounters>,
     /// Cached upstream index pages.
     pub index: Arc<IndexCache>,
     /// Cached files (wheels, sdists, `.metadata`).
@@ -79,7 +79,7 @@ pub struct Shared {
     /// What each route target and User-Agent resolves for.
     pub targets: super::targets::TargetMemo,
     /// Request, cache and upstream counters (`/metrics`, the status page).
-    pub metrics: Arc<crate::metrics::Metrics>,
+    pub metrics: Arc<wheelgate_index::metrics::Metrics>,
     /// This server's hold on its cache directory, for as long as any handler may use it.
-    pub cache_lock: Arc<crate::cache::lock::CacheDirLock>,
+    pub cache_lock: Arc<wheelgate_index::cache::lock::CacheDirLock>,
 }

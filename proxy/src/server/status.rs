@@ -8,9 +8,9 @@
 //! is HTML-escaped (machine names, upstream error messages and the `Host` header come from
 //! outside).
 
-use crate::units::human_bytes;
 use std::fmt::Write as _;
 use std::time::SystemTime;
+use wheelgate_index::units::human_bytes;
 
 use axum::Router;
 use axum::extract::State;
@@ -19,8 +19,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use wheelgate_resolver::{Decision, Machine, Policy, token};
 
-use crate::metrics::UpstreamHealth;
-use crate::upstream::redact;
+use wheelgate_index::metrics::UpstreamHealth;
+use wheelgate_index::upstream::redact;
 
 use super::client_addr::{Client, network_machine};
 use super::explain::{describe_machine, inline_code};
@@ -569,7 +569,7 @@ fn render_upstreams(out: &mut String, state: &AppState) {
             out,
             "<tr><td>pytorch</td><td colspan=\"3\"><span class=\"muted\">none on this network \
              ({}); its URL is never asked</span></td></tr>",
-            escape(crate::sources::WITHOUT_PYTORCH_INDEX)
+            escape(wheelgate_index::sources::WITHOUT_PYTORCH_INDEX)
         );
     }
     for (_, source) in state.sources.iter() {

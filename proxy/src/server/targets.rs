@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::sync::lock;
+use wheelgate_index::sync::lock;
 use wheelgate_resolver::{Machine, Policy};
 
 /// Distinct (target, User-Agent) pairs remembered; the whole memo is cleared past it (a client

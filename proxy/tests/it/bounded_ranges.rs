@@ -13,7 +13,7 @@ use std::time::Duration;
 use wheelgate::cache::files::FileCache;
 use wheelgate::derive::{Change, Derivations};
 use wheelgate::mirror::wheel_metadata::read_wheel_metadata;
-use wheelgate::upstream::{ClientSettings, UpstreamClient};
+use wheelgate_index::upstream::{ClientSettings, UpstreamClient};
 
 use super::fake_upstream::Fake;
 use super::proxy_under_test::{get, start, text};
@@ -170,7 +170,7 @@ async fn an_upstream_that_ignores_range_is_read_no_further_than_a_few_megabytes(
             )
             .await
             .unwrap_err();
-        let err = wheelgate::error_chain::with_causes(&err);
+        let err = wheelgate_index::error_chain::with_causes(&err);
         assert!(err.contains("does not honour range requests"), "{err}");
         // The upstream's writes have run into the closed connections.
         let sent = settled(&sent).await;

@@ -115,10 +115,12 @@ async fn a_listing_the_catalog_lacks_fails_until_an_overlay_describes_it() {
     fake.add_page("/whl/torch/", listing());
     let store = dir.path().join("store");
     let index =
-        wheelgate::cache::index::IndexCache::new(&store, std::time::Duration::ZERO, false).unwrap();
-    let client =
-        wheelgate::upstream::UpstreamClient::new(&wheelgate::upstream::ClientSettings::default())
+        wheelgate_index::cache::index::IndexCache::new(&store, std::time::Duration::ZERO, false)
             .unwrap();
+    let client = wheelgate_index::upstream::UpstreamClient::new(
+        &wheelgate_index::upstream::ClientSettings::default(),
+    )
+    .unwrap();
     index
         .get(&client, &fake.url("/whl/torch/"))
         .await

@@ -331,11 +331,11 @@ fn every_config_under_deploy_parses_as_serve_config() {
     for path in &files {
         let config = ServeConfig::from_file(path).unwrap_or_else(|err| panic!("{err}"));
         // Its sources are checked as `serve` checks them at start.
-        wheelgate::sources::Sources::configured(&config)
+        wheelgate_index::sources::Sources::configured(&config)
             .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
     }
     let company = ServeConfig::from_file(&deploy_dir().join("company.toml")).unwrap();
-    let sources = wheelgate::sources::Sources::configured(&company).unwrap();
+    let sources = wheelgate_index::sources::Sources::configured(&company).unwrap();
     let owners = |project: &str| -> Vec<String> {
         sources
             .owners(project)
@@ -348,11 +348,14 @@ fn every_config_under_deploy_parses_as_serve_config() {
     assert_eq!(owners("numpy"), ["pypi"]);
     // The presets: per-build pages for PyG and mmcv, AMD's index beside the PyTorch index.
     let presets = ServeConfig::from_file(&deploy_dir().join("presets.toml")).unwrap();
-    let presets = wheelgate::sources::Sources::configured(&presets).unwrap();
+    let presets = wheelgate_index::sources::Sources::configured(&presets).unwrap();
     let kind = |name: &str| presets.by_name(name).unwrap().1.kind;
-    assert_eq!(kind("pyg"), wheelgate::sources::SourceKind::PerBuild);
-    assert_eq!(kind("openmmlab"), wheelgate::sources::SourceKind::PerBuild);
-    assert_eq!(kind("amd"), wheelgate::sources::SourceKind::Index);
+    assert_eq!(kind("pyg"), wheelgate_index::sources::SourceKind::PerBuild);
+    assert_eq!(
+        kind("openmmlab"),
+        wheelgate_index::sources::SourceKind::PerBuild
+    );
+    assert_eq!(kind("amd"), wheelgate_index::sources::SourceKind::Index);
     let owner_names = |project: &str| -> Vec<String> {
         presets
             .owners(project)
@@ -878,7 +881,7 @@ fn the_readmes_company_setup_is_a_valid_configuration() {
         .find(|toml| toml.contains("[[sources]]"))
         .expect("the README shows a company's set-up");
     let config = parse_config(&toml, "README company set-up");
-    let sources = wheelgate::sources::Sources::configured(&config)
+    let sources = wheelgate_index::sources::Sources::configured(&config)
         .unwrap_or_else(|err| panic!("the README's [[sources]]: {err}"));
     let owners: Vec<&str> = sources
         .owners("acme-utils")
@@ -910,7 +913,12 @@ fn commented_company_examples_work_uncommented_and_match_the_docs() {
         wheelgate_resolver::Catalog::embedded(),
         Some(machine.platform),
     )
-    .unwrap_or_else(|err| panic!("{err}: {}", wheelgate::error_chain::source_chain(&err)));
+    .unwrap_or_else(|err| {
+        panic!(
+            "{err}: {}",
+            wheelgate_index::error_chain::source_chain(&err)
+        )
+    });
     let names: Vec<&str> = networks.rules.iter().map(|r| r.label.as_str()).collect();
     assert_eq!(names, ["gpu-login", "gpu-cluster", "laptops"]);
 
@@ -929,14 +937,14 @@ fn commented_company_examples_work_uncommented_and_match_the_docs() {
     // The docs' sources examples are valid configurations, checked as `serve` checks them:
     // the per-build one (PyG's template) and the company's index.
     let pyg: ServeConfig = parse_config(&docs_toml("name = \"pyg\""), "docs per-build source");
-    let pyg = wheelgate::sources::Sources::configured(&pyg)
+    let pyg = wheelgate_index::sources::Sources::configured(&pyg)
         .unwrap_or_else(|err| panic!("the docs' PyG [[sources]]: {err}"));
     assert_eq!(
         pyg.by_name("pyg").unwrap().1.kind,
-        wheelgate::sources::SourceKind::PerBuild
+        wheelgate_index::sources::SourceKind::PerBuild
     );
     let readme: ServeConfig = parse_config(&docs_toml("name = \"internal\""), "docs sources");
-    let sources = wheelgate::sources::Sources::configured(&readme)
+    let sources = wheelgate_index::sources::Sources::configured(&readme)
         .unwrap_or_else(|err| panic!("the docs' [[sources]]: {err}"));
     let owners: Vec<&str> = sources
         .owners("acme-utils")

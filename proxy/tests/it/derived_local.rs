@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures_util::TryStreamExt;
 use wheelgate::cache::files::FileCache;
 use wheelgate::derive::{Change, Derivations};
-use wheelgate::upstream::{ClientSettings, UpstreamClient};
+use wheelgate_index::upstream::{ClientSettings, UpstreamClient};
 
 use super::fake_upstream::Fake;
 

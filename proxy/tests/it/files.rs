@@ -14,8 +14,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wheelgate::cache::files::{CachedFile, FailureKind, FileCache, FileCacheError, FileSpec};
 use wheelgate::serve::build_state;
 use wheelgate::server::app;
-use wheelgate::upstream::{ClientSettings, UpstreamClient};
 use wheelgate_config::ServeConfig;
+use wheelgate_index::upstream::{ClientSettings, UpstreamClient};
 
 use super::fake_upstream::{Behaviour, Fake, sha256};
 

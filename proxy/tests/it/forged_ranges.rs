@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use wheelgate::cache::files::{FileCache, FileCacheError, FileSpec};
 use wheelgate::derive::{Change, Derivations};
 use wheelgate::mirror::wheel_metadata::read_wheel_metadata_by_ranges;
-use wheelgate::upstream::{ClientSettings, UpstreamClient};
+use wheelgate_index::upstream::{ClientSettings, UpstreamClient};
 
 const WHEEL: &str = "xpkg-1.0-py3-none-any.whl";
 

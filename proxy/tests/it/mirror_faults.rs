@@ -243,7 +243,10 @@ async fn failed_sync(config: &MirrorConfig, store: &Path) -> String {
             report.is_complete(),
             report.failures
         ),
-        Err(err) => format!("{err}: {}", wheelgate::error_chain::source_chain(&err)),
+        Err(err) => format!(
+            "{err}: {}",
+            wheelgate_index::error_chain::source_chain(&err)
+        ),
     }
 }
 
@@ -639,7 +642,7 @@ async fn an_update_during_an_outage_is_not_marked_complete_with_old_pages() {
 #[tokio::test]
 async fn a_store_in_use_is_refused() {
     let store = tempfile::tempdir().unwrap();
-    let held = wheelgate::cache::lock::CacheDirLock::acquire(
+    let held = wheelgate_index::cache::lock::CacheDirLock::acquire(
         store.path(),
         "running `wheelgate mirror sync`",
     )

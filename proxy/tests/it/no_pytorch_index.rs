@@ -251,7 +251,7 @@ async fn the_start_lines_the_status_page_and_the_first_reads_say_there_is_none()
         "{page}"
     );
     assert!(!page.contains(&network.pytorch.url("/whl")), "{page}");
-    let reads = wheelgate::sources::first_read::first_read_lines(
+    let reads = wheelgate_index::sources::first_read::first_read_lines(
         &network.state.sources,
         &network.state.index,
         &network.state.client,

@@ -22,8 +22,8 @@ use object_store::aws::AmazonS3Builder;
 use wheelgate::cache::files::BucketHealth;
 use wheelgate::serve::build_state;
 use wheelgate::server::{AppState, app};
-use wheelgate::upstream::{ClientSettings, UpstreamClient};
 use wheelgate_config::{ObjectStoreConfig, ServeConfig, StaticCredentials};
+use wheelgate_index::upstream::{ClientSettings, UpstreamClient};
 
 use super::fake_upstream::{Behaviour, Fake, sha256};
 

@@ -640,10 +640,12 @@ async fn upstream_credentials_reach_the_upstream_and_nothing_else() {
         .await
         .unwrap();
     // And directly: the errors the client returns, with their whole chain of causes.
-    let client = wheelgate::upstream::UpstreamClient::new(&wheelgate::upstream::ClientSettings {
-        retries: 0,
-        ..wheelgate::upstream::ClientSettings::default()
-    })
+    let client = wheelgate_index::upstream::UpstreamClient::new(
+        &wheelgate_index::upstream::ClientSettings {
+            retries: 0,
+            ..wheelgate_index::upstream::ClientSettings::default()
+        },
+    )
     .unwrap();
     let error = client
         .get_page(

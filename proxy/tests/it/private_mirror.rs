@@ -270,7 +270,7 @@ async fn mirror_sync_without_access_fails_and_a_missing_secret_stops_it_first() 
         let Err(err) = mirror::sync(&config, &options, &NoProgress).await else {
             panic!("an unreadable {} must stop the sync", absent.display());
         };
-        let chain = wheelgate::error_chain::source_chain(&err);
+        let chain = wheelgate_index::error_chain::source_chain(&err);
         assert!(chain.contains("[upstreams.pypi]"), "{chain}");
         assert!(
             chain.contains(absent.to_str().unwrap()),

@@ -259,7 +259,7 @@ async fn the_first_read_of_each_source_names_the_one_whose_pages_cannot_be_read(
         )])),
     );
     let proxy = start(&rogue, |_| {}).await;
-    let lines = wheelgate::sources::first_read::first_read_lines(
+    let lines = wheelgate_index::sources::first_read::first_read_lines(
         &proxy.state.sources,
         &proxy.state.index,
         &proxy.state.client,

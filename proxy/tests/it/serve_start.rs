@@ -197,7 +197,10 @@ async fn serve_starts_with_a_catalog_overlay_or_refuses_a_bad_one() {
     let Err(err) = wheelgate::serve::build_state(config("b")).await else {
         panic!("a release without backends started");
     };
-    let message = format!("{err}: {}", wheelgate::error_chain::source_chain(&err));
+    let message = format!(
+        "{err}: {}",
+        wheelgate_index::error_chain::source_chain(&err)
+    );
     assert!(
         message.contains(&overlay.display().to_string()) && message.contains("line 2"),
         "{message}"

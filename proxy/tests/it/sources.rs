@@ -373,7 +373,10 @@ async fn bad_sources_stop_the_start_with_what_to_do() {
         let Err(err) = build_state(config).await else {
             panic!("a bad source was accepted: {expected}");
         };
-        let chain = format!("{err}: {}", wheelgate::error_chain::source_chain(&err));
+        let chain = format!(
+            "{err}: {}",
+            wheelgate_index::error_chain::source_chain(&err)
+        );
         assert!(chain.contains(expected), "{chain}");
     }
 }

@@ -477,7 +477,10 @@ async fn a_mirror_fails_while_an_owner_is_unreachable() {
     let result = sync_acme_utils(&upstreams, &pypi, &sources, &store).await;
     let err = match result {
         Ok(report) => panic!("completed without an owner: {:?}", report.plan.files),
-        Err(err) => format!("{err}: {}", wheelgate::error_chain::source_chain(&err)),
+        Err(err) => format!(
+            "{err}: {}",
+            wheelgate_index::error_chain::source_chain(&err)
+        ),
     };
     assert!(err.contains("acme-utils"), "{err}");
     assert!(!store.join(wheelgate::mirror::MARKER).exists());

@@ -2,11 +2,11 @@
 //! its `*.part` file, hashing as it goes, publishes how far it got, and commits or discards the
 //! result; a file that came from the upstream is then uploaded to the bucket.
 
-use crate::error_chain::source_chain;
 use std::fs::File;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
+use wheelgate_index::error_chain::source_chain;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -16,14 +16,14 @@ use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use crate::upstream::{UpstreamClient, redact};
+use wheelgate_index::upstream::{UpstreamClient, redact};
 
-use super::bucket::BucketError;
 use super::range_checks::{StreamChecks, run_checks};
 use super::recent::{Recent, Window};
 use super::splice::Splicer;
 use super::store::remove_evicted;
 use super::{CacheKey, FileCacheError, FileSpec, Inner, remove_quietly};
+use wheelgate_index::cache::bucket::BucketError;
 
 /// Bytes gathered from the network before one write: large enough to keep system calls few,
 /// small enough that memory stays flat and readers see progress often.
@@ -239,7 +239,7 @@ impl Download {
                         // Its own task: uploading never delays the clients, who already have
                         // every byte from local disk.
                         tokio::spawn(Arc::clone(bucket).upload(
-                            self.key.clone(),
+                            self.key.as_str().to_owned(),
                             Arc::clone(&self.file),
                             size,
                         ));
@@ -263,7 +263,7 @@ impl Download {
                     )
                 {
                     // The object's name is its content's hash: these bytes are not that content.
-                    bucket.remove_corrupt(&self.key).await;
+                    bucket.remove_corrupt(self.key.as_str()).await;
                 }
                 self.progress.send_replace(Progress::Failed(Arc::new(err)));
             }
@@ -278,7 +278,7 @@ impl Download {
         if let Origin::Bucket { upstream_fallback } = self.origin
             && let Some(bucket) = &self.cache.bucket
         {
-            match bucket.get(&self.key, None).await {
+            match bucket.get(self.key.as_str(), None).await {
                 Ok((size, body)) => {
                     let body = body.map(|chunk| chunk.map_err(BodyError::Bucket)).boxed();
                     return Ok((Some(size), body, self.origin));

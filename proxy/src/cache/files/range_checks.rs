@@ -174,7 +174,7 @@ fn first_difference(file: &File, reads: &[(u64, Bytes)]) -> io::Result<Option<u6
         let available = usize::try_from(len.saturating_sub(*offset))
             .unwrap_or(usize::MAX)
             .min(bytes.len());
-        let on_disk = super::reader::read_exact_at(file, available, *offset)?;
+        let on_disk = wheelgate_index::cache::read_at::read_exact_at(file, available, *offset)?;
         if let Some(at) = on_disk
             .iter()
             .zip(bytes.iter())

@@ -79,7 +79,7 @@ impl Store {
             path: dir.to_path_buf(),
             source,
         };
-        crate::cache::private::create_dir(dir).map_err(io_err)?;
+        wheelgate_index::cache::private::create_dir(dir).map_err(io_err)?;
         let mut found = Vec::new();
         for item in std::fs::read_dir(dir).map_err(io_err)? {
             let item = item.map_err(io_err)?;

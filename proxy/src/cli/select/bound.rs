@@ -16,7 +16,7 @@ use super::page::{IndexArgError, IndexSource, LoadedPage, Remote, load, project_
 use crate::mirror::metadata::parse_metadata;
 use crate::mirror::wheel_metadata::read_wheel_metadata;
 use crate::server::rewrite::select_files;
-use crate::upstream::{UpstreamClient, redact};
+use wheelgate_index::upstream::{UpstreamClient, redact};
 
 /// Metadata reads in flight at once, as the proxy reads them.
 const CONCURRENT_READS: usize = 16;
@@ -144,7 +144,7 @@ async fn metadata_file(
     let mut response = client
         .get_stream(&url, reqwest::header::HeaderMap::new(), Some(page_url))
         .await
-        .map_err(|err| crate::error_chain::source_chain(&err))?;
+        .map_err(|err| wheelgate_index::error_chain::source_chain(&err))?;
     if let Some(announced) = response.content_length()
         && announced > METADATA_LIMIT as u64
     {

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use crate::cache::index::UPSTREAM_ACCEPT;
-use crate::upstream::{
+use wheelgate_index::cache::index::UPSTREAM_ACCEPT;
+use wheelgate_index::upstream::{
     ClientSettings, OriginAccess, PageResponse, UpstreamClient, UpstreamError, redact,
 };
 use wheelgate_resolver::filename::normalize_name;

@@ -28,11 +28,11 @@ use wheelgate_resolver::{Backend, Machine, Policy};
 
 use super::{TorchChoices, torch_choices, torch_pages};
 use crate::cache::files::FileSpec;
-use crate::cache::index::{CachedPage, IndexError};
 use crate::derive::{Change, Derivation};
 use crate::server::state::AppState;
-use crate::sources::template::release_line;
-use crate::sources::{SourceId, Sources, UrlTemplate};
+use wheelgate_index::cache::index::{CachedPage, IndexError};
+use wheelgate_index::sources::template::release_line;
+use wheelgate_index::sources::{SourceId, Sources, UrlTemplate};
 
 /// The most `!=` exclusions a pin may carry (the patch releases of one line).
 const MAX_EXCLUSIONS: usize = 64;
@@ -166,7 +166,7 @@ pub async fn page(
             dropped: Vec::new(),
         },
         key,
-        generation: crate::sources::pages::combine(generations),
+        generation: wheelgate_index::sources::pages::combine(generations),
         pages_asked: order.len(),
         complete,
         reports,
@@ -212,7 +212,7 @@ async fn read_pages(
         let want = &wanted[url];
         let mut report = PageReport {
             source: state.sources.get(want.source).name.clone(),
-            url: crate::upstream::redact(url),
+            url: wheelgate_index::upstream::redact(url),
             files: 0,
             error: None,
         };
@@ -224,7 +224,7 @@ async fn read_pages(
             }
             Some(Err(error)) => {
                 complete = false;
-                report.error = Some(crate::error_chain::source_chain(&error));
+                report.error = Some(wheelgate_index::error_chain::source_chain(&error));
                 log_failure(url, &error);
                 reports.push(report);
                 continue;
@@ -400,7 +400,7 @@ async fn plan(
         .get((&state.client, &state.files), &upstream, &filename, &change)
         .await
         .map_err(|err| {
-            let reason = crate::error_chain::with_causes(&err);
+            let reason = wheelgate_index::error_chain::with_causes(&err);
             tracing::debug!(file = %filename, error = %reason, "a bound wheel cannot be derived; left off its page");
             (reason, err.is_refusal())
         })
@@ -434,7 +434,7 @@ pub fn wanted_pages(
 }
 
 fn log_failure(url: &str, error: &IndexError) {
-    tracing::warn!(url = %crate::upstream::redact(url), error = %crate::error_chain::source_chain(error), "a per-build page failed; its builds are missing");
+    tracing::warn!(url = %wheelgate_index::upstream::redact(url), error = %wheelgate_index::error_chain::source_chain(error), "a per-build page failed; its builds are missing");
 }
 
 /// The template of the per-build source `source`.

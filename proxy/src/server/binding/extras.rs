@@ -236,7 +236,7 @@ async fn plan_wheels(
                 Ok(Ok(derivation)) => {
                     Planned::Derived(state.files.derived_sha256(&derivation.spec))
                 }
-                Ok(Err(err)) => Planned::Refused(crate::error_chain::with_causes(&err)),
+                Ok(Err(err)) => Planned::Refused(wheelgate_index::error_chain::with_causes(&err)),
                 Err(_) => Planned::Late,
             };
             (index, planned)

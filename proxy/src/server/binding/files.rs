@@ -136,7 +136,7 @@ async fn derived_response(
         .get((&state.client, &state.files), upstream, wheel, change)
         .await
         .map_err(|err| {
-            tracing::warn!(file = wheel, error = %crate::error_chain::source_chain(&err), "cannot derive a wheel");
+            tracing::warn!(file = wheel, error = %wheelgate_index::error_chain::source_chain(&err), "cannot derive a wheel");
             ApiError::NotFound(format!(
                 "`{wheel}` cannot be served with its metadata changed: {err}"
             ))
@@ -199,7 +199,7 @@ async fn serve(
         .get_with(
             &state.client,
             &request.page_url,
-            crate::cache::index::Revalidation::Background,
+            wheelgate_index::cache::index::Revalidation::Background,
             false,
         )
         .await

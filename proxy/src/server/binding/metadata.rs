@@ -8,12 +8,12 @@ use std::sync::Mutex;
 use wheelgate_resolver::index::{CoreMetadata, IndexFile, ProjectPage};
 
 use crate::cache::files::{CORE_METADATA_LIMIT, FileSpec};
-use crate::error_chain::with_causes;
 use crate::mirror::metadata::parse_metadata;
 use crate::mirror::wheel_metadata::read_wheel_metadata_by_ranges;
 use crate::server::listing::Listing;
 use crate::server::state::AppState;
-use crate::upstream::redact;
+use wheelgate_index::error_chain::with_causes;
+use wheelgate_index::upstream::redact;
 use wheelgate_resolver::select::TorchPin;
 
 /// Pins remembered at most; cleared whole past it (a pin costs one small read to learn again).

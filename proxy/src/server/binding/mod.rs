@@ -26,8 +26,8 @@ use wheelgate_resolver::select::{FileRef, PageSelection, TorchPin};
 use wheelgate_resolver::{Machine, Policy, select_page};
 
 use super::state::AppState;
-use crate::sources::ProjectPages;
-use crate::sources::pages::OwnersFailed;
+use wheelgate_index::sources::ProjectPages;
+use wheelgate_index::sources::pages::OwnersFailed;
 pub use wheelgate_resolver::select::bind::TorchChoices;
 
 /// Metadata reads in flight at once for one page.

@@ -20,8 +20,8 @@ use wheelgate_resolver::variants::decide_variant_label;
 use crate::cache::files::{
     CORE_METADATA_LIMIT, FailureKind, FileCacheError, FileSpec, SmallReadError,
 };
-use crate::error_chain::source_chain;
 use crate::server::listing::Listing;
+use wheelgate_index::error_chain::source_chain;
 
 use super::super::error::ApiError;
 use super::super::files::FilesError;

@@ -37,7 +37,7 @@ use wheelgate_resolver::{Machine, Policy};
 use crate::cache::files::{FileCache, FileSpec};
 use crate::derive::Change;
 use crate::server::listing::Listing;
-use crate::upstream::UpstreamClient;
+use wheelgate_index::upstream::UpstreamClient;
 
 use super::error::ApiError;
 use super::explain::{BuildVerdict, Explanation, VersionExplanation};
@@ -136,7 +136,7 @@ async fn derived(
     {
         Ok(derivation) => Some(derivation).filter(|d| d.changed),
         Err(err) => {
-            warn!(file = upstream, error = %crate::error_chain::source_chain(&err), "cannot derive a variant wheel; serving the upstream's (pip 26.2 and later refuse it)");
+            warn!(file = upstream, error = %wheelgate_index::error_chain::source_chain(&err), "cannot derive a variant wheel; serving the upstream's (pip 26.2 and later refuse it)");
             None
         }
     };
@@ -619,7 +619,7 @@ async fn read_variants_json(
     let bytes = cached
         .read_small(VARIANTS_JSON_LIMIT)
         .await
-        .map_err(|err| crate::error_chain::source_chain(&err))?;
+        .map_err(|err| wheelgate_index::error_chain::source_chain(&err))?;
     let text = String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
     let source_bytes = text.len();
     let parsed =

@@ -39,9 +39,9 @@ use wheelgate_resolver::index::{
 
 use wheelgate_resolver::select::FileGroups;
 
-use crate::cache::files::Bucket;
+use crate::cache::bucket::Bucket;
 use crate::cpu_pool::CpuPool;
-use crate::metrics::{IndexOutcome, PageRejection};
+use crate::metrics::{IndexOutcome, PageRejection, upstream_label};
 use crate::sync::lock;
 use crate::upstream::{PageBody, PageResponse, UpstreamClient, UpstreamError, Validators, redact};
 
@@ -130,7 +130,7 @@ impl CachedPage {
 
     /// Several sources' pages merged into one (`sources::merge`, links absolute), known by the
     /// first page's `url`; never stored.
-    pub(crate) fn merged(url: &str, page: ProjectPage, generation: u64) -> CachedPage {
+    pub fn merged(url: &str, page: ProjectPage, generation: u64) -> CachedPage {
         CachedPage {
             url: url.to_string(),
             page,
@@ -748,6 +748,39 @@ impl Inner {
 
     fn path_for(&self, url: &str) -> PathBuf {
         self.dir.join(format!("{}.json", page_key(url)))
+    }
+}
+
+/// What a client is told about an index failure: which upstream and what happened, never the
+/// upstream URL (it may carry a private host's path; the log has it).
+pub fn client_message(error: &IndexError) -> String {
+    match error {
+        IndexError::Parse { url, source } => format!(
+            "the upstream `{}` sent a project page that cannot be read ({}), and no cached copy exists",
+            upstream_label(url),
+            crate::error_chain::with_causes(source)
+        ),
+        IndexError::Upstream { source, url } => {
+            let upstream = source.upstream().unwrap_or_else(|| upstream_label(url));
+            let what = match source {
+                UpstreamError::CircuitOpen { retry_in_secs, .. } => {
+                    format!("is failing; it is asked again in {retry_in_secs} s")
+                }
+                UpstreamError::Timeout { .. } => "did not answer in time".to_string(),
+                UpstreamError::Status { status, .. } => format!("answered {status}"),
+                UpstreamError::PageTooLarge { limit, .. } => {
+                    format!("sent a page over the limit of {limit} bytes")
+                }
+                UpstreamError::Truncated { .. } => "sent a page cut short".to_string(),
+                UpstreamError::Request { .. }
+                | UpstreamError::Build(_)
+                | UpstreamError::BuildScoped { .. } => "could not be reached".to_string(),
+            };
+            format!(
+                "the upstream `{upstream}` {what}, and this server has no cached copy of the page; try again later"
+            )
+        }
+        IndexError::Shared(inner) => client_message(inner),
     }
 }
 

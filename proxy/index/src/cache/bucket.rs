@@ -36,8 +36,7 @@ use tracing::{debug, error, info, warn};
 use crate::upstream::redact;
 use wheelgate_config::ObjectStoreConfig;
 
-use super::CacheKey;
-use super::reader::read_at;
+use super::read_at::read_at;
 
 mod pages;
 
@@ -262,17 +261,17 @@ impl Bucket {
     }
 
     /// The object a key is stored as: `<prefix>/files/<key>`.
-    fn path(&self, key: &CacheKey) -> Path {
+    fn path(&self, key: &str) -> Path {
         if self.prefix.is_empty() {
-            Path::from(format!("files/{}", key.as_str()))
+            Path::from(format!("files/{key}"))
         } else {
-            Path::from(format!("{}/files/{}", self.prefix, key.as_str()))
+            Path::from(format!("{}/files/{}", self.prefix, key))
         }
     }
 
     /// The size of `key`'s object when the bucket holds it. `None` when it does not, or when the
     /// bucket fails (logged; the caller goes to the upstream instead), or was failing moments ago.
-    pub(super) async fn find(&self, key: &CacheKey) -> Option<u64> {
+    pub async fn find(&self, key: &str) -> Option<u64> {
         if self.resting() {
             return None;
         }
@@ -286,8 +285,8 @@ impl Bucket {
                 None
             }
             Err(err) => {
-                let err = self.request_error("look up", key.as_str(), &err);
-                warn!(bucket = %self.name, key = key.as_str(), error = %err, "object store lookup failed; going to the upstream");
+                let err = self.request_error("look up", key, &err);
+                warn!(bucket = %self.name, key = key, error = %err, "object store lookup failed; going to the upstream");
                 self.record_failure(&err, true);
                 None
             }
@@ -295,14 +294,14 @@ impl Bucket {
     }
 
     /// Counts a file copied from the bucket into the local cache.
-    pub(super) fn count_hit(&self) {
+    pub fn count_hit(&self) {
         self.hits.fetch_add(1, Ordering::Relaxed);
     }
 
     /// `key`'s object, or the bytes `range` of it, as a stream; with its total size.
-    pub(super) async fn get(
+    pub async fn get(
         self: &Arc<Self>,
-        key: &CacheKey,
+        key: &str,
         range: Option<Range<u64>>,
     ) -> Result<(u64, BoxStream<'static, Result<Bytes, BucketError>>), BucketError> {
         let options = GetOptions {
@@ -313,7 +312,7 @@ impl Bucket {
             Ok(result) => result,
             Err(err) => {
                 let not_found = matches!(err, object_store::Error::NotFound { .. });
-                let err = self.request_error("read", key.as_str(), &err);
+                let err = self.request_error("read", key, &err);
                 if !not_found {
                     self.record_failure(&err, true);
                 }
@@ -325,7 +324,7 @@ impl Bucket {
         {
             return Err(self.request_error_text(
                 "read",
-                key.as_str(),
+                key,
                 format!(
                     "asked for bytes {range:?}, the server sent {:?}",
                     result.range
@@ -335,7 +334,7 @@ impl Bucket {
         self.record_ok();
         let size = result.meta.size;
         let bucket = Arc::clone(self);
-        let object = key.as_str().to_string();
+        let object = key.to_string();
         let stream = result
             .into_stream()
             .map_err(move |err| bucket.request_error("read", &object, &err))
@@ -345,57 +344,52 @@ impl Bucket {
 
     /// Deletes an object whose bytes do not match its key, so the next lookup goes upstream
     /// and the next upload replaces it.
-    pub(super) async fn remove_corrupt(&self, key: &CacheKey) {
+    pub async fn remove_corrupt(&self, key: &str) {
         match self.store.delete(&self.path(key)).await {
             Ok(()) => {
-                warn!(bucket = %self.name, key = key.as_str(), "removed an object from the object store whose bytes do not match its hash");
+                warn!(bucket = %self.name, key = key, "removed an object from the object store whose bytes do not match its hash");
             }
             Err(err) => {
-                let err = self.request_error("delete", key.as_str(), &err);
-                warn!(bucket = %self.name, key = key.as_str(), error = %err, "an object in the object store does not match its hash and cannot be removed");
+                let err = self.request_error("delete", key, &err);
+                warn!(bucket = %self.name, key = key, error = %err, "an object in the object store does not match its hash and cannot be removed");
             }
         }
     }
 
     /// Uploads a committed file (read through its open handle, so eviction cannot pull it away)
     /// unless the bucket already holds it. Logs the outcome; never fails the caller.
-    pub(super) async fn upload(self: Arc<Self>, key: CacheKey, file: Arc<File>, size: u64) {
+    pub async fn upload(self: Arc<Self>, key: String, file: Arc<File>, size: u64) {
         self.uploads_in_flight.fetch_add(1, Ordering::Relaxed);
         let result = self.try_upload(&key, file, size).await;
         self.uploads_in_flight.fetch_sub(1, Ordering::Relaxed);
         match result {
             Ok(true) => {
                 self.uploads_completed.fetch_add(1, Ordering::Relaxed);
-                info!(bucket = %self.name, key = key.as_str(), size, "file uploaded to the object store");
+                info!(bucket = %self.name, key = key, size, "file uploaded to the object store");
             }
             Ok(false) => {
-                debug!(bucket = %self.name, key = key.as_str(), "the object store already holds the file");
+                debug!(bucket = %self.name, key = key, "the object store already holds the file");
             }
             Err(err) => {
                 self.uploads_failed.fetch_add(1, Ordering::Relaxed);
-                warn!(bucket = %self.name, key = key.as_str(), error = %err, "cannot upload a file to the object store; it stays cached on this replica only");
+                warn!(bucket = %self.name, key = key, error = %err, "cannot upload a file to the object store; it stays cached on this replica only");
                 self.record_failure(&err, false);
             }
         }
     }
 
     /// `Ok(false)`: already there.
-    async fn try_upload(
-        &self,
-        key: &CacheKey,
-        file: Arc<File>,
-        size: u64,
-    ) -> Result<bool, BucketError> {
+    async fn try_upload(&self, key: &str, file: Arc<File>, size: u64) -> Result<bool, BucketError> {
         let path = self.path(key);
         match self.store.head(&path).await {
             Ok(meta) if meta.size == size => return Ok(false),
             // A different size under a content key is a broken object: replace it.
             Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
-            Err(err) => return Err(self.request_error("look up", key.as_str(), &err)),
+            Err(err) => return Err(self.request_error("look up", key, &err)),
         }
         let read_local = |source| BucketError::ReadLocal {
             bucket: self.name.clone(),
-            key: key.as_str().to_string(),
+            key: key.to_string(),
             source,
         };
         if size <= SINGLE_PUT_MAX {
@@ -405,14 +399,14 @@ impl Bucket {
             self.store
                 .put(&path, bytes.into())
                 .await
-                .map_err(|err| self.request_error("upload", key.as_str(), &err))?;
+                .map_err(|err| self.request_error("upload", key, &err))?;
             return Ok(true);
         }
         let upload = self
             .store
             .put_multipart(&path)
             .await
-            .map_err(|err| self.request_error("start uploading", key.as_str(), &err))?;
+            .map_err(|err| self.request_error("start uploading", key, &err))?;
         let mut writer = WriteMultipart::new_with_chunk_size(
             upload,
             usize::try_from(SINGLE_PUT_MAX).expect("a part fits in memory"),
@@ -424,7 +418,7 @@ impl Bucket {
                 writer
                     .wait_for_capacity(PART_CONCURRENCY)
                     .await
-                    .map_err(|err| self.request_error("upload a part of", key.as_str(), &err))?;
+                    .map_err(|err| self.request_error("upload a part of", key, &err))?;
                 read_at(Arc::clone(&file), pos, len)
                     .await
                     .map_err(read_local)
@@ -443,17 +437,17 @@ impl Bucket {
         writer
             .finish()
             .await
-            .map_err(|err| self.request_error("complete the upload of", key.as_str(), &err))?;
+            .map_err(|err| self.request_error("complete the upload of", key, &err))?;
         Ok(true)
     }
 
     /// Aborts a multipart upload, so its parts neither linger nor ever become an object.
-    async fn abort(&self, writer: WriteMultipart, key: &CacheKey) {
+    async fn abort(&self, writer: WriteMultipart, key: &str) {
         if let Err(err) = writer.abort().await {
-            let err = self.request_error("abort the upload of", key.as_str(), &err);
+            let err = self.request_error("abort the upload of", key, &err);
             // An upload that is neither completed nor aborted stays invisible; a lifecycle rule
             // (`AbortIncompleteMultipartUpload`) reclaims its parts.
-            warn!(bucket = %self.name, key = key.as_str(), error = %err, "cannot abort a multipart upload");
+            warn!(bucket = %self.name, key = key, error = %err, "cannot abort a multipart upload");
         }
     }
 
@@ -606,7 +600,7 @@ mod tests {
         config.allow_http = true;
         config.prefix = "/team/cache/".into();
         let bucket = Bucket::connect(&config).unwrap();
-        let key = CacheKey(format!("sha256-{}", "a".repeat(64)));
+        let key = format!("sha256-{}", "a".repeat(64));
         assert_eq!(
             bucket.path(&key).as_ref(),
             format!("team/cache/files/sha256-{}", "a".repeat(64))

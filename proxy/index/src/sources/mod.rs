@@ -35,7 +35,7 @@ use std::fmt::Write as _;
 use wheelgate_resolver::{Backend, Catalog};
 
 pub use build::SourcesError;
-pub(crate) use build::split_userinfo;
+pub use build::split_userinfo;
 pub use pages::{ProjectPages, SourcePage};
 pub use pattern::{PatternError, ProjectPattern};
 pub use template::{TemplateError, UrlTemplate};
@@ -243,7 +243,7 @@ impl Sources {
     }
 
     /// The per-build sources among `project`'s owners: where they own it, its pages are theirs,
-    /// one per torch release and build (`crate::server::binding::by_page`).
+    /// one per torch release and build (`wheelgate::server::binding::by_page`).
     pub fn per_build_owners(&self, project: &str) -> Vec<SourceId> {
         self.owners_where(project, |kind| kind == SourceKind::PerBuild)
     }

@@ -4,7 +4,7 @@
 mod access;
 mod arriving_text;
 
-pub(crate) use arriving_text::ArrivingText;
+pub use arriving_text::ArrivingText;
 mod breaker;
 mod client;
 mod transport;

@@ -3,7 +3,7 @@
 //! page as it arrives) takes the text so far at each step.
 
 /// The text of a body so far.
-pub(crate) struct ArrivingText {
+pub struct ArrivingText {
     text: String,
     /// The first bytes of a character split between two chunks (at most three).
     pending: Vec<u8>,
@@ -13,7 +13,7 @@ pub(crate) struct ArrivingText {
 }
 
 impl ArrivingText {
-    pub(crate) fn with_capacity(capacity: usize) -> ArrivingText {
+    pub fn with_capacity(capacity: usize) -> ArrivingText {
         ArrivingText {
             text: String::with_capacity(capacity),
             pending: Vec::new(),
@@ -32,11 +32,11 @@ impl ArrivingText {
 
     /// The body's text so far, while it is valid UTF-8 (a split character's first bytes held
     /// back); `None` once it is not.
-    pub(crate) fn so_far(&self) -> Option<&str> {
+    pub fn so_far(&self) -> Option<&str> {
         self.broken.is_none().then_some(self.text.as_str())
     }
 
-    pub(crate) fn push(&mut self, mut chunk: &[u8]) {
+    pub fn push(&mut self, mut chunk: &[u8]) {
         if let Some(bytes) = &mut self.broken {
             bytes.extend_from_slice(chunk);
             return;
@@ -84,7 +84,7 @@ impl ArrivingText {
     /// The whole body as text; bytes that are not UTF-8 become U+FFFD, as
     /// `String::from_utf8_lossy` makes them (a page of garbage then fails to parse, or lists
     /// nothing).
-    pub(crate) fn finish(self) -> String {
+    pub fn finish(self) -> String {
         match self.broken {
             None if self.pending.is_empty() => self.text,
             None => {

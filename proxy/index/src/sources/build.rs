@@ -304,7 +304,7 @@ fn without_credentials(url: String) -> (String, Option<UrlCredentials>) {
 
 /// `url` without the `user:password@` of its authority, and those credentials; read as text,
 /// so a template's placeholders (which a URL parser would encode) stay as written.
-pub(crate) fn split_userinfo(url: &str) -> (String, Option<UrlCredentials>) {
+pub fn split_userinfo(url: &str) -> (String, Option<UrlCredentials>) {
     let Some((scheme, rest)) = url.split_once("://") else {
         return (url.to_string(), None);
     };

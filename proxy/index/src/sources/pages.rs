@@ -125,7 +125,7 @@ impl ProjectPages {
         revalidation: Revalidation,
     ) -> Result<Option<ProjectPages>, OwnersFailed> {
         // A per-build source's pages are per torch release and build, fetched for a machine
-        // (`crate::server::binding::by_page`), never as a project page.
+        // (`wheelgate::server::binding::by_page`), never as a project page.
         let owners = sources.page_owners(project);
         // The pages of a project whose builds are selected are grouped for selection where
         // they are parsed (`cache/index/arriving.rs`).

@@ -377,9 +377,14 @@ impl Metrics {
 
     /// The exposition text. `cache` gives the file cache's current files, bytes and limit,
     /// `breakers` the upstreams' circuit breakers.
-    pub fn render(&self, cache: CacheGauges, breakers: &[BreakerView]) -> String {
+    pub fn render(
+        &self,
+        cache: CacheGauges,
+        breakers: &[BreakerView],
+        build: &BuildLabels,
+    ) -> String {
         let mut out = String::with_capacity(4096);
-        render_build_info(&mut out);
+        render_build_info(&mut out, build);
         self.render_inference(&mut out);
         header(
             &mut out,
@@ -650,8 +655,16 @@ pub fn render_catalog(out: &mut String, catalog: &wheelgate_resolver::Catalog) {
     let _ = writeln!(out, "wheelgate_catalog_updated_timestamp_seconds {seconds}");
 }
 
+/// Which build this server runs, for `wheelgate_build_info` (the binary's `build_info`).
+#[derive(Debug, Clone, Copy)]
+pub struct BuildLabels {
+    pub version: &'static str,
+    pub commit: &'static str,
+    pub build_date: &'static str,
+}
+
 /// `wheelgate_build_info`: which build this server runs.
-fn render_build_info(out: &mut String) {
+fn render_build_info(out: &mut String, build: &BuildLabels) {
     header(
         out,
         "wheelgate_build_info",
@@ -661,9 +674,7 @@ fn render_build_info(out: &mut String) {
     let _ = writeln!(
         out,
         "wheelgate_build_info{{version=\"{}\",commit=\"{}\",build_date=\"{}\"}} 1",
-        crate::build_info::VERSION,
-        crate::build_info::COMMIT,
-        crate::build_info::BUILD_DATE
+        build.version, build.commit, build.build_date
     );
 }
 
@@ -740,7 +751,15 @@ mod tests {
             Duration::from_millis(30),
             UpstreamOutcome::ServerError,
         );
-        let text = metrics.render(CacheGauges::default(), &[]);
+        let build = BuildLabels {
+            version: "0.1.0",
+            commit: "0123456789ab",
+            build_date: "2026-11-28",
+        };
+        let text = metrics.render(CacheGauges::default(), &[], &build);
+        assert!(text.contains(
+            "wheelgate_build_info{version=\"0.1.0\",commit=\"0123456789ab\",build_date=\"2026-11-28\"} 1"
+        ));
         assert!(text.contains("wheelgate_http_requests_total{route=\"simple\",status=\"200\"} 2"));
         assert!(text.contains(
             "wheelgate_upstream_request_duration_seconds_bucket{upstream=\"up.example\",le=\"0.05\"} 1"

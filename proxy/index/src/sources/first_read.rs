@@ -71,7 +71,7 @@ fn probe_project(source: &super::Source) -> Option<String> {
 }
 
 fn describe_failure(name: &str, error: &IndexError) -> String {
-    let message = crate::server::error::client_message(error.root());
+    let message = crate::cache::index::client_message(error.root());
     match error.root() {
         IndexError::Parse { .. } => format!("source `{name}`: pages cannot be read: {message}"),
         _ => format!("source `{name}`: failed: {message}"),

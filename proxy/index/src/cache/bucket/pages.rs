@@ -35,7 +35,7 @@ impl Bucket {
 
     /// When the bucket's copy of page `key` was written, if it holds one. `None` when it does
     /// not, or when the bucket fails (logged, recorded) or was failing moments ago.
-    pub(crate) async fn page_written_at(&self, key: &str) -> Option<SystemTime> {
+    pub async fn page_written_at(&self, key: &str) -> Option<SystemTime> {
         if self.resting() {
             return None;
         }
@@ -69,7 +69,7 @@ impl Bucket {
 
     /// The bucket's copy of page `key`, whole. `None` when it holds none, or when the bucket
     /// fails (logged, recorded) or was failing moments ago.
-    pub(crate) async fn get_page(&self, key: &str) -> Option<Bytes> {
+    pub async fn get_page(&self, key: &str) -> Option<Bytes> {
         if self.resting() {
             return None;
         }
@@ -105,13 +105,13 @@ impl Bucket {
     }
 
     /// Counts a page served from the bucket's copy.
-    pub(crate) fn count_page_hit(&self) {
+    pub fn count_page_hit(&self) {
         self.page_hits.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Publishes page `key` (one `PUT`, replacing any older copy). Logs the outcome and returns
     /// whether it was written; never fails the caller.
-    pub(crate) async fn put_page(self: Arc<Self>, key: String, body: Bytes) -> bool {
+    pub async fn put_page(self: Arc<Self>, key: String, body: Bytes) -> bool {
         let size = body.len();
         match self.store.put(&self.page_path(&key), body.into()).await {
             Ok(_) => {
@@ -131,7 +131,7 @@ impl Bucket {
 
     /// Removes page `key` (the upstream no longer has the project), so no cold replica serves
     /// it again. Logs a failure; never fails the caller.
-    pub(crate) async fn remove_page(self: Arc<Self>, key: String) {
+    pub async fn remove_page(self: Arc<Self>, key: String) {
         match self.store.delete(&self.page_path(&key)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => {
                 info!(bucket = %self.name, key, "removed an index page the upstream no longer has from the object store");
