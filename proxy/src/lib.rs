@@ -4,11 +4,10 @@
 //! Below this crate (ARCHITECTURE.md draws them):
 //! - `wheelgate_config` (`proxy/config/`): the configuration and its defaults;
 //! - `wheelgate_index` (`proxy/index/`): the upstream client, sources, the page cache, the
-//!   shared bucket and cache directory, metrics.
+//!   shared bucket and cache directory, metrics;
+//! - `wheelgate_files` (`proxy/files/`): the file cache, derived wheels, wheel metadata.
 //!
 //! Here:
-//! - [`cache`]: files (verified, streamed) and the core metadata derived from them;
-//! - [`derive`]: derived wheels, spliced from an upstream wheel;
 //! - [`server`]: the axum app: simple-index routes, files, operations;
 //! - [`serve`]: building the state and running the server;
 //! - [`mirror`]: `wheelgate mirror sync`, a store an offline server serves completely;
@@ -16,9 +15,7 @@
 //! - [`build_info`]: the version, commit and build date of this binary.
 
 pub mod build_info;
-pub mod cache;
 pub mod cli;
-pub mod derive;
 pub mod mirror;
 pub mod serve;
 pub mod server;

@@ -12,13 +12,13 @@ use tracing::{info, warn};
 use wheelgate_resolver::machine::ImplausibleMachine;
 use wheelgate_resolver::{Catalog, Machine, Policy};
 
-use crate::cache::files::{Bucket, BucketError, FileCache, FileCacheError};
 use crate::server::simple::RenderedPages;
 use crate::server::state::Shared;
 use crate::server::{AppState, app};
 use wheelgate_config::LoadedCatalog;
 use wheelgate_config::ServeConfig;
 use wheelgate_config::catalog::CatalogFileError;
+use wheelgate_files::cache::{Bucket, BucketError, FileCache, FileCacheError};
 use wheelgate_index::cache::index::IndexCache;
 use wheelgate_index::cache::lock::{CacheDirLock, LockError};
 use wheelgate_index::cpu_pool::CpuPool;
@@ -182,8 +182,10 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         bucket,
         config.limits.download_slots(),
     )?;
-    let derived_metadata = crate::cache::derived_metadata::MetadataStore::open(&config.cache_dir)
-        .map_err(|source| StartError::CacheDir {
+    let derived_metadata = wheelgate_files::derived_metadata::MetadataStore::open(
+        &config.cache_dir,
+    )
+    .map_err(|source| StartError::CacheDir {
         path: config.cache_dir.join("metadata"),
         source,
     })?;

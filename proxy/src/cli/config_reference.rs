@@ -301,19 +301,19 @@ impl<'a> Page<'a> {
         let rows = [
             (
                 "a core metadata file (a PEP 658 `.metadata`, or a wheel's `METADATA`) that the server or the mirror reads or serves; one larger is refused, never truncated",
-                usize_bytes(crate::cache::files::CORE_METADATA_LIMIT),
+                usize_bytes(wheelgate_files::cache::CORE_METADATA_LIMIT),
             ),
             (
                 "a derived wheel's `METADATA`, inflated",
-                bytes(crate::derive::MAX_METADATA),
+                bytes(wheelgate_files::derive::MAX_METADATA),
             ),
             (
                 "a derived wheel's `RECORD`, inflated",
-                bytes(crate::derive::MAX_RECORD),
+                bytes(wheelgate_files::derive::MAX_RECORD),
             ),
             (
                 "a derived wheel's central directory",
-                bytes(crate::derive::MAX_DIRECTORY),
+                bytes(wheelgate_files::derive::MAX_DIRECTORY),
             ),
             (
                 "a `*-variants.json` file read",

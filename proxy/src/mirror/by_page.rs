@@ -26,10 +26,10 @@ use wheelgate_resolver::select::bind::TorchChoices;
 use super::bind::torch_choices;
 use super::environment::{Build, Environment};
 use super::resolve::{Fetcher, ResolveError};
-use crate::derive::Change;
 use crate::server::binding::by_page::{
     CONCURRENT_PAGES, bound_link, is_wheel_of, pin_for, requirement, wanted_pages,
 };
+use wheelgate_files::derive::Change;
 use wheelgate_index::cache::index::CachedPage;
 use wheelgate_index::metrics::upstream_label;
 use wheelgate_index::sources::{SourceId, Sources};

@@ -1,6 +1,6 @@
 //! The derived wheels a store holds: a variant wheel whose `METADATA` carries PEP 817
 //! `variant_label` markers is served with them decided, and a wheel bound by page with its
-//! torch pin added (`crate::derive`, because pip 26.2 and later refuse a wheel whose `METADATA`
+//! torch pin added (`wheelgate_files::derive`, because pip 26.2 and later refuse a wheel whose `METADATA`
 //! differs from its `.metadata`), so the sync builds each one from the upstream wheel it
 //! stored, keeps it in the store, and its locks list the derived wheel's own sha256 and size:
 //! the bytes the server answers their URLs with.
@@ -14,10 +14,10 @@ use super::candidates::is_wheel;
 use super::plan::{FileKind, Plan};
 use super::resolve::ResolvedPackage;
 use super::sync::{Failure, error_chain};
-use crate::cache::files::{FileCache, FileSpec};
-use crate::derive::{Change, Source, derive};
 use crate::server::binding::by_page::upstream_spec;
 use crate::server::rewrite::file_link;
+use wheelgate_files::cache::{FileCache, FileSpec};
+use wheelgate_files::derive::{Change, Source, derive};
 use wheelgate_index::upstream::UpstreamClient;
 
 /// A derived wheel's identity, as a lock lists it.

@@ -4,8 +4,8 @@
 //! its targets has none, as the server serves it (`crate::server::binding::extras`).
 
 use super::environment::{Build, Environment};
-use super::metadata::Metadata;
 use crate::server::binding::extras::machine_extras;
+use wheelgate_files::metadata::Metadata;
 
 /// The device extras a machine environment's GPUs need (one per distinct gfx target).
 pub(super) fn device_extras_of(environment: &Environment) -> Vec<String> {

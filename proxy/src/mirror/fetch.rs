@@ -12,12 +12,12 @@ use wheelgate_resolver::variants::choose::variant_label;
 use wheelgate_resolver::variants::decide_variant_label;
 
 use super::config::MirrorConfig;
-use super::metadata::{Metadata, MetadataError, parse_metadata};
 use super::resolve::ResolveError;
 use super::variants::VariantsFiles;
-use super::wheel_metadata::{WheelMetadataError, read_wheel_metadata};
-use crate::cache::files::{FileCache, FileCacheError, FileSpec, SmallReadError};
 use crate::server::variants::read_variants_files;
+use wheelgate_files::cache::{FileCache, FileCacheError, FileSpec, SmallReadError};
+use wheelgate_files::metadata::{Metadata, MetadataError, parse_metadata};
+use wheelgate_files::wheel_metadata::{WheelMetadataError, read_wheel_metadata};
 use wheelgate_index::cache::index::{CachedPage, IndexCache};
 use wheelgate_index::metrics::upstream_label;
 use wheelgate_index::sources::{ProjectPages, Sources};
@@ -273,7 +273,7 @@ impl<'a> Fetcher<'a> {
                         decide_variant_label(&String::from_utf8_lossy(&bytes), label).into_bytes();
                 }
                 if !extras.is_empty() {
-                    bytes = crate::derive::metadata::with_extras_required(&bytes, extras);
+                    bytes = wheelgate_files::derive::metadata::with_extras_required(&bytes, extras);
                 }
                 Ok::<_, MetadataFetchError>(Arc::new(parse_metadata(&bytes, &file.filename)?))
             };
@@ -308,7 +308,7 @@ impl<'a> Fetcher<'a> {
             listed_on: Some(Arc::from(page_url)),
         };
         // Refused past the limit as it arrives: nothing of a 100 MB "metadata" file is kept.
-        let limit = crate::cache::files::CORE_METADATA_LIMIT;
+        let limit = wheelgate_files::cache::CORE_METADATA_LIMIT;
         let too_large = MetadataFetchError::TooLarge { limit };
         let cached = match self
             .files

@@ -5,7 +5,7 @@
 //!
 //! The store is a cache directory written by the server's own caches, so there is one format:
 //! index pages under `index/` by the [`IndexCache`](wheelgate_index::cache::index::IndexCache), files and
-//! `.metadata` files under `files/` by the [`FileCache`](crate::cache::files::FileCache) (sha256
+//! `.metadata` files under `files/` by the [`FileCache`](wheelgate_files::cache::FileCache) (sha256
 //! verified, committed atomically), the locks under `locks/`. `mirror-complete.json` at its root
 //! is written last, only when everything succeeded.
 //!
@@ -32,7 +32,6 @@ pub mod environment;
 pub mod extras;
 pub mod fetch;
 pub mod lock;
-pub mod metadata;
 pub mod plan;
 pub mod resolve;
 pub mod select;
@@ -40,7 +39,6 @@ pub mod serve_config;
 pub mod solver;
 pub mod sync;
 pub mod variants;
-pub mod wheel_metadata;
 
 pub use config::{Constraint, MirrorConfig, MirrorConfigError, PackageEntry, PythonVersion};
 pub use environment::{Build, Environment, environments};

@@ -32,9 +32,9 @@ use super::config::MirrorConfig;
 use super::environment::{Build, Environment, environments};
 use super::extras::{device_extras_of, missing_device_extra};
 pub use super::fetch::{Fetcher, MetadataFetchError, page_url};
-use super::metadata::Metadata;
 use super::solver::{Need, ProjectState, RootRequirement, Solve, Universe, solve};
 use tracing::warn;
+use wheelgate_files::metadata::Metadata;
 
 use super::sync::error_chain;
 use wheelgate_index::cache::index::{CachedPage, IndexError};

@@ -22,7 +22,7 @@ use pubgrub::{
 };
 use wheelgate_resolver::filename::normalize_name;
 
-use super::metadata::Metadata;
+use wheelgate_files::metadata::Metadata;
 
 /// A node of the dependency graph.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -19,8 +19,8 @@ use super::config::MirrorConfig;
 use super::derived::derive_wheels;
 use super::lock::{LOCKS_DIR, LockError, write_locks};
 use super::plan::{FileKind, Plan, PlanError, PlannedFile, PlannedPage, make_plan};
-use crate::cache::files::{FileCache, FileCacheError};
 use wheelgate_config::DEFAULT_CACHE_MAX_BYTES;
+use wheelgate_files::cache::{FileCache, FileCacheError};
 use wheelgate_index::cache::index::IndexCache;
 use wheelgate_index::metrics::upstream_label;
 use wheelgate_index::upstream::{
@@ -369,7 +369,7 @@ pub async fn dry_run(
 /// Whether `spec`'s file is committed in the store, without opening its file cache: the cache
 /// keeps a committed file at `files/<key>`, its key what its `ETag` quotes (`sha256-` before a
 /// bare hash).
-fn in_store(store: &Path, spec: &crate::cache::files::FileSpec) -> bool {
+fn in_store(store: &Path, spec: &wheelgate_files::cache::FileSpec) -> bool {
     let Ok(etag) = FileCache::etag(spec) else {
         return false;
     };

@@ -8,8 +8,8 @@ use axum::response::Response;
 
 use super::files::FilesError;
 use super::state::AppState;
-use crate::cache::derived_metadata::read_wheel_metadata;
-use crate::cache::files::FileSpec;
+use wheelgate_files::cache::FileSpec;
+use wheelgate_files::derived_metadata::read_wheel_metadata;
 
 /// Answers a `GET` or `HEAD` of `filename`'s `.metadata`, read from `wheel` (its spec, with the
 /// page's sha256).
@@ -61,7 +61,7 @@ async fn read_verified(
         // again by the next request, when there may be room.
         return Err(FilesError::Cache {
             filename: filename.to_string(),
-            source: crate::cache::files::FileCacheError::Abandoned {
+            source: wheelgate_files::cache::FileCacheError::Abandoned {
                 url: wheelgate_index::upstream::redact(&wheel.url),
             },
         });

@@ -18,7 +18,7 @@ use wheelgate_index::error_chain::source_chain;
 use wheelgate_resolver::filename::{DistFilename, normalize_name};
 use wheelgate_resolver::index::CoreMetadata;
 
-use crate::cache::files::{CachedFile, FailureKind, FileCache, FileCacheError, FileSpec};
+use wheelgate_files::cache::{CachedFile, FailureKind, FileCache, FileCacheError, FileSpec};
 use wheelgate_index::upstream::{UpstreamClient, UpstreamError};
 
 use super::error::ApiError;
@@ -71,7 +71,7 @@ pub enum FilesError {
     Derived {
         filename: String,
         #[source]
-        source: crate::cache::derived_metadata::DerivedMetadataError,
+        source: wheelgate_files::derived_metadata::DerivedMetadataError,
     },
 }
 

@@ -26,7 +26,7 @@ pub struct FileSource {
     pub size: Option<u64>,
     pub core_metadata: CoreMetadata,
     /// The URL of the page that lists it: its download carries that page's source's access
-    /// only ([`crate::cache::files::FileSpec::listed_on`]).
+    /// only ([`wheelgate_files::cache::FileSpec::listed_on`]).
     pub listed_on: Arc<str>,
 }
 

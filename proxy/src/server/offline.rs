@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use tracing::debug;
 use wheelgate_resolver::index::{CoreMetadata, ProjectPage};
 
-use crate::cache::files::{FileCache, FileSpec};
+use wheelgate_files::cache::{FileCache, FileSpec};
 
 /// Why an offline page leaves a file out, for explanations and logs.
 pub const NOT_MIRRORED: &str = "not mirrored: the store has no copy, and this server is offline";

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use wheelgate_resolver::{Catalog, Machine};
 
-use crate::cache::files::FileCache;
 use wheelgate_config::{ClientNetworks, ServeConfig};
+use wheelgate_files::cache::FileCache;
 use wheelgate_index::cache::index::IndexCache;
 use wheelgate_index::upstream::UpstreamClient;
 
@@ -57,8 +57,8 @@ pub struct Shared {
     pub sources: Arc<wheelgate_index::sources::Sources>,
     /// Torch pins read from files' metadata, by sha256 (`server/binding/`).
     pub pins: Arc<super::binding::metadata::PinMemo>,
-    /// Derived wheels planned, by upstream file and change (`crate::derive`).
-    pub derivations: Arc<crate::derive::Derivations>,
+    /// Derived wheels planned, by upstream file and change (`wheelgate_files::derive`).
+    pub derivations: Arc<wheelgate_files::derive::Derivations>,
     /// How each source's pages came back (`/metrics`).
     pub source_counters: Arc<wheelgate_index::sources::counters::SourceCounters>,
     /// Cached upstream index pages.
@@ -67,7 +67,7 @@ pub struct Shared {
     pub files: Arc<FileCache>,
     /// `.metadata` read from verified wheels whose upstream offers none
     /// (`cache/derived_metadata.rs`).
-    pub derived_metadata: Arc<crate::cache::derived_metadata::MetadataStore>,
+    pub derived_metadata: Arc<wheelgate_files::derived_metadata::MetadataStore>,
     /// Ranges read from the upstream by range, shared and capped.
     pub ranges: Arc<super::ranges::UpstreamRanges>,
     /// The machine `/simple/` resolves for when no `[[networks]]` rule holds the client.

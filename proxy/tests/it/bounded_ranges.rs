@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use wheelgate::cache::files::FileCache;
-use wheelgate::derive::{Change, Derivations};
-use wheelgate::mirror::wheel_metadata::read_wheel_metadata;
+use wheelgate_files::cache::FileCache;
+use wheelgate_files::derive::{Change, Derivations};
+use wheelgate_files::wheel_metadata::read_wheel_metadata;
 use wheelgate_index::upstream::{ClientSettings, UpstreamClient};
 
 use super::fake_upstream::Fake;
@@ -153,7 +153,7 @@ async fn an_upstream_that_ignores_range_is_read_no_further_than_a_few_megabytes(
                 && err.contains("larger than the 8388608 bytes read without ranges"),
             "{err}"
         );
-        let spec = wheelgate::cache::files::FileSpec {
+        let spec = wheelgate_files::cache::FileSpec {
             url: url.clone(),
             sha256: Some("0".repeat(64)),
             size: None,

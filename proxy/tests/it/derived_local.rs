@@ -6,8 +6,8 @@ use std::io::{Read as _, Write as _};
 
 use bytes::Bytes;
 use futures_util::TryStreamExt;
-use wheelgate::cache::files::FileCache;
-use wheelgate::derive::{Change, Derivations};
+use wheelgate_files::cache::FileCache;
+use wheelgate_files::derive::{Change, Derivations};
 use wheelgate_index::upstream::{ClientSettings, UpstreamClient};
 
 use super::fake_upstream::Fake;
@@ -36,7 +36,7 @@ fn wheel() -> Vec<u8> {
 /// The wheel on a fake upstream, an empty file cache and a client.
 struct Setup {
     fake: Fake,
-    spec: wheelgate::cache::files::FileSpec,
+    spec: wheelgate_files::cache::FileSpec,
     dir: tempfile::TempDir,
     files: FileCache,
     client: UpstreamClient,

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
-use wheelgate::cache::files::FileSpec;
+use wheelgate_files::cache::FileSpec;
 
 pub const CHUNK: usize = 64 * 1024;
 

@@ -11,10 +11,10 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use wheelgate::cache::files::{CachedFile, FailureKind, FileCache, FileCacheError, FileSpec};
 use wheelgate::serve::build_state;
 use wheelgate::server::app;
 use wheelgate_config::ServeConfig;
+use wheelgate_files::cache::{CachedFile, FailureKind, FileCache, FileCacheError, FileSpec};
 use wheelgate_index::upstream::{ClientSettings, UpstreamClient};
 
 use super::fake_upstream::{Behaviour, Fake, sha256};

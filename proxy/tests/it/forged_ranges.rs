@@ -16,9 +16,9 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
-use wheelgate::cache::files::{FileCache, FileCacheError, FileSpec};
-use wheelgate::derive::{Change, Derivations};
-use wheelgate::mirror::wheel_metadata::read_wheel_metadata_by_ranges;
+use wheelgate_files::cache::{FileCache, FileCacheError, FileSpec};
+use wheelgate_files::derive::{Change, Derivations};
+use wheelgate_files::wheel_metadata::read_wheel_metadata_by_ranges;
 use wheelgate_index::upstream::{ClientSettings, UpstreamClient};
 
 const WHEEL: &str = "xpkg-1.0-py3-none-any.whl";

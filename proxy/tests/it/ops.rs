@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use wheelgate_index::upstream::{ClientSettings, UpstreamClient};
 
 use axum::Router;
 use axum::body::Body;
@@ -640,12 +641,10 @@ async fn upstream_credentials_reach_the_upstream_and_nothing_else() {
         .await
         .unwrap();
     // And directly: the errors the client returns, with their whole chain of causes.
-    let client = wheelgate_index::upstream::UpstreamClient::new(
-        &wheelgate_index::upstream::ClientSettings {
-            retries: 0,
-            ..wheelgate_index::upstream::ClientSettings::default()
-        },
-    )
+    let client = UpstreamClient::new(&ClientSettings {
+        retries: 0,
+        ..ClientSettings::default()
+    })
     .unwrap();
     let error = client
         .get_page(

@@ -13,9 +13,9 @@ use wheelgate_resolver::select::{FileRef, PageSelection, TorchPin};
 use wheelgate_resolver::{Catalog, Machine, Policy};
 
 use super::page::{IndexArgError, IndexSource, LoadedPage, Remote, load, project_url};
-use crate::mirror::metadata::parse_metadata;
-use crate::mirror::wheel_metadata::read_wheel_metadata;
 use crate::server::rewrite::select_files;
+use wheelgate_files::metadata::parse_metadata;
+use wheelgate_files::wheel_metadata::read_wheel_metadata;
 use wheelgate_index::upstream::{UpstreamClient, redact};
 
 /// Metadata reads in flight at once, as the proxy reads them.
@@ -23,7 +23,7 @@ const CONCURRENT_READS: usize = 16;
 
 /// The most a PEP 658 file may hold, as the proxy reads it: core metadata is kilobytes; more is
 /// an upstream's garbage.
-const METADATA_LIMIT: usize = crate::cache::files::CORE_METADATA_LIMIT;
+const METADATA_LIMIT: usize = wheelgate_files::cache::CORE_METADATA_LIMIT;
 
 /// What binding needs besides the project's own page.
 pub struct BindContext<'a> {

@@ -6,7 +6,7 @@
 //! - only the pages that can matter are fetched: per torch release the torch page lists, the
 //!   page of the build torch gets on this machine (a 404 is "no build"), through the index cache;
 //! - each file is offered with a torch pin added to its core metadata (its `.metadata` and a
-//!   derived wheel, `crate::derive`): `torch==X.Y.*`, less the releases of that line that get
+//!   derived wheel, `wheelgate_files::derive`): `torch==X.Y.*`, less the releases of that line that get
 //!   another build here, so when several bound files share a public version (`2.1.2+pt29cu130`,
 //!   `2.1.2+pt28cu129`) pip and uv pick the one of the torch they install.
 //!
@@ -27,9 +27,9 @@ use wheelgate_resolver::index::{CoreMetadata, Hashes, IndexFile, ProjectPage};
 use wheelgate_resolver::{Backend, Machine, Policy};
 
 use super::{TorchChoices, torch_choices, torch_pages};
-use crate::cache::files::FileSpec;
-use crate::derive::{Change, Derivation};
 use crate::server::state::AppState;
+use wheelgate_files::cache::FileSpec;
+use wheelgate_files::derive::{Change, Derivation};
 use wheelgate_index::cache::index::{CachedPage, IndexError};
 use wheelgate_index::sources::template::release_line;
 use wheelgate_index::sources::{SourceId, Sources, UrlTemplate};

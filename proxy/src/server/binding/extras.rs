@@ -5,7 +5,7 @@
 //!
 //! - on a machine whose every gfx target in use has its extra, the build is served with those
 //!   extras' requirements made unconditional (its `.metadata` and a derived wheel,
-//!   `crate::derive`), one extra per distinct target: `pip install torch` brings the device
+//!   `wheelgate_files::derive`), one extra per distinct target: `pip install torch` brings the device
 //!   package;
 //! - on a machine whose target has no extra, the build is left out, so the installer moves to a
 //!   version whose build runs here.
@@ -22,10 +22,10 @@ use wheelgate_resolver::filename::DistFilename;
 use wheelgate_resolver::index::{CoreMetadata, Hashes, ProjectPage};
 
 use super::metadata::facts;
-use crate::cache::files::FileSpec;
-use crate::derive::Change;
 use crate::server::listing::Listing;
 use crate::server::state::AppState;
+use wheelgate_files::cache::FileSpec;
+use wheelgate_files::derive::Change;
 
 /// Metadata reads in flight at once for one page.
 const CONCURRENT_READS: usize = 16;

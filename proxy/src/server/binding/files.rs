@@ -1,5 +1,5 @@
 //! The files whose core metadata binding changes, each as its `.metadata` and the derived wheel
-//! (`crate::derive`) whose own `METADATA` is the same bytes:
+//! (`wheelgate_files::derive`) whose own `METADATA` is the same bytes:
 //!
 //! - `/bound/<source>/<torch>/<backend>/<pin>/<project>/<filename>`: a file of a per-build page
 //!   ([`super::by_page`]) with its torch pin, looked up on the template page of that torch
@@ -19,10 +19,10 @@ use sha2::{Digest, Sha256};
 use wheelgate_resolver::filename::{DistFilename, normalize_name};
 
 use super::by_page::{BoundRequest, requirement, upstream_spec};
-use crate::derive::Change;
 use crate::server::error::ApiError;
 use crate::server::files::{FilesError, respond};
 use crate::server::state::AppState;
+use wheelgate_files::derive::Change;
 
 /// What every file under `/bound/` may be cached as by clients: it never changes under one
 /// name (the name carries the torch build and pin it was derived for).
@@ -80,7 +80,7 @@ async fn serve_extras(
         .await
         .map_err(ApiError::Owners)?
         .ok_or_else(|| ApiError::NotFound(format!("`{project}` has no file `{wheel}`")))?;
-    let upstream = crate::cache::files::FileSpec {
+    let upstream = wheelgate_files::cache::FileSpec {
         url: source.url,
         sha256: source.sha256,
         size: source.size,
@@ -128,7 +128,7 @@ async fn derived_response(
     state: &AppState,
     method: &Method,
     headers: &HeaderMap,
-    (upstream, wheel, metadata): (&crate::cache::files::FileSpec, &str, bool),
+    (upstream, wheel, metadata): (&wheelgate_files::cache::FileSpec, &str, bool),
     change: &Change,
 ) -> Result<Response, FilesError> {
     let derivation = state

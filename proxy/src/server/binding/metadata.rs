@@ -7,11 +7,11 @@ use std::sync::Mutex;
 
 use wheelgate_resolver::index::{CoreMetadata, IndexFile, ProjectPage};
 
-use crate::cache::files::{CORE_METADATA_LIMIT, FileSpec};
-use crate::mirror::metadata::parse_metadata;
-use crate::mirror::wheel_metadata::read_wheel_metadata_by_ranges;
 use crate::server::listing::Listing;
 use crate::server::state::AppState;
+use wheelgate_files::cache::{CORE_METADATA_LIMIT, FileSpec};
+use wheelgate_files::metadata::parse_metadata;
+use wheelgate_files::wheel_metadata::read_wheel_metadata_by_ranges;
 use wheelgate_index::error_chain::with_causes;
 use wheelgate_index::upstream::redact;
 use wheelgate_resolver::select::TorchPin;
@@ -106,7 +106,7 @@ pub async fn facts(
         CoreMetadata::Absent if let Some(path) = held => {
             let name = file.filename.clone();
             tokio::task::spawn_blocking(move || {
-                crate::cache::derived_metadata::read_wheel_metadata(&path, &name)
+                wheelgate_files::derived_metadata::read_wheel_metadata(&path, &name)
             })
             .await
             .map_err(|err| err.to_string())?

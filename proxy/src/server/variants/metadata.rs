@@ -17,10 +17,10 @@ use wheelgate_resolver::filename::{DistFilename, normalize_name};
 use wheelgate_resolver::index::{CoreMetadata, ProjectPage};
 use wheelgate_resolver::variants::decide_variant_label;
 
-use crate::cache::files::{
+use crate::server::listing::Listing;
+use wheelgate_files::cache::{
     CORE_METADATA_LIMIT, FailureKind, FileCacheError, FileSpec, SmallReadError,
 };
-use crate::server::listing::Listing;
 use wheelgate_index::error_chain::source_chain;
 
 use super::super::error::ApiError;

@@ -34,9 +34,9 @@ use wheelgate_resolver::variants::{
 };
 use wheelgate_resolver::{Machine, Policy};
 
-use crate::cache::files::{FileCache, FileSpec};
-use crate::derive::Change;
 use crate::server::listing::Listing;
+use wheelgate_files::cache::{FileCache, FileSpec};
+use wheelgate_files::derive::Change;
 use wheelgate_index::upstream::UpstreamClient;
 
 use super::error::ApiError;
@@ -467,7 +467,7 @@ fn apply(
         if file.core_metadata.is_present() {
             file.core_metadata = CoreMetadata::Present;
         }
-        // And so is the wheel (derived, `crate::derive`), once its METADATA has such markers.
+        // And so is the wheel (derived, `wheelgate_files::derive`), once its METADATA has such markers.
         match derived_hash(pick.index) {
             Served::Upstream => {}
             Served::Derived(sha256) => {

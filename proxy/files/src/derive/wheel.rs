@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::cache::files::splice::Segment;
+use crate::cache::splice::Segment;
 
 const EOCD_SIGNATURE: [u8; 4] = [0x50, 0x4b, 0x05, 0x06];
 const CENTRAL_SIGNATURE: [u8; 4] = [0x50, 0x4b, 0x01, 0x02];
@@ -316,7 +316,7 @@ mod tests {
     use std::io::{Read as _, Write as _};
 
     use super::*;
-    use crate::cache::files::splice::Splicer;
+    use crate::cache::splice::Splicer;
 
     /// A wheel written by the zip crate (stored members; a data descriptor on one of them, as
     /// streaming writers leave).

@@ -28,9 +28,9 @@ use base64::Engine as _;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use crate::cache::files::splice::{Segment, Splice};
-use crate::cache::files::{FileCache, FileSpec};
-use crate::mirror::wheel_metadata::{Ranged, Span, get_range, inflate_exact};
+use crate::cache::splice::{Segment, Splice};
+use crate::cache::{FileCache, FileSpec};
+use crate::wheel_metadata::{Ranged, Span, get_range, inflate_exact};
 use wheelgate_index::upstream::UpstreamClient;
 
 use self::wheel::{CentralEntry, EndRecord};
@@ -39,12 +39,12 @@ use self::wheel::{CentralEntry, EndRecord};
 const TAIL: u64 = 256 * 1024;
 /// The most `METADATA` may inflate to: the limit of a core metadata file the server reads or
 /// serves, since the derived one is served as the wheel's `.metadata`.
-pub(crate) const MAX_METADATA: u64 = crate::cache::files::CORE_METADATA_LIMIT as u64;
+pub const MAX_METADATA: u64 = crate::cache::CORE_METADATA_LIMIT as u64;
 /// The most `RECORD` may inflate to (torch's is about 2 MB): it is held, rewritten, with the
 /// plan.
-pub(crate) const MAX_RECORD: u64 = 16 * 1024 * 1024;
+pub const MAX_RECORD: u64 = 16 * 1024 * 1024;
 /// The most a central directory may be (torch's, of about 13,000 entries, is 1.3 MB).
-pub(crate) const MAX_DIRECTORY: u64 = 64 * 1024 * 1024;
+pub const MAX_DIRECTORY: u64 = 64 * 1024 * 1024;
 /// A local header's most: its fixed part, then a name and an extra field of 64 KiB each.
 const MAX_LOCAL_HEADER: u64 = 30 + 2 * 0xFFFF;
 /// Derivations remembered at most; one costs a few ranged reads to plan again.
@@ -63,7 +63,7 @@ pub enum DeriveError {
     Read {
         file: String,
         #[source]
-        source: crate::mirror::wheel_metadata::WheelMetadataError,
+        source: crate::wheel_metadata::WheelMetadataError,
     },
     #[error("`{file}` cannot be derived: {problem}")]
     Zip { file: String, problem: String },
@@ -83,7 +83,7 @@ impl DeriveError {
     /// layout or content), or its host does not answer ranges (then only a cached copy can be
     /// derived); a read that failed may succeed next time.
     pub fn is_refusal(&self) -> bool {
-        use crate::mirror::wheel_metadata::WheelMetadataError as Read;
+        use crate::wheel_metadata::WheelMetadataError as Read;
         match self {
             DeriveError::Zip { .. } => true,
             DeriveError::Read { source, .. } => matches!(
@@ -476,7 +476,7 @@ struct RangeReader<'a> {
     listed_on: Option<&'a str>,
     file: &'a str,
     /// The whole file, once its server answered a range with it (a small file: see
-    /// [`crate::mirror::wheel_metadata::WHOLE_LIMIT`]).
+    /// [`crate::wheel_metadata::WHOLE_LIMIT`]).
     whole: Option<Bytes>,
     /// Every byte read from the upstream, by offset: the plan is checked against the verified
     /// file as it streams ([`Splice::checked`]).

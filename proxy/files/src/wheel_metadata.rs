@@ -17,7 +17,7 @@ use reqwest::{Method, StatusCode};
 
 use tracing::debug;
 
-use crate::cache::files::CORE_METADATA_LIMIT;
+use crate::cache::CORE_METADATA_LIMIT;
 use wheelgate_index::upstream::{UpstreamClient, redact};
 
 /// The tail fetched first: the end of central directory record (22 bytes plus a comment of at
@@ -35,7 +35,7 @@ const MAX_DIRECTORY: u64 = 64 * 1024 * 1024;
 /// The most of a file read when its server ignores `Range` and answers it whole (`200`): small
 /// wheels (most pure-Python ones) still work from such a server; past it the read stops, the
 /// connection is dropped and the file is refused.
-pub(crate) const WHOLE_LIMIT: u64 = 8 * 1024 * 1024;
+pub const WHOLE_LIMIT: u64 = 8 * 1024 * 1024;
 /// Retries of a ranged read after a connection error or a 5xx answer, and the first wait.
 const RANGE_RETRIES: u32 = 2;
 const RANGE_BACKOFF: std::time::Duration = std::time::Duration::from_millis(200);
@@ -189,7 +189,7 @@ async fn read_member(
 
 /// Which bytes of a file to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Span {
+pub enum Span {
     /// The last so many.
     Suffix(u64),
     /// `len` bytes from `offset` (`len` > 0).
@@ -213,7 +213,7 @@ impl Span {
     }
 }
 
-pub(crate) enum Ranged {
+pub enum Ranged {
     /// `206`: `bytes` start at `start`; never more than was asked.
     Part { bytes: Bytes, start: u64 },
     /// `200`: the whole file, at most [`WHOLE_LIMIT`] bytes.
@@ -223,7 +223,7 @@ pub(crate) enum Ranged {
 /// [`get_range_once`], tried again after a connection error or a 5xx answer (the client's
 /// `send` does not retry): at most [`RANGE_RETRIES`] more times, waiting a little longer each
 /// time, as the client retries pages.
-pub(crate) async fn get_range(
+pub async fn get_range(
     client: &UpstreamClient,
     (url, listed_on): (&str, Option<&str>),
     span: Span,
@@ -484,7 +484,7 @@ fn check_sizes(entry: &Entry) -> Result<(), String> {
 /// `size` bytes; else what is wrong with it. Never reads more than `size` bytes and one more:
 /// a member that inflates past what its central directory says (or a stream cut short by a
 /// directory that understates its compressed size) is refused, never truncated.
-pub(crate) fn inflate_exact(data: &[u8], size: usize) -> Result<Vec<u8>, String> {
+pub fn inflate_exact(data: &[u8], size: usize) -> Result<Vec<u8>, String> {
     let mut out = Vec::with_capacity(size + 1);
     let mut inflater = flate2::Decompress::new(false);
     let status = inflater

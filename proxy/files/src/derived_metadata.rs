@@ -16,7 +16,7 @@ use crate::derive::wheel::{central_entries, dist_info_member, end_record, local_
 
 /// The most a `METADATA` member may be: the limit of every core metadata file the server reads
 /// or serves. Real ones are a few KiB to a few hundred KiB.
-pub const MAX_METADATA_BYTES: u64 = crate::cache::files::CORE_METADATA_LIMIT as u64;
+pub const MAX_METADATA_BYTES: u64 = crate::cache::CORE_METADATA_LIMIT as u64;
 /// The tail read first: the end record and, for most wheels, the whole central directory.
 const TAIL: u64 = 256 * 1024;
 /// The largest central directory read (torch's has about 13,000 entries, 1.3 MB).
