@@ -5,17 +5,12 @@
 //! - `wheelgate_config` (`proxy/config/`): the configuration and its defaults;
 //! - `wheelgate_index` (`proxy/index/`): the upstream client, sources, the page cache, the
 //!   shared bucket and cache directory, metrics;
-//! - `wheelgate_files` (`proxy/files/`): the file cache, derived wheels, wheel metadata.
+//! - `wheelgate_files` (`proxy/files/`): the file cache, derived wheels, wheel metadata;
+//! - `wheelgate_server` (`proxy/server/`): the axum app, its routes and pages, running it.
 //!
 //! Here:
-//! - [`server`]: the axum app: simple-index routes, files, operations;
-//! - [`serve`]: building the state and running the server;
 //! - [`mirror`]: `wheelgate mirror sync`, a store an offline server serves completely;
-//! - [`cli`]: the `wheelgate` command line (shared by the binary and the Python package);
-//! - [`build_info`]: the version, commit and build date of this binary.
+//! - [`cli`]: the `wheelgate` command line (shared by the binary and the Python package).
 
-pub mod build_info;
 pub mod cli;
 pub mod mirror;
-pub mod serve;
-pub mod server;

@@ -41,7 +41,7 @@ impl Proxy {
         };
         configure(&mut config);
         let listen = config.listen;
-        let state = wheelgate::serve::build_state(config)
+        let state = wheelgate_server::serve::build_state(config)
             .await
             .expect("wheelgate state");
         // `127.0.0.1:0` unless `configure` chose a port (a test that must know the address
@@ -52,7 +52,7 @@ impl Proxy {
         let addr = listener.local_addr().expect("local address");
         // The server's own accept loop, with its limits, as `wheelgate serve` runs it.
         let task = tokio::spawn(async move {
-            wheelgate::serve::serve_until(listener, state, std::future::pending())
+            wheelgate_server::serve::serve_until(listener, state, std::future::pending())
                 .await
                 .expect("wheelgate serve");
         });

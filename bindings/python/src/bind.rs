@@ -6,12 +6,12 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyMapping, PyString};
-use wheelgate::server::rewrite::select_files;
 use wheelgate_files::metadata::parse_metadata;
 use wheelgate_resolver::index::ProjectPage;
 use wheelgate_resolver::select::bind::{Pins, TorchChoices, apply_pins, bound_builds};
 use wheelgate_resolver::select::{FileRef, PageSelection, TorchPin};
 use wheelgate_resolver::{Catalog, Machine, Policy};
+use wheelgate_server::rewrite::select_files;
 
 /// The project being chosen for, and for whom.
 pub struct Context<'a> {

@@ -1,6 +1,6 @@
 //! `wheelgate.choose()`: an installer's own candidate files for one project (filenames, or PEP
 //! 691 `files` entries) reduced to what the proxy would serve this machine, by the proxy's own
-//! code path (`wheelgate::server::rewrite::select_files`, which calls
+//! code path (`wheelgate_server::rewrite::select_files`, which calls
 //! `wheelgate_resolver::select_page`), with an explanation for every version.
 
 use std::collections::BTreeMap;
@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
-use wheelgate::server::rewrite::select_files;
 use wheelgate_resolver::Catalog;
 use wheelgate_resolver::index::{IndexFile, ProjectPage};
 use wheelgate_resolver::select::{PageSelection, VersionSelection};
+use wheelgate_server::rewrite::select_files;
 
 use crate::bind;
 use crate::errors::{PageError, guard};

@@ -317,7 +317,7 @@ impl<'a> Page<'a> {
             ),
             (
                 "a `*-variants.json` file read",
-                usize_bytes(crate::server::variants::VARIANTS_JSON_LIMIT),
+                usize_bytes(wheelgate_server::variants::VARIANTS_JSON_LIMIT),
             ),
             (
                 "entries per list or object of a variants file",
@@ -329,15 +329,15 @@ impl<'a> Page<'a> {
             ),
             (
                 "a client's range that clients share one upstream read of",
-                bytes(crate::server::ranges::SHARED_MAX),
+                bytes(wheelgate_server::ranges::SHARED_MAX),
             ),
             (
                 "shared range bytes kept for the next clients",
-                usize_bytes(crate::server::ranges::RECENT_BYTES),
+                usize_bytes(wheelgate_server::ranges::RECENT_BYTES),
             ),
             (
                 "upstream range reads at once",
-                crate::server::ranges::MAX_READS.to_string(),
+                wheelgate_server::ranges::MAX_READS.to_string(),
             ),
         ];
         self.out.push_str(

@@ -14,12 +14,12 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use crate::server::explain::describe_machine;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory};
 use toml::{Table, Value};
 use wheelgate_config::networks::{MachineSource, NetworksError};
 use wheelgate_config::{ClientNetworks, ConfigError, DEFAULT_PYPI_URL, ServeConfig, env};
+use wheelgate_server::explain::describe_machine;
 
 use super::serve::{ServeArgs, effective_config};
 
@@ -273,7 +273,7 @@ fn upstream_access(config: &ServeConfig) -> String {
         let _ = writeln!(
             out,
             "#   {name} ({root}): serves {}",
-            crate::serve::describe_owns(&source.owns)
+            wheelgate_server::serve::describe_owns(&source.owns)
         );
         let lines = source.access.describe();
         if lines.is_empty() {

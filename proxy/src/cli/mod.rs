@@ -40,7 +40,7 @@ pub const LOG_FORMAT_VAR: &str = "WHEELGATE_LOG_FORMAT";
 /// Logging follows `RUST_LOG` (for example `RUST_LOG=wheelgate_selectors=debug` shows every
 /// source each probe tried).
 #[derive(Debug, Parser)]
-#[command(name = "wheelgate", version = crate::build_info::LONG_VERSION, about, long_about = None)]
+#[command(name = "wheelgate", version = wheelgate_server::build_info::LONG_VERSION, about, long_about = None)]
 pub struct Cli {
     /// Log format on standard error.
     #[arg(long, global = true, env = LOG_FORMAT_VAR, value_enum, default_value_t = logging::LogFormat::Text)]

@@ -3,9 +3,7 @@
 //! description in the URL (`/m/<token>/simple/`). Credentials given in the proxy URL
 //! (`http://user:password@host:3141`) go where each installer takes them (`formats.rs`).
 
-mod formats;
-
-pub use formats::{Format, INDEX_NAME, Index, render};
+pub use wheelgate_server::installer_config::{Format, INDEX_NAME, Index, render};
 
 use std::io::{self, Write};
 

@@ -10,7 +10,6 @@ pub mod page;
 use std::io::{self, Write};
 use std::str::FromStr;
 
-use crate::server::rewrite::select_files;
 use pep440_rs::Version;
 use pep508_rs::{Requirement, VersionOrUrl};
 use serde::Serialize;
@@ -21,6 +20,7 @@ use wheelgate_resolver::select::{Decision, ReleaseSelection, select_release};
 use wheelgate_resolver::{Backend, Catalog, Machine, Os, Policy};
 use wheelgate_selectors::overrides::{Env, OverrideError, backend_override};
 use wheelgate_selectors::{DetectError, ProbeContext, detect};
+use wheelgate_server::rewrite::select_files;
 
 /// Where `wheelgate select` points users for a backend.
 const PYTORCH_INDEX: &str = "https://download.pytorch.org/whl";
@@ -301,7 +301,7 @@ fn answer_from_page(
     let loaded = page::load(source, &project, remote)?;
     let mut selection = select_files(catalog, machine, policy, &project, &loaded.page);
     // Bound to torch's builds by their metadata, as the proxy binds the page
-    // (`crate::server::binding`).
+    // (`wheelgate_server::binding`).
     let mut binding_note = None;
     let has_builds = selection.versions.iter().any(|v| v.decision.is_some());
     if has_builds && !catalog.is_release_train_project(&project) {

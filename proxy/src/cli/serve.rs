@@ -6,14 +6,14 @@ use std::path::PathBuf;
 
 use std::io::Write as _;
 
-use crate::serve::{StartError, per_core};
-use crate::server::AppState;
-use crate::server::explain::describe_machine;
-use crate::server::served::build_words;
 use wheelgate_config::{ConfigError, ServeConfig, env, pip_configured_index};
 use wheelgate_index::units::human_bytes;
 use wheelgate_index::upstream::redact;
 use wheelgate_resolver::select_release;
+use wheelgate_server::AppState;
+use wheelgate_server::explain::describe_machine;
+use wheelgate_server::serve::{StartError, per_core};
+use wheelgate_server::served::build_words;
 
 /// Arguments of `wheelgate serve`; every flag also has a config-file key of the same name.
 // clap prints these doc comments as `--help` text, where Markdown backticks would show literally
@@ -119,11 +119,11 @@ pub fn effective_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
 /// Runs `wheelgate serve` until a signal: builds the state, binds, says what it is doing on
 /// standard output (logs stay on standard error, so a JSON log stream stays JSON), serves with
 /// one connection server per core (`serve/per_core.rs`).
-// The steps of `crate::serve::run_until`, spelled out so that the lines can be printed once
+// The steps of `wheelgate_server::serve::run_until`, spelled out so that the lines can be printed once
 // the listener is bound (the real port of `--listen 127.0.0.1:0`) and the state is built.
 pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
     let config = effective_config(args)?;
-    crate::serve::allocator::tune_for_serving();
+    wheelgate_server::serve::allocator::tune_for_serving();
     // The state's background tasks (cache upkeep, refreshes it starts), the accept loop and the
     // signal wait run here; requests run on the cores' own runtimes.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -132,8 +132,8 @@ pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
         .build()
         .map_err(ServeCommandError::Runtime)?;
     let addr = config.listen;
-    let state = runtime.block_on(crate::serve::build_state(config))?;
-    runtime.spawn(crate::serve::reload_on_hangup(state.clone()));
+    let state = runtime.block_on(wheelgate_server::serve::build_state(config))?;
+    runtime.spawn(wheelgate_server::serve::reload_on_hangup(state.clone()));
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind(addr))
         .map_err(|source| StartError::Listen { addr, source })?;
@@ -166,7 +166,7 @@ pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
         &state,
         listener,
         cores,
-        crate::serve::shutdown_signal(),
+        wheelgate_server::serve::shutdown_signal(),
     )?;
     Ok(())
 }
@@ -177,13 +177,13 @@ pub fn run(args: &ServeArgs) -> Result<(), ServeCommandError> {
 /// earlier run cached, and nothing when there is none (the start lines gave the catalog's).
 pub async fn live_torch_line(state: &AppState, read: bool) -> Option<String> {
     let builds = if read {
-        crate::server::served::read_torch(state).await
+        wheelgate_server::served::read_torch(state).await
     } else {
-        crate::server::served::cached(state, &state.default_machine, &state.config.policy).await
+        wheelgate_server::served::cached(state, &state.default_machine, &state.config.policy).await
     };
     let live = matches!(
         builds.torch().answer,
-        crate::server::served::Answer::Live { .. }
+        wheelgate_server::served::Answer::Live { .. }
     );
     (read || live).then(|| builds.torch_line())
 }
@@ -294,7 +294,7 @@ fn sources_line(sources: &wheelgate_index::sources::Sources) -> Option<String> {
                 "{} {} ({})",
                 s.name,
                 redact(&s.url),
-                crate::serve::describe_owns(&s.owns)
+                wheelgate_server::serve::describe_owns(&s.owns)
             )
         })
         .collect();

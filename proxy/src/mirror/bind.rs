@@ -1,6 +1,6 @@
 //! The mirror's binding by metadata: for a declared machine, a project built against torch
 //! outside its release train (xformers, fbgemm-gpu, ...) is taken in the build the torch it
-//! pins gets on that machine, as the server serves it (`crate::server::binding`), so a store
+//! pins gets on that machine, as the server serves it (`wheelgate_server::binding`), so a store
 //! and its locks never pair torch `+cu129` with an xformers `+cu128`. The binding step is the
 //! resolver's ([`wheelgate_resolver::select::bind`]); the pins are read here, once per build,
 //! through the fetcher every environment shares.

@@ -1,6 +1,6 @@
 //! The mirror's binding by page: a project of a per-build source (PyG's
 //! `torch-{torch}+{backend}.html`) is resolved, stored and locked as the server serves it
-//! (`crate::server::binding::by_page`): per environment, the template pages of the builds torch
+//! (`wheelgate_server::binding::by_page`): per environment, the template pages of the builds torch
 //! gets there (each fetched through the index cache, so the store holds them for the offline
 //! server), each wheel bound to its page's torch release and build, its core metadata carrying
 //! that page's torch pin, and the lock naming the `/bound/` link and the derived wheel's hash.
@@ -26,13 +26,13 @@ use wheelgate_resolver::select::bind::TorchChoices;
 use super::bind::torch_choices;
 use super::environment::{Build, Environment};
 use super::resolve::{Fetcher, ResolveError};
-use crate::server::binding::by_page::{
-    CONCURRENT_PAGES, bound_link, is_wheel_of, pin_for, requirement, wanted_pages,
-};
 use wheelgate_files::derive::Change;
 use wheelgate_index::cache::index::CachedPage;
 use wheelgate_index::metrics::upstream_label;
 use wheelgate_index::sources::{SourceId, Sources};
+use wheelgate_server::binding::by_page::{
+    CONCURRENT_PAGES, bound_link, is_wheel_of, pin_for, requirement, wanted_pages,
+};
 
 /// What one listed file is bound to.
 #[derive(Debug, Clone)]

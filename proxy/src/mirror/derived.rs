@@ -14,11 +14,11 @@ use super::candidates::is_wheel;
 use super::plan::{FileKind, Plan};
 use super::resolve::ResolvedPackage;
 use super::sync::{Failure, error_chain};
-use crate::server::binding::by_page::upstream_spec;
-use crate::server::rewrite::file_link;
 use wheelgate_files::cache::{FileCache, FileSpec};
 use wheelgate_files::derive::{Change, Source, derive};
 use wheelgate_index::upstream::UpstreamClient;
+use wheelgate_server::binding::by_page::upstream_spec;
+use wheelgate_server::rewrite::file_link;
 
 /// A derived wheel's identity, as a lock lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]

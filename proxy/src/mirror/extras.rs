@@ -1,11 +1,11 @@
 //! AMD's device extras in the mirror: a declared machine with AMD GPUs takes a build whose
 //! metadata declares `device-*` extras with its gfx targets' extras required (the fetcher
 //! reads such metadata with them required, `Fetcher::metadata_for`), or not at all where one of
-//! its targets has none, as the server serves it (`crate::server::binding::extras`).
+//! its targets has none, as the server serves it (`wheelgate_server::binding::extras`).
 
 use super::environment::{Build, Environment};
-use crate::server::binding::extras::machine_extras;
 use wheelgate_files::metadata::Metadata;
+use wheelgate_server::binding::extras::machine_extras;
 
 /// The device extras a machine environment's GPUs need (one per distinct gfx target).
 pub(super) fn device_extras_of(environment: &Environment) -> Vec<String> {

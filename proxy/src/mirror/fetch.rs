@@ -14,7 +14,6 @@ use wheelgate_resolver::variants::decide_variant_label;
 use super::config::MirrorConfig;
 use super::resolve::ResolveError;
 use super::variants::VariantsFiles;
-use crate::server::variants::read_variants_files;
 use wheelgate_files::cache::{FileCache, FileCacheError, FileSpec, SmallReadError};
 use wheelgate_files::metadata::{Metadata, MetadataError, parse_metadata};
 use wheelgate_files::wheel_metadata::{WheelMetadataError, read_wheel_metadata};
@@ -22,6 +21,7 @@ use wheelgate_index::cache::index::{CachedPage, IndexCache};
 use wheelgate_index::metrics::upstream_label;
 use wheelgate_index::sources::{ProjectPages, Sources};
 use wheelgate_index::upstream::UpstreamClient;
+use wheelgate_server::variants::read_variants_files;
 
 /// How metadata could not be fetched or read.
 #[derive(Debug, thiserror::Error)]
@@ -202,7 +202,7 @@ impl<'a> Fetcher<'a> {
                     self.client,
                     false,
                     &page.page,
-                    crate::server::listing::Listing::Page(&page.url),
+                    wheelgate_server::listing::Listing::Page(&page.url),
                 )
                 .await,
             )

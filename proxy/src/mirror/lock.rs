@@ -15,7 +15,7 @@ use wheelgate_resolver::variants::plain_filename;
 use super::derived::{DerivedWheels, device_links};
 use super::environment::Environment;
 use super::resolve::Resolution;
-use crate::server::rewrite::file_link;
+use wheelgate_server::rewrite::file_link;
 
 /// The directory of a store that holds its locks.
 pub const LOCKS_DIR: &str = "locks";

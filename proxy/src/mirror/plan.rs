@@ -16,11 +16,11 @@ use super::config::{MirrorConfig, PackageEntry};
 use super::environment::Build;
 use super::resolve::{Fetcher, Resolution, ResolveError, page_url, resolve_all};
 use super::select::select_files_with_variants;
-use crate::server::variants::read_variants_files;
 use wheelgate_files::cache::{FileCache, FileSpec};
 use wheelgate_index::cache::index::{CachedPage, IndexCache, IndexError};
 use wheelgate_index::sources::{ProjectKind, ProjectPages};
 use wheelgate_index::upstream::UpstreamClient;
+use wheelgate_server::variants::read_variants_files;
 
 /// One index page the store holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -157,7 +157,7 @@ pub async fn make_plan(
                     client,
                     false,
                     &cached.page,
-                    crate::server::listing::Listing::Page(&cached.url),
+                    wheelgate_server::listing::Listing::Page(&cached.url),
                 )
                 .await,
             )

@@ -586,15 +586,15 @@ fn version_names_the_commit_and_build_date() {
     let expected = format!(
         "wheelgate {} (commit {}, built {})\n",
         env!("CARGO_PKG_VERSION"),
-        wheelgate::build_info::COMMIT,
-        wheelgate::build_info::BUILD_DATE
+        wheelgate_server::build_info::COMMIT,
+        wheelgate_server::build_info::BUILD_DATE
     );
     assert_eq!(text, expected);
     // In a git checkout (CI's clean clone, this tree) the commit is known.
     if std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.git")).exists() {
-        assert_eq!(wheelgate::build_info::COMMIT.len(), 12, "{text}");
+        assert_eq!(wheelgate_server::build_info::COMMIT.len(), 12, "{text}");
     }
-    let date = wheelgate::build_info::BUILD_DATE;
+    let date = wheelgate_server::build_info::BUILD_DATE;
     assert!(
         date.len() == 10 && date.as_bytes()[4] == b'-' && date.as_bytes()[7] == b'-',
         "{date}"

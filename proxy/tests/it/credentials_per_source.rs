@@ -13,9 +13,9 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use wheelgate::serve::{build_state, serve_until};
 use wheelgate_config::upstreams::BasicCredentials;
 use wheelgate_config::{SecretSource, ServeConfig, SourceConfig};
+use wheelgate_server::serve::{build_state, serve_until};
 
 use super::fake_upstream::sha256;
 

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_yaml_ng::Value;
-use wheelgate::serve::build_state;
-use wheelgate::server::app;
 use wheelgate_config::ServeConfig;
+use wheelgate_server::app;
+use wheelgate_server::serve::build_state;
 
 fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy")

@@ -12,10 +12,10 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing;
 use serde_json::Value;
-use wheelgate::serve::build_state;
-use wheelgate::server::app;
 use wheelgate_config::ServeConfig;
 use wheelgate_resolver::Machine;
+use wheelgate_server::app;
+use wheelgate_server::serve::build_state;
 
 const H100: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"580.65.06","gpus":[{"name":"NVIDIA H100","compute_capability":"9.0"}]}}"#;
 const CPU_ONLY: &str = r#"{"platform":"linux-x86_64","glibc":"2.36"}"#;

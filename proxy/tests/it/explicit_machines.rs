@@ -13,8 +13,8 @@ use std::net::SocketAddr;
 
 use axum::http::{HeaderMap, StatusCode, header};
 use serde_json::Value;
-use wheelgate::serve::{build_state, serve_until};
 use wheelgate_config::ServeConfig;
+use wheelgate_server::serve::{build_state, serve_until};
 
 use super::fake_upstream::Fake;
 

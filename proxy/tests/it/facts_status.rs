@@ -10,9 +10,9 @@ use axum::extract::Path;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing;
-use wheelgate::serve::build_state;
-use wheelgate::server::app;
 use wheelgate_config::ServeConfig;
+use wheelgate_server::app;
+use wheelgate_server::serve::build_state;
 
 async fn pytorch(Path(path): Path<String>) -> Response {
     let versions: &[&str] = match path.as_str() {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use wheelgate::serve::{StartError, build_state};
+use wheelgate_server::serve::{StartError, build_state};
 
 use super::proxy_under_test::{Proxy, config, get, logs, metric, start};
 use super::rogue_upstream::Rogue;

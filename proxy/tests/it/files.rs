@@ -11,11 +11,11 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use wheelgate::serve::build_state;
-use wheelgate::server::app;
 use wheelgate_config::ServeConfig;
 use wheelgate_files::cache::{CachedFile, FailureKind, FileCache, FileCacheError, FileSpec};
 use wheelgate_index::upstream::{ClientSettings, UpstreamClient};
+use wheelgate_server::app;
+use wheelgate_server::serve::build_state;
 
 use super::fake_upstream::{Behaviour, Fake, sha256};
 
@@ -406,7 +406,7 @@ async fn start_proxy(upstream: SocketAddr, cache: &Path, offline: bool) -> Proxy
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut state = loop {
         match build_state(config.clone()).await {
-            Err(wheelgate::serve::StartError::Locked(_)) if Instant::now() < deadline => {
+            Err(wheelgate_server::serve::StartError::Locked(_)) if Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             other => break other.unwrap(),

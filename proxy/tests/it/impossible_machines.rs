@@ -12,8 +12,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use wheelgate::serve::{build_state, serve_until};
 use wheelgate_config::ServeConfig;
+use wheelgate_server::serve::{build_state, serve_until};
 
 use super::fake_upstream::Fake;
 

@@ -12,8 +12,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use sha2::{Digest, Sha256};
-use wheelgate::serve::{build_state, serve_until};
 use wheelgate_config::ServeConfig;
+use wheelgate_server::serve::{build_state, serve_until};
 
 /// (filename, bytes, the sha256 the page gives).
 type Listed = Vec<(String, Vec<u8>, String)>;

@@ -10,9 +10,9 @@ use std::net::SocketAddr;
 use std::process::Command;
 
 use axum::http::{StatusCode, header};
-use wheelgate::serve::{build_state, serve_until};
-use wheelgate::server::AppState;
 use wheelgate_config::ServeConfig;
+use wheelgate_server::AppState;
+use wheelgate_server::serve::{build_state, serve_until};
 
 use super::fake_upstream::{Fake, sha256};
 

@@ -19,11 +19,11 @@ use futures_util::TryStreamExt;
 use object_store::ObjectStore;
 use object_store::ObjectStoreExt;
 use object_store::aws::AmazonS3Builder;
-use wheelgate::serve::build_state;
-use wheelgate::server::{AppState, app};
 use wheelgate_config::{ObjectStoreConfig, ServeConfig, StaticCredentials};
 use wheelgate_files::cache::BucketHealth;
 use wheelgate_index::upstream::{ClientSettings, UpstreamClient};
+use wheelgate_server::serve::build_state;
+use wheelgate_server::{AppState, app};
 
 use super::fake_upstream::{Behaviour, Fake, sha256};
 

@@ -17,10 +17,10 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
-use wheelgate::serve::build_state;
-use wheelgate::server::{AppState, app};
 use wheelgate_config::{ObjectStoreConfig, ServeConfig};
 use wheelgate_files::cache::BucketHealth;
+use wheelgate_server::serve::build_state;
+use wheelgate_server::{AppState, app};
 
 use super::fake_upstream::sha256;
 use super::object_store::{BUCKET, Logs, PREFIX, S3Server, SECRET_KEY};

@@ -22,8 +22,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
-use wheelgate::serve::{build_state, serve_until};
 use wheelgate_config::{AuthConfig, ServeConfig};
+use wheelgate_server::serve::{build_state, serve_until};
 
 pub const WHEEL: &str = "demo-1.0-py3-none-any.whl";
 const CHUNK: usize = 16 * 1024;
@@ -131,7 +131,7 @@ async fn fake(State(state): State<FakeState>, uri: Uri, headers: HeaderMap) -> R
 pub struct Proxy {
     pub addr: SocketAddr,
     pub stop: Option<oneshot::Sender<()>>,
-    pub done: tokio::task::JoinHandle<Result<(), wheelgate::serve::StartError>>,
+    pub done: tokio::task::JoinHandle<Result<(), wheelgate_server::serve::StartError>>,
     pub cache: tempfile::TempDir,
 }
 
@@ -218,9 +218,9 @@ async fn metrics_count_requests_cache_results_and_upstream_latency() {
     // Which build runs, as `wheelgate --version` says it.
     let build = format!(
         "wheelgate_build_info{{version=\"{}\",commit=\"{}\",build_date=\"{}\"}}",
-        wheelgate::build_info::VERSION,
-        wheelgate::build_info::COMMIT,
-        wheelgate::build_info::BUILD_DATE
+        wheelgate_server::build_info::VERSION,
+        wheelgate_server::build_info::COMMIT,
+        wheelgate_server::build_info::BUILD_DATE
     );
     assert_eq!(value(&before, &build), 1.0, "{before:?}");
 

@@ -7,8 +7,8 @@ use axum::Router;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use wheelgate::serve::{build_state, serve_until};
 use wheelgate_config::ServeConfig;
+use wheelgate_server::serve::{build_state, serve_until};
 
 const PAGE: &str = r#"{"meta":{"_last-serial":31234567,"api-version":"1.4"},"name":"demo","tracks":["https://pypi.example/simple/demo/"],"alternate-locations":["https://mirror.example/simple/demo/"],"versions":["0.5","0.6c1","1.0"],"files":[{"filename":"demo-0.6c1.tar.gz","url":"https://files.example/demo-0.6c1.tar.gz","hashes":{"sha256":"aa"},"size":10,"upload-time":"2010-01-01T00:00:00Z","yanked":false},{"filename":"demo-1.0-py3-none-any.whl","url":"https://files.example/demo-1.0-py3-none-any.whl","hashes":{"sha256":"bb"},"size":20,"upload-time":"2025-01-01T00:00:00Z","yanked":false}]}"#;
 

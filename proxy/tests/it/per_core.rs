@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
-use wheelgate::serve::build_state;
-use wheelgate::serve::per_core::serve_per_core;
 use wheelgate_config::ServeConfig;
+use wheelgate_server::serve::build_state;
+use wheelgate_server::serve::per_core::serve_per_core;
 
 const CORES: usize = 2;
 

@@ -5,9 +5,9 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use wheelgate::serve::{build_state, serve_until};
-use wheelgate::server::AppState;
 use wheelgate_config::ServeConfig;
+use wheelgate_server::AppState;
+use wheelgate_server::serve::{build_state, serve_until};
 
 use super::rogue_upstream::Rogue;
 

@@ -189,12 +189,14 @@ async fn serve_starts_with_a_catalog_overlay_or_refuses_a_bad_one() {
         },
         ..ServeConfig::default()
     };
-    let state = wheelgate::serve::build_state(config("a")).await.unwrap();
+    let state = wheelgate_server::serve::build_state(config("a"))
+        .await
+        .unwrap();
     assert_eq!(state.catalog().newest_release().torch.to_string(), "2.16");
     drop(state);
 
     std::fs::write(&overlay, "[[release]]\ntorch = \"2.16\"\n").unwrap();
-    let Err(err) = wheelgate::serve::build_state(config("b")).await else {
+    let Err(err) = wheelgate_server::serve::build_state(config("b")).await else {
         panic!("a release without backends started");
     };
     let message = format!(

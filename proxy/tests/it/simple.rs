@@ -13,8 +13,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use wheelgate::serve::{build_state, serve_until};
 use wheelgate_config::ServeConfig;
+use wheelgate_server::serve::{build_state, serve_until};
 
 const H100: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"580.65.06","gpus":[{"compute_capability":"9.0"}]}}"#;
 const PIP_ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01";
@@ -473,7 +473,7 @@ async fn stale_page_when_the_upstream_fails_and_offline_serves_the_cache() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|d| d["reason"] == wheelgate::server::offline::NOT_MIRRORED)
+        .filter(|d| d["reason"] == wheelgate_server::offline::NOT_MIRRORED)
         .collect();
     assert!(
         left_out

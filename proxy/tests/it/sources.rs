@@ -14,8 +14,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get as route_get;
-use wheelgate::serve::{build_state, serve_until};
 use wheelgate_config::{SecretSource, ServeConfig, SourceConfig};
+use wheelgate_server::serve::{build_state, serve_until};
 
 const CPU_ONLY_DRIVER_570: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"570.86.10","gpus":[{"compute_capability":"9.0"}]}}"#;
 const PLATFORM: &str = "manylinux_2_28_x86_64";

@@ -8,10 +8,10 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::Path;
 
-use wheelgate::serve::build_state;
-use wheelgate::server::app;
 use wheelgate_config::ServeConfig;
 use wheelgate_resolver::Machine;
+use wheelgate_server::app;
+use wheelgate_server::serve::build_state;
 
 use super::fake_upstream::{Fake, sha256};
 

@@ -13,10 +13,10 @@ use wheelgate_resolver::select::{FileRef, PageSelection, TorchPin};
 use wheelgate_resolver::{Catalog, Machine, Policy};
 
 use super::page::{IndexArgError, IndexSource, LoadedPage, Remote, load, project_url};
-use crate::server::rewrite::select_files;
 use wheelgate_files::metadata::parse_metadata;
 use wheelgate_files::wheel_metadata::read_wheel_metadata;
 use wheelgate_index::upstream::{UpstreamClient, redact};
+use wheelgate_server::rewrite::select_files;
 
 /// Metadata reads in flight at once, as the proxy reads them.
 const CONCURRENT_READS: usize = 16;

@@ -1,6 +1,6 @@
 //! `wheelgate select --index URL|FILE`: choose from a real project page, HTML or JSON, fetched
 //! with the proxy's upstream client or read from a saved file, through the selection the proxy
-//! rewrites pages with ([`crate::server::rewrite::select_files`]).
+//! rewrites pages with ([`wheelgate_server::rewrite::select_files`]).
 
 use std::path::PathBuf;
 

@@ -34,7 +34,7 @@ use wheelgate_resolver::variants::{
 };
 use wheelgate_resolver::{Machine, Policy};
 
-use crate::server::listing::Listing;
+use crate::listing::Listing;
 use wheelgate_files::cache::{FileCache, FileSpec};
 use wheelgate_files::derive::Change;
 use wheelgate_index::upstream::UpstreamClient;

@@ -17,7 +17,7 @@ use wheelgate_resolver::filename::{DistFilename, normalize_name};
 use wheelgate_resolver::index::{CoreMetadata, ProjectPage};
 use wheelgate_resolver::variants::decide_variant_label;
 
-use crate::server::listing::Listing;
+use crate::listing::Listing;
 use wheelgate_files::cache::{
     CORE_METADATA_LIMIT, FailureKind, FileCacheError, FileSpec, SmallReadError,
 };

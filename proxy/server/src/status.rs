@@ -191,12 +191,12 @@ fn render_clients(out: &mut String, state: &AppState, base: &str) {
          machine it runs on. A lock file records the build of the machine that locked it: \
          lock per kind of machine (README, Installers).</p>\n",
     );
-    for format in crate::cli::pip_config::Format::ALL {
+    for format in crate::installer_config::Format::ALL {
         let _ = writeln!(
             out,
             "<details><summary><code>--format {}</code></summary><pre><code>{}</code></pre></details>",
             format.name(),
-            escape(&crate::cli::pip_config::render(format, &index)),
+            escape(&crate::installer_config::render(format, &index)),
         );
     }
 }

@@ -25,8 +25,8 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc, watch};
 use tracing::{debug, error, warn};
 
 use super::StartError;
-use crate::server::listener::{ConnectionServer, ConnectionSlots, accept_until};
-use crate::server::{AppState, app};
+use crate::listener::{ConnectionServer, ConnectionSlots, accept_until};
+use crate::{AppState, app};
 
 /// How many connection servers to run: one per core this process may use (its CPU affinity
 /// and cgroup quota included).

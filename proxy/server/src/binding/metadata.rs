@@ -7,8 +7,8 @@ use std::sync::Mutex;
 
 use wheelgate_resolver::index::{CoreMetadata, IndexFile, ProjectPage};
 
-use crate::server::listing::Listing;
-use crate::server::state::AppState;
+use crate::listing::Listing;
+use crate::state::AppState;
 use wheelgate_files::cache::{CORE_METADATA_LIMIT, FileSpec};
 use wheelgate_files::metadata::parse_metadata;
 use wheelgate_files::wheel_metadata::read_wheel_metadata_by_ranges;

@@ -12,9 +12,9 @@ use tracing::{info, warn};
 use wheelgate_resolver::machine::ImplausibleMachine;
 use wheelgate_resolver::{Catalog, Machine, Policy};
 
-use crate::server::simple::RenderedPages;
-use crate::server::state::Shared;
-use crate::server::{AppState, app};
+use crate::simple::RenderedPages;
+use crate::state::Shared;
+use crate::{AppState, app};
 use wheelgate_config::LoadedCatalog;
 use wheelgate_config::ServeConfig;
 use wheelgate_config::catalog::CatalogFileError;
@@ -166,7 +166,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     }
     for rule in &networks.rules {
         let cidrs: Vec<String> = rule.cidrs.iter().map(ToString::to_string).collect();
-        info!(rule = %rule.label, cidr = %cidrs.join(", "), machine = %rule.machine.as_ref().map_or_else(|| "the server's".to_string(), crate::server::explain::describe_machine), pinned = ?rule.pinned.as_ref().map(ToString::to_string), "client network");
+        info!(rule = %rule.label, cidr = %cidrs.join(", "), machine = %rule.machine.as_ref().map_or_else(|| "the server's".to_string(), crate::explain::describe_machine), pinned = ?rule.pinned.as_ref().map(ToString::to_string), "client network");
     }
     let mut config = config;
     config.policy = policy;
@@ -213,7 +213,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         ranges: Arc::default(),
         default_machine: Arc::new(machine),
         networks: Arc::new(networks),
-        targets: crate::server::targets::TargetMemo::default(),
+        targets: crate::targets::TargetMemo::default(),
         metrics,
         cache_lock: Arc::new(lock),
     }))
@@ -344,7 +344,7 @@ pub async fn serve_until(
     let grace = Duration::from_secs(state.config.shutdown_grace_secs);
     let metrics = Arc::clone(&state.metrics);
     let limits = state.config.limits.clone();
-    let finished = crate::server::listener::serve(
+    let finished = crate::listener::serve(
         listener,
         app(state),
         &limits,

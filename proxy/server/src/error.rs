@@ -9,7 +9,7 @@ use tracing::{error, info, warn};
 use wheelgate_index::error_chain::source_chain;
 
 use wheelgate_index::cache::index::IndexError;
-pub(crate) use wheelgate_index::cache::index::client_message;
+pub use wheelgate_index::cache::index::client_message;
 use wheelgate_index::sources::pages::OwnersFailed;
 use wheelgate_index::upstream::UpstreamError;
 

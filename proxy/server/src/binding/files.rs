@@ -19,9 +19,9 @@ use sha2::{Digest, Sha256};
 use wheelgate_resolver::filename::{DistFilename, normalize_name};
 
 use super::by_page::{BoundRequest, requirement, upstream_spec};
-use crate::server::error::ApiError;
-use crate::server::files::{FilesError, respond};
-use crate::server::state::AppState;
+use crate::error::ApiError;
+use crate::files::{FilesError, respond};
+use crate::state::AppState;
 use wheelgate_files::derive::Change;
 
 /// What every file under `/bound/` may be cached as by clients: it never changes under one
@@ -76,7 +76,7 @@ async fn serve_extras(
     })?;
     let (wheel, metadata) = split_metadata(&filename);
     check_wheel_of(wheel, &project)?;
-    let source = crate::server::lookup::find_file(state, &project, wheel)
+    let source = crate::lookup::find_file(state, &project, wheel)
         .await
         .map_err(ApiError::Owners)?
         .ok_or_else(|| ApiError::NotFound(format!("`{project}` has no file `{wheel}`")))?;
@@ -265,7 +265,7 @@ async fn check_linked(state: &AppState, request: &BoundRequest) -> Result<(), Ap
 
 /// A `.metadata` file the proxy made (planned with a derived wheel, or read from a verified
 /// one: `server/derived_metadata.rs`), from memory: a few kilobytes, its sha256 a strong `ETag`.
-pub(in crate::server) fn metadata_response(
+pub(crate) fn metadata_response(
     method: &Method,
     headers: &HeaderMap,
     bytes: &bytes::Bytes,

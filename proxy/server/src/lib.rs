@@ -2,12 +2,14 @@
 
 pub mod auth;
 pub mod binding;
+pub mod build_info;
 pub mod client_addr;
 pub mod derived_metadata;
 pub mod error;
 pub mod explain;
 pub mod files;
 pub mod header_list;
+pub mod installer_config;
 pub mod limits;
 pub mod listener;
 pub mod listing;
@@ -19,6 +21,7 @@ pub mod ops;
 pub mod precompressed;
 pub mod ranges;
 pub mod rewrite;
+pub mod serve;
 pub mod served;
 pub mod simple;
 pub mod state;

@@ -29,7 +29,11 @@ fn main() {
     );
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
     // A new commit or checkout changes HEAD (or the branch it points to).
-    for path in ["../.git/HEAD", "../.git/refs/heads", "../.git/packed-refs"] {
+    for path in [
+        "../../.git/HEAD",
+        "../../.git/refs/heads",
+        "../../.git/packed-refs",
+    ] {
         if std::path::Path::new(path).exists() {
             println!("cargo:rerun-if-changed={path}");
         }

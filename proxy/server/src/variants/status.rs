@@ -49,7 +49,7 @@ pub async fn section(state: &AppState) -> String {
             &state.client,
             true,
             &page,
-            crate::server::listing::Listing::Page(&cached.url),
+            crate::listing::Listing::Page(&cached.url),
         )
         .await;
         drop(refs);
@@ -70,7 +70,7 @@ pub async fn section(state: &AppState) -> String {
             && has_variant_label_markers(
                 state,
                 &page,
-                crate::server::listing::Listing::Page(&cached.url),
+                crate::listing::Listing::Page(&cached.url),
                 first.index,
                 true,
             )

@@ -22,8 +22,8 @@ use wheelgate_resolver::filename::DistFilename;
 use wheelgate_resolver::index::{CoreMetadata, Hashes, ProjectPage};
 
 use super::metadata::facts;
-use crate::server::listing::Listing;
-use crate::server::state::AppState;
+use crate::listing::Listing;
+use crate::state::AppState;
 use wheelgate_files::cache::FileSpec;
 use wheelgate_files::derive::Change;
 
@@ -149,8 +149,7 @@ pub async fn apply(
                 Planned::Late => None,
             };
             let file = &mut page.files[index];
-            file.url =
-                crate::server::rewrite::file_link(&format!("{project}/x/{joined}"), &file.filename);
+            file.url = crate::rewrite::file_link(&format!("{project}/x/{joined}"), &file.filename);
             file.hashes = derived
                 .map(|sha256| Hashes::from([("sha256".to_string(), sha256)]))
                 .unwrap_or_default();

@@ -27,7 +27,7 @@ use wheelgate_resolver::index::{CoreMetadata, Hashes, IndexFile, ProjectPage};
 use wheelgate_resolver::{Backend, Machine, Policy};
 
 use super::{TorchChoices, torch_choices, torch_pages};
-use crate::server::state::AppState;
+use crate::state::AppState;
 use wheelgate_files::cache::FileSpec;
 use wheelgate_files::derive::{Change, Derivation};
 use wheelgate_index::cache::index::{CachedPage, IndexError};
@@ -38,7 +38,7 @@ use wheelgate_index::sources::{SourceId, Sources, UrlTemplate};
 const MAX_EXCLUSIONS: usize = 64;
 /// Template pages read at once for one page request: a torch page listing a thousand releases
 /// made a thousand fetches at once (issue 41 item 7).
-pub(crate) const CONCURRENT_PAGES: usize = 8;
+pub const CONCURRENT_PAGES: usize = 8;
 /// Derived wheels planned at once for one page request (each a few ranged reads).
 const CONCURRENT_PLANS: usize = 8;
 /// How long one page request waits for its template pages and plans before it answers with
@@ -125,7 +125,7 @@ pub async fn page(
     policy: &Policy,
     project: &str,
     owners: &[SourceId],
-) -> Result<Option<BoundPage>, crate::server::error::ApiError> {
+) -> Result<Option<BoundPage>, crate::error::ApiError> {
     let deadline = tokio::time::Instant::now() + WAIT;
     let Some(torch_pages) = torch_pages(state, policy).await? else {
         return Ok(None);
@@ -537,7 +537,7 @@ pub fn bound_link(
         filename,
     ] {
         link.push('/');
-        crate::server::rewrite::push_encoded(&mut link, segment);
+        crate::rewrite::push_encoded(&mut link, segment);
     }
     link
 }

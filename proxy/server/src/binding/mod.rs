@@ -85,7 +85,7 @@ pub fn torch_choices(
 pub struct Bindable<'a> {
     pub project: &'a str,
     pub page: &'a ProjectPage,
-    pub listing: crate::server::listing::Listing<'a>,
+    pub listing: crate::listing::Listing<'a>,
 }
 
 /// Binds `selection` (of `page`, fetched from `base_url`) to torch's builds
@@ -128,7 +128,7 @@ pub async fn bind(
 async fn read_pin(
     state: &AppState,
     page: &ProjectPage,
-    listing: crate::server::listing::Listing<'_>,
+    listing: crate::listing::Listing<'_>,
     key: Build,
     index: usize,
 ) -> (Build, Result<TorchPin, String>) {
