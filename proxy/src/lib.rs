@@ -6,11 +6,11 @@
 //! - `wheelgate_index` (`proxy/index/`): the upstream client, sources, the page cache, the
 //!   shared bucket and cache directory, metrics;
 //! - `wheelgate_files` (`proxy/files/`): the file cache, derived wheels, wheel metadata;
-//! - `wheelgate_server` (`proxy/server/`): the axum app, its routes and pages, running it.
+//! - `wheelgate_server` (`proxy/server/`): the axum app, its routes and pages, running it;
+//! - `wheelgate_mirror` (`proxy/mirror/`): `wheelgate mirror sync`, a store an offline server
+//!   serves completely.
 //!
 //! Here:
-//! - [`mirror`]: `wheelgate mirror sync`, a store an offline server serves completely;
 //! - [`cli`]: the `wheelgate` command line (shared by the binary and the Python package).
 
 pub mod cli;
-pub mod mirror;

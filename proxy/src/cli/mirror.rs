@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::mirror::{
-    self, FileOutcome, MirrorConfig, MirrorConfigError, Plan, PlannedFile, ResolvedPackage,
-    SyncError, SyncOptions, SyncProgress,
-};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use wheelgate_mirror::{
+    self as mirror, FileOutcome, MirrorConfig, MirrorConfigError, Plan, PlannedFile,
+    ResolvedPackage, SyncError, SyncOptions, SyncProgress,
+};
 
 /// Arguments of `wheelgate mirror`.
 #[derive(Debug, clap::Args)]

@@ -956,9 +956,9 @@ fn commented_company_examples_work_uncommented_and_match_the_docs() {
     // The mirror's sample, as it is and with its [upstreams.pypi] uncommented.
     let mirror = read("mirror.toml");
     let path = deploy_dir().join("mirror.toml");
-    wheelgate::mirror::MirrorConfig::parse(&mirror, &path).unwrap();
+    wheelgate_mirror::MirrorConfig::parse(&mirror, &path).unwrap();
     let text = uncomment_examples(&mirror, &["[upstreams."]);
-    let parsed = wheelgate::mirror::MirrorConfig::parse(&text, &path).unwrap();
+    let parsed = wheelgate_mirror::MirrorConfig::parse(&text, &path).unwrap();
     assert!(parsed.upstreams.pypi.token.is_some());
     assert!(parsed.upstreams.pypi.ca_bundle.is_some());
 }

@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use wheelgate::mirror::{self, MirrorConfig, NoProgress, SyncOptions, SyncReport};
+use wheelgate_mirror::{self as mirror, MirrorConfig, NoProgress, SyncOptions, SyncReport};
 
 use super::rogue_upstream::{Answer, Rogue, sha256};
 

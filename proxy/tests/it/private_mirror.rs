@@ -13,7 +13,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use wheelgate::mirror::{self, MirrorConfig, NoProgress, SyncOptions};
+use wheelgate_mirror::{self as mirror, MirrorConfig, NoProgress, SyncOptions};
 
 use super::fake_upstream::sha256;
 use super::tls_upstream::{TestCa, TlsServer};

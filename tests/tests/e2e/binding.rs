@@ -222,7 +222,7 @@ fn mirror_config(
     pytorch: &SimpleIndex,
     pypi: &SimpleIndex,
     resolve: bool,
-) -> wheelgate::mirror::MirrorConfig {
+) -> wheelgate_mirror::MirrorConfig {
     let machine = H100_DRIVER_570
         .replace("{\"platform\":", "{ platform = ")
         .replace("\"glibc\":", "glibc = ")
@@ -242,7 +242,7 @@ fn mirror_config(
         pytorch.url(),
         pypi.url()
     );
-    wheelgate::mirror::MirrorConfig::parse(&text, std::path::Path::new("mirror.toml"))
+    wheelgate_mirror::MirrorConfig::parse(&text, std::path::Path::new("mirror.toml"))
         .unwrap_or_else(|err| panic!("{err}\n{text}"))
 }
 
@@ -254,7 +254,7 @@ async fn a_mirror_takes_the_xformers_build_of_torchs_build() {
     let pypi = SimpleIndex::start(Vec::new()).await;
     let dir = tempfile::tempdir().unwrap();
     let config = mirror_config(&pytorch, &pypi, true);
-    let (plan, _) = wheelgate::mirror::lock(&config, dir.path()).await.unwrap();
+    let (plan, _) = wheelgate_mirror::lock(&config, dir.path()).await.unwrap();
     let [resolution] = plan.resolutions.as_slice() else {
         panic!("one environment: {:?}", plan.resolutions.len());
     };
@@ -268,14 +268,12 @@ async fn a_mirror_takes_the_xformers_build_of_torchs_build() {
 
     let config = mirror_config(&pytorch, &pypi, false);
     let store = dir.path().join("store");
-    let dry = wheelgate::mirror::dry_run(&config, &store, 2)
-        .await
-        .unwrap();
+    let dry = wheelgate_mirror::dry_run(&config, &store, 2).await.unwrap();
     let names: Vec<&str> = dry
         .plan
         .files
         .iter()
-        .filter(|f| f.kind == wheelgate::mirror::plan::FileKind::Distribution)
+        .filter(|f| f.kind == wheelgate_mirror::plan::FileKind::Distribution)
         .map(|f| f.filename.as_str())
         .collect();
     assert_eq!(

@@ -7,11 +7,11 @@
 
 use std::path::Path;
 
-use wheelgate::mirror::{self, MirrorConfig, NoProgress, SyncOptions};
 use wheelgate_e2e::installers::{self, Installer};
 use wheelgate_e2e::proxy::Proxy;
 use wheelgate_e2e::simple_index::SimpleIndex;
 use wheelgate_e2e::upstream::Upstreams;
+use wheelgate_mirror::{self as mirror, MirrorConfig, NoProgress, SyncOptions};
 
 use crate::by_page::{
     H100_DRIVER_570, PYG_TAGS, installed_requirements, pyg_host, pyg_source, pytorch_index,

@@ -8,11 +8,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use wheelgate::mirror::{self, MirrorConfig, NoProgress, SyncOptions};
 use wheelgate_e2e::installers::{self, Installer};
 use wheelgate_e2e::proxy::Proxy;
 use wheelgate_e2e::simple_index::SimpleIndex;
 use wheelgate_e2e::upstream::Upstreams;
+use wheelgate_mirror::{self as mirror, MirrorConfig, NoProgress, SyncOptions};
 
 use crate::device_extras::{MI300X, RX_7900_XTX, TAGS, amd_index, amd_source, pytorch_index};
 use crate::support::{free_port, install_into, toml_inline, version};

@@ -7,11 +7,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use wheelgate::mirror::{self, MirrorConfig, NoProgress, SyncOptions};
 use wheelgate_e2e::installers::Installer;
 use wheelgate_e2e::machines;
 use wheelgate_e2e::proxy::Proxy;
 use wheelgate_e2e::upstream::Upstreams;
+use wheelgate_mirror::{self as mirror, MirrorConfig, NoProgress, SyncOptions};
 
 use crate::support::{install_ok, version};
 

@@ -10,12 +10,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
-use wheelgate::mirror::{self, MirrorConfig, NoProgress, Resolution, SyncOptions};
 use wheelgate_e2e::installers::{self, Installer};
 use wheelgate_e2e::machines;
 use wheelgate_e2e::proxy::Proxy;
 use wheelgate_e2e::reference::{CU128_PINS, CU130_PINS, reference};
 use wheelgate_e2e::upstream::Upstreams;
+use wheelgate_mirror::{self as mirror, MirrorConfig, NoProgress, Resolution, SyncOptions};
 
 use crate::support::{assert_routing_safe, free_port, install_ok, version};
 

@@ -365,8 +365,8 @@ async fn sync_acme_utils(
     pypi: &SimpleIndex,
     sources: &str,
     store: &std::path::Path,
-) -> Result<wheelgate::mirror::SyncReport, wheelgate::mirror::SyncError> {
-    use wheelgate::mirror::{self, MirrorConfig, NoProgress, SyncOptions};
+) -> Result<wheelgate_mirror::SyncReport, wheelgate_mirror::SyncError> {
+    use wheelgate_mirror::{self as mirror, MirrorConfig, NoProgress, SyncOptions};
 
     let text = format!(
         "pytorch_url = \"{}\"\npypi_url = \"{}\"\npython = [\"3.11\"]\nplatforms = [\"linux-x86_64\"]\n\n[[package]]\nname = \"acme-utils\"\n{sources}",
@@ -483,6 +483,6 @@ async fn a_mirror_fails_while_an_owner_is_unreachable() {
         ),
     };
     assert!(err.contains("acme-utils"), "{err}");
-    assert!(!store.join(wheelgate::mirror::MARKER).exists());
+    assert!(!store.join(wheelgate_mirror::MARKER).exists());
     assert!(squatter_fetched(&pypi).is_empty(), "{:?}", pypi.requests());
 }

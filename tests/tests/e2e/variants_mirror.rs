@@ -6,12 +6,12 @@
 
 use std::path::Path;
 
-use wheelgate::mirror::{self, MirrorConfig, NoProgress, SyncOptions};
 use wheelgate_e2e::installers::{self, Installer};
 use wheelgate_e2e::machines;
 use wheelgate_e2e::proxy::Proxy;
 use wheelgate_e2e::upstream::Upstreams;
 use wheelgate_e2e::variant_index::{TAGS, VariantIndex, installed_variant};
+use wheelgate_mirror::{self as mirror, MirrorConfig, NoProgress, SyncOptions};
 
 use crate::support::{free_port, install_ok, version};
 

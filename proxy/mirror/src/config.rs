@@ -685,7 +685,7 @@ mod tests {
 
     #[test]
     fn the_sample_config_in_deploy_is_valid() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/mirror.toml");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/mirror.toml");
         let config = MirrorConfig::from_file(&path).unwrap();
         assert_eq!(config.pytorch_url, DEFAULT_PYTORCH_URL);
         let torch = &config.packages[0];
@@ -704,7 +704,7 @@ mod tests {
         assert_eq!(config.constraints[0].project, "numpy");
         assert_eq!(config.server_url, "http://mirror:3141");
         // 3 Pythons x (cu130, cpu) on linux-x86_64, and the RTX 5090 per Python.
-        assert_eq!(crate::mirror::environments(&config).len(), 9);
+        assert_eq!(crate::environments(&config).len(), 9);
     }
 
     #[test]

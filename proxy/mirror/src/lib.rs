@@ -12,7 +12,8 @@
 //! - [`config`]: the TOML configuration (sample: `deploy/mirror.toml`), checked up front;
 //! - [`environment`]: the target environments and their PEP 508 marker values;
 //! - [`select`]: which files of a page an entry (or an environment) takes (pure);
-//! - [`metadata`], [`wheel_metadata`]: core metadata, from a PEP 658 file or a wheel by ranges;
+//! - core metadata, from a PEP 658 file or a wheel by ranges: `wheelgate_files::metadata` and
+//!   `wheelgate_files::wheel_metadata`;
 //! - [`solver`]: `PubGrub` over what is known of one environment (pure);
 //! - [`fetch`]: pages and metadata, each fetched once for all environments;
 //! - [`candidates`]: the versions and files of a project in one environment (pure);

@@ -124,7 +124,7 @@ mod tests {
     fn real_cu130_torch_page() -> Option<ProjectPage> {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/fixtures/pytorch-index/whl_cu130_torch.html"
+            "/../../../shared/fixtures/pytorch-index/whl_cu130_torch.html"
         );
         let Ok(html) = std::fs::read_to_string(path) else {
             println!("NOT RUN: fixture `{path}` is not readable");

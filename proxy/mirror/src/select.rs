@@ -279,7 +279,7 @@ mod tests {
     use wheelgate_resolver::index::{IndexFile, Yanked};
 
     use super::*;
-    use crate::mirror::config::MirrorConfig;
+    use crate::config::MirrorConfig;
 
     fn entry(toml: &str) -> PackageEntry {
         // Selection alone, as without resolution.

@@ -137,8 +137,8 @@ mod tests {
     use wheelgate_resolver::variants::parse_variants_json;
 
     use super::*;
-    use crate::mirror::config::{MirrorConfig, MirrorConfigError};
-    use crate::mirror::select::{select_files, select_files_with_variants};
+    use crate::config::{MirrorConfig, MirrorConfigError};
+    use crate::select::{select_files, select_files_with_variants};
 
     const TAGS: &str = "cp312-cp312-manylinux_2_28_x86_64";
     const H100: &str = r#"{ platform = "linux-x86_64", nvidia = { driver_version = "580.65.06", gpus = [{ compute_capability = "9.0" }] } }"#;
