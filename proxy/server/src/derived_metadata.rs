@@ -6,7 +6,7 @@
 use axum::http::{HeaderMap, Method};
 use axum::response::Response;
 
-use super::files::FilesError;
+use super::file_response::FilesError;
 use super::state::AppState;
 use wheelgate_files::cache::FileSpec;
 use wheelgate_files::derived_metadata::read_wheel_metadata;

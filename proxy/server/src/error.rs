@@ -33,8 +33,8 @@ pub enum ApiError {
 
 impl ApiError {
     /// No source has `project`; offline, the store has no page of it.
-    pub fn no_such_project(state: &super::state::AppState, project: &str) -> ApiError {
-        ApiError::NotFound(if state.config.offline {
+    pub fn no_such_project(offline: bool, project: &str) -> ApiError {
+        ApiError::NotFound(if offline {
             format!(
                 "`{project}` is not in this mirror: the store has no page of it, and this server is offline"
             )

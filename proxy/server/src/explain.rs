@@ -16,17 +16,21 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use wheelgate_resolver::filename::normalize_name;
 use wheelgate_resolver::select::{Dropped, FileRef, select_page};
 use wheelgate_resolver::{Machine, Policy};
 
 use super::client_addr::{Client, ClientReport};
 use super::error::ApiError;
+pub use super::explanation::{
+    BuildVerdict, DroppedFile, Explanation, FileCounts, PlatformExplanation, SourceReport,
+    VersionExplanation,
+};
+use super::html::escape;
 use super::lookup::{no_page, project_page};
-use super::simple::{Target, check_project_name, machine_and_policy, parse_backend, parse_token};
+use super::route::{Target, check_project_name, machine_and_policy, parse_backend, parse_token};
 use super::state::AppState;
-use super::status::escape;
 use wheelgate_index::sources::merge::drop_same_builds;
 use wheelgate_index::upstream::redact;
 
@@ -41,121 +45,6 @@ pub fn routes() -> Router<AppState> {
 #[derive(Deserialize, Default)]
 pub struct ExplainQuery {
     format: Option<String>,
-}
-
-/// What `/explain/<project>/` answers, in its JSON form.
-#[derive(Debug, Serialize)]
-pub struct Explanation {
-    pub project: String,
-    /// The machine in one line ([`describe_machine`]).
-    pub machine: String,
-    /// The machine in the JSON model's shape (what `wheelgate detect --json` prints).
-    pub machine_detail: Machine,
-    pub policy: Policy,
-    /// The project page this explains (root-relative).
-    pub simple_url: String,
-    /// The upstream page it was rewritten from (credentials redacted): the first source's.
-    pub upstream_url: String,
-    /// Every source that owns the project, in priority order: its page, and whether it
-    /// answered (a source that failed with nothing cached has no builds on the page).
-    pub sources: Vec<SourceReport>,
-    /// The source of every file on the pages, by filename.
-    pub file_sources: std::collections::BTreeMap<String, String>,
-    /// `false` for projects of the general upstream: their pages are passed through whole.
-    pub selected: bool,
-    /// How many files the page lists, serves, and leaves off and why; for projects whose
-    /// builds are selected.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub counts: Option<FileCounts>,
-    /// Newest version first.
-    pub versions: Vec<VersionExplanation>,
-    /// Files left off for a reason other than their backend (wheel-variant files, names that do
-    /// not parse, files an offline server's store does not hold).
-    pub dropped: Vec<DroppedFile>,
-    /// Under `/explain/` (no prefix) with `[[networks]]` configured: the asking client's address
-    /// and the rule that decided the machine, or that none did. Absent under `/b/` and `/m/`,
-    /// whose URL decides, and without rules.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub client: Option<ClientReport>,
-}
-
-/// One version: the build kept on the machine's own platform and why every other was not, and
-/// the same for each other platform its wheels are built for.
-#[derive(Debug, Default, Serialize)]
-pub struct VersionExplanation {
-    pub version: String,
-    /// The backend kept on the machine's own platform; `None` when no build is usable, or when
-    /// the files carry no backend.
-    pub chosen: Option<String>,
-    /// The files the page keeps for this version, on every platform.
-    pub kept: Vec<String>,
-    /// Every backend offered, the chosen one first, judged for the machine's own platform.
-    pub builds: Vec<BuildVerdict>,
-    /// What the user should know: inferred rules, a GPU no build can use, a pin.
-    pub notes: Vec<String>,
-    /// The choice on each other platform the version's wheels are built for, for the same
-    /// accelerators there.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub platforms: Vec<PlatformExplanation>,
-}
-
-/// One version's choice on a platform other than the machine's own.
-#[derive(Debug, Serialize)]
-pub struct PlatformExplanation {
-    /// `linux-aarch64`, `windows-x86_64`, `macos-arm64`, ...
-    pub platform: String,
-    /// The backend kept there; `None` when none runs there.
-    pub chosen: Option<String>,
-    /// Every backend offered, the chosen one first, judged for that platform.
-    pub builds: Vec<BuildVerdict>,
-    /// What the user should know about the choice there.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
-
-/// How many of the page's files are served and why the others are not.
-#[derive(Debug, Default, Serialize)]
-pub struct FileCounts {
-    /// Files on the (merged) upstream page.
-    pub listed: usize,
-    /// Files the rewritten page serves.
-    pub kept: usize,
-    /// Files left off because another build of their version was chosen for their platform,
-    /// per platform.
-    pub other_builds: std::collections::BTreeMap<String, usize>,
-    /// Files left off for another reason: the `dropped` list.
-    pub other_reasons: usize,
-}
-
-/// What happened to one backend of a version.
-#[derive(Debug, Serialize)]
-pub struct BuildVerdict {
-    pub backend: String,
-    /// `chosen`, `usable` (runs here, lost on preference) or `rejected` (would not run here, or
-    /// has no file for this platform).
-    pub verdict: &'static str,
-    /// Why it was not chosen; `None` for the chosen build.
-    pub reason: Option<String>,
-}
-
-/// A file dropped for a reason other than its backend.
-#[derive(Debug, Serialize)]
-pub struct DroppedFile {
-    pub filename: String,
-    pub reason: String,
-}
-
-/// One source of the project.
-#[derive(Debug, Serialize)]
-pub struct SourceReport {
-    pub name: String,
-    /// Its page of the project (credentials redacted).
-    pub url: String,
-    /// Files its page lists (0 when it has no such project or failed).
-    pub files: usize,
-    /// Why its builds are missing: it failed and nothing is cached.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
 }
 
 async fn explain_default(
@@ -262,7 +151,7 @@ async fn explain_response(
     } else {
         let bound = super::binding::by_page::page(state, &machine, &policy, &project, &owners)
             .await?
-            .ok_or_else(|| ApiError::no_such_project(state, &project))?;
+            .ok_or_else(|| ApiError::no_such_project(state.config.offline, &project))?;
         bound_explanation(&machine, &policy, (base, &project), &bound, client)
     };
     let mut response = if json {

@@ -47,7 +47,7 @@ pub async fn project_page(
 pub fn no_page(state: &AppState, project: &str) -> ApiError {
     match state.sources.unserved(project) {
         Some(unserved) => ApiError::NotFound(unserved.to_string()),
-        None => ApiError::no_such_project(state, project),
+        None => ApiError::no_such_project(state.config.offline, project),
     }
 }
 

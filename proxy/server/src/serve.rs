@@ -12,7 +12,7 @@ use tracing::{info, warn};
 use wheelgate_resolver::machine::ImplausibleMachine;
 use wheelgate_resolver::{Catalog, Machine, Policy};
 
-use crate::simple::RenderedPages;
+use crate::rendered::RenderedPages;
 use crate::state::Shared;
 use crate::{AppState, app};
 use wheelgate_config::LoadedCatalog;
@@ -310,27 +310,9 @@ pub async fn run_until(
         "wheelgate serving; point pip at http://{local}/simple/"
     );
     for (_, source) in state.sources.iter() {
-        info!(source = %source.name, url = %wheelgate_index::upstream::redact(&source.url), owns = %describe_owns(&source.owns), "source");
+        info!(source = %source.name, url = %wheelgate_index::upstream::redact(&source.url), owns = %source.owns.describe(), "source");
     }
     serve_until(listener, state, shutdown).await
-}
-
-/// What a source owns, in words for the log and `config show`.
-pub fn describe_owns(owns: &wheelgate_index::sources::Owns) -> String {
-    match owns {
-        wheelgate_index::sources::Owns::PytorchNames => {
-            "the catalog's PyTorch projects".to_string()
-        }
-        wheelgate_index::sources::Owns::Patterns(patterns) => patterns
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        wheelgate_index::sources::Owns::Rest => {
-            "every project no other source owns, and the PyTorch projects published on PyPI"
-                .to_string()
-        }
-    }
 }
 
 /// Serves on `listener` until `shutdown` completes; then stops accepting, lets the responses in

@@ -422,7 +422,7 @@ pub fn names_html(list: &[String]) -> String {
         if i > 0 {
             out.push_str(if i + 1 == list.len() { " and " } else { ", " });
         }
-        let _ = write!(out, "<code>{}</code>", super::status::escape(name));
+        let _ = write!(out, "<code>{}</code>", super::html::escape(name));
     }
     out
 }

@@ -2,8 +2,7 @@
 //! with a backend pinned, `/m/<token>/simple/...` for the client's machine.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
@@ -20,29 +19,23 @@ use wheelgate_resolver::index::{
 };
 use wheelgate_resolver::select::{select_grouped_kept, select_page};
 use wheelgate_resolver::variants::lists_variants;
-use wheelgate_resolver::{Backend, Machine, Policy};
+use wheelgate_resolver::{Machine, Policy};
 
 use super::binding;
-use super::client_addr::{Client, network_machine};
+use super::client_addr::Client;
 use super::error::ApiError;
 use super::explain::{explain_url, page_comment, with_leading_comment};
 use super::lookup::{no_page, project_page};
 use super::negotiate::{Format, negotiate};
-use super::precompressed::{Precompressed, accepts_gzip};
+use super::precompressed::accepts_gzip;
+use super::rendered::{RenderKey, Rendered};
 use super::rewrite::{
     Rewritten, link_selected_files, rewrite_page, rewrite_selected, select_files,
 };
+use super::route::{Target, check_project_name, machine_and_policy, parse_backend, parse_token};
 use super::state::AppState;
 use super::targets::TargetKey;
-use super::useragent::{parse_user_agent, refine};
-use wheelgate_config::networks::ClientNetwork;
 use wheelgate_index::sources::ProjectPages;
-
-/// Rendered pages kept for reuse; cleared whole when full (pages are cheap to rebuild).
-const RENDERED_LIMIT: usize = 4096;
-/// And at most this many bytes of them unless [`RenderedPages::new`] says otherwise, so large
-/// pages rendered for many machines cannot add up.
-const RENDERED_BYTES: usize = 18 * 1024 * 1024;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -60,114 +53,6 @@ pub fn routes() -> Router<AppState> {
 #[derive(Deserialize, Default)]
 pub struct FormatQuery {
     format: Option<String>,
-}
-
-/// Which machine and policy a route resolves for.
-pub(super) enum Target {
-    /// `/simple/`: the machine of the `[[networks]]` rule holding the client, else the server's.
-    Default(Option<Arc<ClientNetwork>>),
-    Pinned(Backend),
-    Token(Box<Machine>),
-}
-
-impl Target {
-    /// Whether the client's User-Agent may move this target's machine to the client's platform:
-    /// only the server's own machine under `/simple/`, for a client no `[[networks]]` rule
-    /// holds, which is a guess about a client the server knows nothing of. A token's machine,
-    /// a `/b/<backend>/` prefix's (the server's, with its backend chosen by the URL) and a
-    /// rule's were chosen on purpose, and an installer resolving for another platform
-    /// (`uv pip compile --python-platform`, a universal `uv lock`) sends its host's User-Agent,
-    /// not the target's: the User-Agent never changes them.
-    pub(super) fn refined_by_user_agent(&self) -> bool {
-        matches!(self, Target::Default(None))
-    }
-}
-
-/// Rendered pages by (upstream URL, format, route prefix, machine and policy), each valid for
-/// one generation of its upstream page.
-pub struct RenderedPages {
-    entries: Mutex<RenderedEntries>,
-    /// Bytes of bodies held at most.
-    budget: usize,
-}
-
-impl Default for RenderedPages {
-    fn default() -> Self {
-        RenderedPages::new(RENDERED_BYTES)
-    }
-}
-
-#[derive(Default)]
-struct RenderedEntries {
-    map: HashMap<RenderKey, Rendered>,
-    /// Bytes of the bodies held, against [`RenderedPages::budget`].
-    bytes: usize,
-}
-
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct RenderKey {
-    url: String,
-    json: bool,
-    prefix: String,
-    /// The machine and policy ([`super::targets::ResolvedTarget::key`]), or none for pages
-    /// served alike to every machine.
-    target: TargetKey,
-}
-
-#[derive(Clone)]
-struct Rendered {
-    /// The generation of the upstream page it was rendered from: a newer page replaces it in
-    /// place, so superseded renderings never pile up.
-    generation: u64,
-    body: Bytes,
-    etag: HeaderValue,
-    /// Its gzip form, made once in the background and shared by every copy of this entry.
-    compressed: Arc<Precompressed>,
-    /// Whether a version's answer rests on an inferred fact (`/metrics`, the status page).
-    inferred: bool,
-}
-
-impl RenderedPages {
-    /// Rendered pages of at most `budget` bytes (bodies and their gzip forms, estimated).
-    pub fn new(budget: usize) -> RenderedPages {
-        RenderedPages {
-            entries: Mutex::default(),
-            budget,
-        }
-    }
-
-    /// Forgets every rendering: the facts they were made with changed (a catalog reload).
-    pub fn clear(&self) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.map.clear();
-            entries.bytes = 0;
-        }
-    }
-
-    fn get(&self, key: &RenderKey, generation: u64) -> Option<Rendered> {
-        self.entries
-            .lock()
-            .ok()?
-            .map
-            .get(key)
-            .filter(|rendered| rendered.generation == generation)
-            .cloned()
-    }
-
-    fn put(&self, key: RenderKey, value: Rendered) {
-        if let Ok(mut entries) = self.entries.lock() {
-            // The body, and about a quarter of it again for its gzip form.
-            let size = value.body.len() + value.body.len() / 4;
-            if entries.map.len() >= RENDERED_LIMIT || entries.bytes + size > self.budget {
-                entries.map.clear();
-                entries.bytes = 0;
-            }
-            entries.bytes += size;
-            if let Some(old) = entries.map.insert(key, value) {
-                entries.bytes -= old.body.len() + old.body.len() / 4;
-            }
-        }
-    }
 }
 
 async fn root_default(
@@ -305,45 +190,6 @@ fn redirect_segment(segment: &str, project: bool) -> Result<String, ApiError> {
     })
 }
 
-pub(super) fn parse_backend(text: &str) -> Result<Backend, ApiError> {
-    text.parse()
-        .map_err(|err: wheelgate_resolver::backend::BackendParseError| {
-            ApiError::NotFound(err.to_string())
-        })
-}
-
-/// The machine of a `/m/<token>/` segment: a token that does not decode, or names a machine
-/// that cannot exist (an NVIDIA GPU on a Mac), is a 400 naming the fact. A doubtful machine is
-/// served, its doubts logged once per token (`/explain/` tells its user why no GPU build fits).
-pub(super) fn parse_token(token: &str) -> Result<Machine, ApiError> {
-    /// Tokens whose doubts were logged; bounded, as clients choose the tokens.
-    static LOGGED: std::sync::OnceLock<Mutex<std::collections::HashSet<String>>> =
-        std::sync::OnceLock::new();
-    const MAX_LOGGED: usize = 1024;
-    let machine = wheelgate_resolver::token::decode(token).map_err(|err| {
-        ApiError::BadRequest(format!("invalid machine token in the URL: {err}; print a valid one with `wheelgate detect --token`"))
-    })?;
-    let doubts = machine
-        .check_plausible(wheelgate_resolver::Catalog::embedded())
-        .map_err(|err| {
-            ApiError::BadRequest(format!(
-                "the machine token in the URL describes a machine that cannot exist: {err}; print this machine's token with `wheelgate detect --token`"
-            ))
-        })?;
-    if !doubts.is_empty() {
-        let mut logged = LOGGED
-            .get_or_init(Mutex::default)
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if logged.len() < MAX_LOGGED && logged.insert(token.to_string()) {
-            for doubt in &doubts {
-                tracing::warn!(source = "machine token", token, "{doubt}");
-            }
-        }
-    }
-    Ok(machine)
-}
-
 fn format_of(headers: &HeaderMap, query: &FormatQuery) -> Result<Format, ApiError> {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     negotiate(accept, query.format.as_deref()).ok_or(ApiError::NotAcceptable)
@@ -374,57 +220,6 @@ fn root(state: &AppState, headers: &HeaderMap, query: &FormatQuery) -> Result<Re
     vary_without_agent(&mut response);
     cache_control(&mut response, state, false);
     Ok(response)
-}
-
-/// Refuses what cannot be a normalized project name (PEP 503): a clear 404, never an upstream
-/// request.
-pub(super) fn check_project_name(project: &str, raw: &str) -> Result<(), ApiError> {
-    if project.is_empty()
-        || !project
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
-        return Err(ApiError::NotFound(format!(
-            "`{}` is not a valid project name",
-            raw.escape_default()
-        )));
-    }
-    Ok(())
-}
-
-/// The machine and policy a route resolves for: the client network's machine (with the rule's
-/// pinned backend) or the server's, the server's with a pinned backend, or the token's machine.
-/// Only the server's machine under `/simple/` ([`Target::refined_by_user_agent`]) is moved to
-/// the client's platform when its User-Agent says it runs elsewhere (a Mac client of a Linux GPU
-/// server never gets Linux CUDA builds); every other is served as chosen.
-pub(super) fn machine_and_policy<'a>(
-    state: &'a AppState,
-    target: &'a Target,
-    headers: &HeaderMap,
-) -> (Cow<'a, Machine>, Policy) {
-    let mut policy: Policy = state.config.policy.clone();
-    let base: &Machine = match target {
-        Target::Default(rule) => {
-            let (machine, network_policy) = network_machine(state, rule.as_deref());
-            policy = network_policy;
-            machine
-        }
-        Target::Pinned(backend) => {
-            policy.pinned = Some(backend.clone());
-            &state.default_machine
-        }
-        Target::Token(machine) => machine,
-    };
-    let client = headers
-        .get(header::USER_AGENT)
-        .filter(|_| target.refined_by_user_agent())
-        .and_then(|v| v.to_str().ok())
-        .and_then(parse_user_agent);
-    let machine = match refine(base, client.as_ref()) {
-        Some(refined) => Cow::Owned(refined),
-        None => Cow::Borrowed(base),
-    };
-    (machine, policy)
 }
 
 async fn project_response(
@@ -613,7 +408,7 @@ async fn per_build_response(
     let (machine, policy) = (&resolved.machine, &resolved.policy);
     let bound = binding::by_page::page(state, machine, policy, project, owners)
         .await?
-        .ok_or_else(|| ApiError::no_such_project(state, project))?;
+        .ok_or_else(|| ApiError::no_such_project(state.config.offline, project))?;
     tracing::debug!(
         project,
         pages = bound.pages_asked,
@@ -923,52 +718,4 @@ fn vary_without_agent(response: &mut Response) {
         header::VARY,
         HeaderValue::from_static("Accept, Accept-Encoding"),
     );
-}
-
-/// Shared so `AppState` can hold it.
-pub type SharedRendered = Arc<RenderedPages>;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(url: &str, target: &str) -> RenderKey {
-        RenderKey {
-            url: url.to_string(),
-            json: true,
-            prefix: String::new(),
-            target: TargetKey::from_json(target),
-        }
-    }
-
-    fn rendered(generation: u64) -> Rendered {
-        Rendered {
-            generation,
-            body: Bytes::from_static(b"{}"),
-            etag: HeaderValue::from_static("\"x\""),
-            compressed: Arc::default(),
-            inferred: false,
-        }
-    }
-
-    #[test]
-    fn one_rendering_per_page_and_machine_valid_for_one_generation() {
-        let pages = RenderedPages::default();
-        pages.put(key("a", "m1"), rendered(1));
-        pages.put(key("a", "m2"), rendered(1));
-        pages.put(key("b", "m1"), rendered(1));
-        assert!(pages.get(&key("a", "m2"), 1).is_some());
-        // A newer copy of the page: its rendering replaces the older one in place.
-        pages.put(key("a", "m1"), rendered(2));
-        assert!(pages.get(&key("a", "m1"), 1).is_none());
-        assert!(pages.get(&key("a", "m1"), 2).is_some());
-        // A rendering of an older copy is never served for the newer one.
-        assert!(pages.get(&key("a", "m2"), 2).is_none());
-        assert!(pages.get(&key("b", "m1"), 1).is_some(), "other pages stay");
-        assert_eq!(
-            pages.entries.lock().unwrap().map.len(),
-            3,
-            "nothing piles up"
-        );
-    }
 }

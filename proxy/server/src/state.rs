@@ -56,7 +56,7 @@ pub struct Shared {
     /// The upstream indexes and the names each owns.
     pub sources: Arc<wheelgate_index::sources::Sources>,
     /// Torch pins read from files' metadata, by sha256 (`server/binding/`).
-    pub pins: Arc<super::binding::metadata::PinMemo>,
+    pub pins: Arc<super::binding::pins::PinMemo>,
     /// Derived wheels planned, by upstream file and change (`wheelgate_files::derive`).
     pub derivations: Arc<wheelgate_files::derive::Derivations>,
     /// How each source's pages came back (`/metrics`).
@@ -75,7 +75,7 @@ pub struct Shared {
     /// `[[networks]]` and `trusted_proxies`, checked at start.
     pub networks: Arc<ClientNetworks>,
     /// Rewritten pages, reused while their upstream page is unchanged.
-    pub rendered: super::simple::SharedRendered,
+    pub rendered: super::rendered::SharedRendered,
     /// What each route target and User-Agent resolves for.
     pub targets: super::targets::TargetMemo,
     /// Request, cache and upstream counters (`/metrics`, the status page).

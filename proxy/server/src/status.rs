@@ -24,6 +24,7 @@ use wheelgate_index::upstream::redact;
 
 use super::client_addr::{Client, network_machine};
 use super::explain::{describe_machine, inline_code};
+use super::html::escape;
 use super::served::{Answer, ProjectBuilds, TrainBuilds, build_words, names_html, version_words};
 use super::state::AppState;
 
@@ -84,22 +85,6 @@ async fn count_index_pages(dir: &std::path::Path) -> usize {
         }
     }
     count
-}
-
-/// Escapes text for HTML element content and double-quoted attributes.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 const STYLE: &str = "
@@ -574,11 +559,7 @@ fn render_upstreams(out: &mut String, state: &AppState) {
     }
     for (_, source) in state.sources.iter() {
         let url = &source.url;
-        let name = format!(
-            "{} (serves {})",
-            source.name,
-            crate::serve::describe_owns(&source.owns)
-        );
+        let name = format!("{} (serves {})", source.name, source.owns.describe());
         let health: UpstreamHealth = state.metrics.upstream_health(url);
         let status = if state.config.offline {
             "<span class=\"muted\">offline: never contacted</span>".to_string()

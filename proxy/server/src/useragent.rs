@@ -2,7 +2,7 @@
 //! platform, which refines the server's own machine under `/simple/` (a Mac or aarch64 client is
 //! never served Linux x86_64 CUDA builds). A machine named on purpose (a `/m/<token>/` URL's, a
 //! `/b/<backend>/` prefix's, a `[[networks]]` rule's) is never refined: which routes are is
-//! `server::simple::Target::refined_by_user_agent`.
+//! `route::Target::refined_by_user_agent`.
 
 use serde::Deserialize;
 use wheelgate_resolver::{Arch, DottedVersion, Machine, Os, Platform};

@@ -273,7 +273,7 @@ fn upstream_access(config: &ServeConfig) -> String {
         let _ = writeln!(
             out,
             "#   {name} ({root}): serves {}",
-            wheelgate_server::serve::describe_owns(&source.owns)
+            source.owns.describe()
         );
         let lines = source.access.describe();
         if lines.is_empty() {

@@ -289,14 +289,7 @@ fn sources_line(sources: &wheelgate_index::sources::Sources) -> Option<String> {
         .filter(|(_, s)| {
             s.name != wheelgate_index::sources::PYTORCH && s.name != wheelgate_index::sources::PYPI
         })
-        .map(|(_, s)| {
-            format!(
-                "{} {} ({})",
-                s.name,
-                redact(&s.url),
-                wheelgate_server::serve::describe_owns(&s.owns)
-            )
-        })
+        .map(|(_, s)| format!("{} {} ({})", s.name, redact(&s.url), s.owns.describe()))
         .collect();
     (!configured.is_empty()).then(|| format!("sources: {}", configured.join("; ")))
 }

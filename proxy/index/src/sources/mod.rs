@@ -115,6 +115,24 @@ impl Source {
     }
 }
 
+impl Owns {
+    /// What a source owns, in words for the log, the status page and `config show`.
+    pub fn describe(&self) -> String {
+        match self {
+            Owns::PytorchNames => "the catalog's PyTorch projects".to_string(),
+            Owns::Patterns(patterns) => patterns
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            Owns::Rest => {
+                "every project no other source owns, and the PyTorch projects published on PyPI"
+                    .to_string()
+            }
+        }
+    }
+}
+
 /// Credentials written into a source's URL, decoded; never shown.
 #[derive(Clone, PartialEq, Eq)]
 pub struct UrlCredentials {

@@ -20,7 +20,7 @@ use wheelgate_resolver::filename::{DistFilename, normalize_name};
 
 use super::by_page::{BoundRequest, requirement, upstream_spec};
 use crate::error::ApiError;
-use crate::files::{FilesError, respond};
+use crate::file_response::{FilesError, respond};
 use crate::state::AppState;
 use wheelgate_files::derive::Change;
 

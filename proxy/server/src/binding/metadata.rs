@@ -2,9 +2,6 @@
 //! provides), read once and remembered by the file's sha256: its PEP 658 `.metadata` through
 //! the file cache (so the cache keeps it), else the wheel's `METADATA` by ranged reads.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use wheelgate_resolver::index::{CoreMetadata, IndexFile, ProjectPage};
 
 use crate::listing::Listing;
@@ -16,47 +13,10 @@ use wheelgate_index::error_chain::with_causes;
 use wheelgate_index::upstream::redact;
 use wheelgate_resolver::select::TorchPin;
 
-/// Pins remembered at most; cleared whole past it (a pin costs one small read to learn again).
-const REMEMBERED: usize = 65_536;
 /// The most a core metadata file read here may be.
 const METADATA_LIMIT: u64 = CORE_METADATA_LIMIT as u64;
 
-/// What binding reads from one file's core metadata.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileFacts {
-    pub pin: TorchPin,
-    /// Its `Provides-Extra: device-*` extras (AMD's per-GPU device packages), in file order.
-    pub device_extras: Vec<String>,
-}
-
-/// Facts by the file's sha256 (or URL, for a file listed without one).
-#[derive(Debug, Default)]
-pub struct PinMemo(Mutex<HashMap<String, FileFacts>>);
-
-impl PinMemo {
-    fn get(&self, key: &str) -> Option<FileFacts> {
-        self.lock().get(key).cloned()
-    }
-
-    fn put(&self, key: String, pin: FileFacts) {
-        let mut pins = self.lock();
-        if pins.len() >= REMEMBERED {
-            pins.clear();
-        }
-        pins.insert(key, pin);
-    }
-
-    /// Forgets `key`'s facts: the bytes they were read from were not the file's.
-    fn forget(&self, key: &str) {
-        self.lock().remove(key);
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, FileFacts>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
+pub use super::pins::{FileFacts, PinMemo};
 
 /// The torch pin of `file` (listed on `page`, as `listing` says), or why its metadata could not
 /// be read.

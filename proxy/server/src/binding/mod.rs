@@ -17,6 +17,7 @@ pub mod by_page;
 pub mod extras;
 pub mod files;
 pub mod metadata;
+pub mod pins;
 
 use futures_util::StreamExt;
 use futures_util::stream;

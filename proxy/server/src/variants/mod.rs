@@ -40,7 +40,7 @@ use wheelgate_files::derive::Change;
 use wheelgate_index::upstream::UpstreamClient;
 
 use super::error::ApiError;
-use super::explain::{BuildVerdict, Explanation, VersionExplanation};
+use super::explanation::{BuildVerdict, Explanation, VersionExplanation};
 use super::rewrite::file_link;
 use super::state::AppState;
 

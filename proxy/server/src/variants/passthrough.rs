@@ -22,7 +22,7 @@ use super::super::error::ApiError;
 use super::super::lookup::{no_page, project_page};
 use super::super::negotiate::{Format, negotiate};
 use super::super::rewrite::file_link;
-use super::super::simple::{check_project_name, parse_backend, parse_token};
+use super::super::route::{check_project_name, parse_backend, parse_token};
 use super::super::state::AppState;
 
 /// Pages are revalidated by installers after this long, as on `/simple/`.

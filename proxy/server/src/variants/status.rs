@@ -9,9 +9,9 @@ use std::fmt::Write as _;
 use wheelgate_resolver::select::FileRef;
 use wheelgate_resolver::variants::lists_variants;
 
+use super::super::html::escape;
 use super::super::offline::offered;
 use super::super::state::AppState;
-use super::super::status::escape;
 use super::metadata::has_variant_label_markers;
 use super::{DERIVED_FOR_MARKERS, read_variants_files};
 
