@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use crate::sync::lock;
-use crate::upstream::BreakerView;
 
 /// Upper bounds (seconds) of the upstream latency histogram's buckets.
 pub const LATENCY_BUCKETS: [f64; 12] = [
@@ -653,6 +652,36 @@ pub fn render_catalog(out: &mut String, catalog: &wheelgate_resolver::Catalog) {
     );
     let seconds = catalog.updated().map_or(0, |(_, day)| day * 86_400);
     let _ = writeln!(out, "wheelgate_catalog_updated_timestamp_seconds {seconds}");
+}
+
+/// The kind of request a breaker guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RequestKind {
+    Pages,
+    Files,
+}
+
+impl RequestKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestKind::Pages => "pages",
+            RequestKind::Files => "files",
+        }
+    }
+}
+
+/// One upstream's breaker, as shown in `/metrics` and on the status page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreakerView {
+    /// `host:port`.
+    pub upstream: String,
+    pub requests: RequestKind,
+    pub open: bool,
+    pub consecutive_failures: u32,
+    /// How many times it opened since the server started.
+    pub opened_total: u64,
+    /// Requests failed at once because it was open.
+    pub refused_total: u64,
 }
 
 /// Which build this server runs, for `wheelgate_build_info` (the binary's `build_info`).

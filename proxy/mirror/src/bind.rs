@@ -12,7 +12,7 @@ use wheelgate_resolver::select::bind::{Pins, TorchChoices, apply_pins, bound_bui
 use wheelgate_resolver::select::{FileRef, PageSelection, TorchPin};
 use wheelgate_resolver::{Catalog, Machine, Policy, select_page};
 
-use super::resolve::{Fetcher, ResolveError};
+use super::fetch::{Fetcher, ResolveError};
 use wheelgate_index::cache::index::CachedPage;
 use wheelgate_index::error_chain::source_chain;
 use wheelgate_index::metrics::upstream_label;

@@ -25,7 +25,7 @@ use wheelgate_resolver::select::bind::TorchChoices;
 
 use super::bind::torch_choices;
 use super::environment::{Build, Environment};
-use super::resolve::{Fetcher, ResolveError};
+use super::fetch::{Fetcher, ResolveError};
 use wheelgate_files::derive::Change;
 use wheelgate_index::cache::index::CachedPage;
 use wheelgate_index::metrics::upstream_label;

@@ -11,9 +11,9 @@ use futures_util::TryStreamExt;
 use wheelgate_resolver::variants::choose::variant_label;
 
 use super::candidates::is_wheel;
+use super::failure::{Failure, error_chain};
 use super::plan::{FileKind, Plan};
 use super::resolve::ResolvedPackage;
-use super::sync::{Failure, error_chain};
 use wheelgate_files::cache::{FileCache, FileSpec};
 use wheelgate_files::derive::{Change, Source, derive};
 use wheelgate_index::upstream::UpstreamClient;

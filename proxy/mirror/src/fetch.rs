@@ -12,12 +12,11 @@ use wheelgate_resolver::variants::choose::variant_label;
 use wheelgate_resolver::variants::decide_variant_label;
 
 use super::config::MirrorConfig;
-use super::resolve::ResolveError;
 use super::variants::VariantsFiles;
 use wheelgate_files::cache::{FileCache, FileCacheError, FileSpec, SmallReadError};
 use wheelgate_files::metadata::{Metadata, MetadataError, parse_metadata};
 use wheelgate_files::wheel_metadata::{WheelMetadataError, read_wheel_metadata};
-use wheelgate_index::cache::index::{CachedPage, IndexCache};
+use wheelgate_index::cache::index::{CachedPage, IndexCache, IndexError};
 use wheelgate_index::metrics::upstream_label;
 use wheelgate_index::sources::{ProjectPages, Sources};
 use wheelgate_index::upstream::UpstreamClient;
@@ -350,4 +349,50 @@ pub fn page_url(config: &MirrorConfig, project: &str) -> String {
         .map(|id| sources.get(id).page_url(project, None))
         .collect::<Vec<_>>()
         .join("` and `")
+}
+
+/// Why resolution failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error("cannot fetch the index page of `{project}` from `{host}`")]
+    Page {
+        project: String,
+        /// `host[:port]` of the page's URL, never its credentials.
+        host: String,
+        #[source]
+        source: IndexError,
+    },
+    #[error("cannot read the metadata of `{project}` {version} (`{file}` from `{host}`)")]
+    Metadata {
+        project: String,
+        version: String,
+        file: String,
+        /// `host[:port]` of the file's URL, never its credentials.
+        host: String,
+        #[source]
+        source: Arc<MetadataFetchError>,
+    },
+    #[error(
+        "the requirements cannot be resolved for the environment `{environment}` ({described}):\n{derivation}\nNo package was downloaded (only metadata); change the `[[package]]` versions or `[[constraint]]` entries, or drop this environment's Python, platform or backend"
+    )]
+    Conflict {
+        environment: String,
+        /// `Python 3.12, linux-x86_64, backend cu130`.
+        described: String,
+        /// `PubGrub`'s derivation in words, then notes on projects with no page or no file.
+        derivation: String,
+    },
+    #[error("in the environment `{environment}`: {message}")]
+    Unsupported {
+        environment: String,
+        message: String,
+    },
+    #[error(
+        "`{project}` {version} has only an sdist for `{environment}`; its dependencies cannot be read without building it (pin a version with wheels)"
+    )]
+    SdistOnly {
+        project: String,
+        version: String,
+        environment: String,
+    },
 }

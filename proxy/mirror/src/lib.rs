@@ -31,6 +31,7 @@ pub mod config;
 pub mod derived;
 pub mod environment;
 pub mod extras;
+pub mod failure;
 pub mod fetch;
 pub mod lock;
 pub mod plan;

@@ -31,13 +31,13 @@ use super::candidates::{candidates, is_wheel};
 use super::config::MirrorConfig;
 use super::environment::{Build, Environment, environments};
 use super::extras::{device_extras_of, missing_device_extra};
-pub use super::fetch::{Fetcher, MetadataFetchError, page_url};
+pub use super::fetch::{Fetcher, MetadataFetchError, ResolveError, page_url};
 use super::solver::{Need, ProjectState, RootRequirement, Solve, Universe, solve};
 use tracing::warn;
 use wheelgate_files::metadata::Metadata;
 
-use super::sync::error_chain;
-use wheelgate_index::cache::index::{CachedPage, IndexError};
+use super::failure::error_chain;
+use wheelgate_index::cache::index::CachedPage;
 use wheelgate_index::metrics::upstream_label;
 use wheelgate_index::sources::{ProjectKind, Sources};
 
@@ -80,52 +80,6 @@ pub struct Resolution {
     pub environment: Environment,
     /// By project name.
     pub packages: Vec<ResolvedPackage>,
-}
-
-/// Why resolution failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ResolveError {
-    #[error("cannot fetch the index page of `{project}` from `{host}`")]
-    Page {
-        project: String,
-        /// `host[:port]` of the page's URL, never its credentials.
-        host: String,
-        #[source]
-        source: IndexError,
-    },
-    #[error("cannot read the metadata of `{project}` {version} (`{file}` from `{host}`)")]
-    Metadata {
-        project: String,
-        version: String,
-        file: String,
-        /// `host[:port]` of the file's URL, never its credentials.
-        host: String,
-        #[source]
-        source: Arc<MetadataFetchError>,
-    },
-    #[error(
-        "the requirements cannot be resolved for the environment `{environment}` ({described}):\n{derivation}\nNo package was downloaded (only metadata); change the `[[package]]` versions or `[[constraint]]` entries, or drop this environment's Python, platform or backend"
-    )]
-    Conflict {
-        environment: String,
-        /// `Python 3.12, linux-x86_64, backend cu130`.
-        described: String,
-        /// `PubGrub`'s derivation in words, then notes on projects with no page or no file.
-        derivation: String,
-    },
-    #[error("in the environment `{environment}`: {message}")]
-    Unsupported {
-        environment: String,
-        message: String,
-    },
-    #[error(
-        "`{project}` {version} has only an sdist for `{environment}`; its dependencies cannot be read without building it (pin a version with wheels)"
-    )]
-    SdistOnly {
-        project: String,
-        version: String,
-        environment: String,
-    },
 }
 
 /// Resolves every environment of the configuration's resolving entries.

@@ -5,6 +5,8 @@
 //! skipped, and an interrupted file restarts cleanly (the file cache drops leftover `*.part`
 //! files when it opens).
 
+pub use super::failure::Failure;
+use super::failure::{disk_hint, error_chain};
 use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -70,14 +72,6 @@ pub enum FileOutcome {
     Skipped { bytes: u64 },
     /// Not in the store; the message says why.
     Failed(String),
-}
-
-/// A file or page that did not make it into the store.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    /// The file name or page URL.
-    pub what: String,
-    pub message: String,
 }
 
 /// The outcome of a sync.
@@ -426,7 +420,7 @@ async fn scratch_plan(
 /// the environment and files, CA bundles), as `wheelgate serve` builds its own: a missing token
 /// stops the sync before anything is fetched.
 fn upstream_client(config: &MirrorConfig) -> Result<UpstreamClient, SyncError> {
-    let access = resolve_sources(&config.sources())?;
+    let access = resolve_sources(config.sources().access_settings())?;
     for upstream in &access {
         // Header names only: their values are secrets.
         let headers: Vec<&str> = upstream
@@ -701,41 +695,6 @@ fn serve_command(
         let _ = write!(command, " --cache-max-bytes {limit}");
     }
     command
-}
-
-/// An error with its causes on one line, and a hint when the disk is full.
-pub(super) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut hint = String::new();
-    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(cause) = current {
-        if let Some(io_error) = cause.downcast_ref::<io::Error>()
-            && hint.is_empty()
-        {
-            hint = disk_hint(io_error);
-        }
-        if let Some(next) = cause.source() {
-            let next_text = next.to_string();
-            if !text.ends_with(&next_text) {
-                text.push_str(": ");
-                text.push_str(&next_text);
-            }
-        }
-        current = cause.source();
-    }
-    text + &hint
-}
-
-/// A hint for the errors a full disk (or a file-size limit) gives.
-fn disk_hint(error: &io::Error) -> String {
-    match error.kind() {
-        io::ErrorKind::StorageFull
-        | io::ErrorKind::FileTooLarge
-        | io::ErrorKind::QuotaExceeded => {
-            " (the disk is full: free space or choose another --store, then run the same command again; committed files are kept and skipped)".to_string()
-        }
-        _ => String::new(),
-    }
 }
 
 #[cfg(test)]

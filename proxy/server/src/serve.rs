@@ -125,7 +125,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
     let access = if config.offline {
         Vec::new()
     } else {
-        resolve_sources(&sources)?
+        resolve_sources(sources.access_settings())?
     };
     for upstream in &access {
         // Header names only: their values are secrets.

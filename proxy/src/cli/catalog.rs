@@ -78,7 +78,7 @@ pub enum CatalogCommandError {
     #[error(transparent)]
     Index(#[from] IndexArgError),
     #[error(transparent)]
-    Access(#[from] wheelgate_index::upstream::AccessError),
+    Access(#[from] wheelgate_index::sources::ConfiguredAccessError),
     #[error("cannot read torch's page from the store `{path}`")]
     Store {
         path: PathBuf,
@@ -339,7 +339,7 @@ fn variants_findings(
         return Vec::new();
     }
     let remote = match place {
-        Place::Url(_) => wheelgate_index::upstream::resolve_access(config)
+        Place::Url(_) => wheelgate_index::sources::resolve_access(config)
             .ok()
             .and_then(|access| Remote::new(&access).ok()),
         _ => None,
@@ -441,7 +441,7 @@ fn listing(
     }
     let source = IndexSource::parse(index);
     let remote = match &source {
-        IndexSource::Url(_) => Some(Remote::new(&wheelgate_index::upstream::resolve_access(
+        IndexSource::Url(_) => Some(Remote::new(&wheelgate_index::sources::resolve_access(
             config,
         )?)?),
         IndexSource::File(_) => None,

@@ -13,7 +13,8 @@ use std::str::FromStr;
 use pep440_rs::Version;
 use pep508_rs::{Requirement, VersionOrUrl};
 use serde::Serialize;
-use wheelgate_index::upstream::{AccessError, OriginAccess, resolve_access};
+use wheelgate_index::sources::{ConfiguredAccessError, resolve_access};
+use wheelgate_index::upstream::OriginAccess;
 use wheelgate_resolver::catalog::ReleaseLine;
 use wheelgate_resolver::filename::normalize_name;
 use wheelgate_resolver::select::{Decision, ReleaseSelection, select_release};
@@ -75,7 +76,7 @@ pub enum SelectCommandError {
     #[error(transparent)]
     Config(#[from] wheelgate_config::ConfigError),
     #[error(transparent)]
-    Access(#[from] AccessError),
+    Access(#[from] ConfiguredAccessError),
     #[error(transparent)]
     Catalog(#[from] wheelgate_config::catalog::CatalogFileError),
     #[error("could not write the output")]

@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::collections::hash_map::Entry;
+use std::sync::Arc;
 
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
@@ -16,7 +17,14 @@ use wheelgate_resolver::index::{IndexFile, ProjectPage};
 use wheelgate_resolver::select::{FileGroups, FileRef};
 
 use super::SourceId;
-use super::pages::SourcePage;
+use crate::cache::index::CachedPage;
+
+/// One owner's page.
+#[derive(Debug, Clone)]
+pub struct SourcePage {
+    pub source: SourceId,
+    pub cached: Arc<CachedPage>,
+}
 
 /// Where each file of a page came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -34,9 +34,11 @@ use std::fmt::Write as _;
 
 use wheelgate_resolver::{Backend, Catalog};
 
+pub use crate::upstream::{SourceAccess, UrlCredentials};
 pub use build::SourcesError;
 pub use build::split_userinfo;
-pub use pages::{ProjectPages, SourcePage};
+pub use merge::SourcePage;
+pub use pages::ProjectPages;
 pub use pattern::{PatternError, ProjectPattern};
 pub use template::{TemplateError, UrlTemplate};
 
@@ -133,23 +135,6 @@ impl Owns {
     }
 }
 
-/// Credentials written into a source's URL, decoded; never shown.
-#[derive(Clone, PartialEq, Eq)]
-pub struct UrlCredentials {
-    pub user: String,
-    pub password: String,
-}
-
-impl std::fmt::Debug for UrlCredentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "UrlCredentials {{ user: {:?}, password: *** }}",
-            self.user
-        )
-    }
-}
-
 /// How a project's builds are served: PyTorch projects (the catalog's names, from whichever
 /// sources own them) are reduced to one build per version for a machine; others are passed
 /// through whole.
@@ -186,6 +171,16 @@ pub struct Sources {
 }
 
 impl Sources {
+    /// Each source's access settings, for [`crate::upstream::resolve_sources`].
+    pub fn access_settings(&self) -> impl Iterator<Item = SourceAccess<'_>> {
+        self.iter().map(|(_, source)| SourceAccess {
+            section: &source.section,
+            access: &source.access,
+            url: &source.url,
+            url_credentials: source.url_credentials.as_ref(),
+        })
+    }
+
     /// Every source with its id, in priority order.
     pub fn iter(&self) -> impl Iterator<Item = (SourceId, &Source)> {
         self.list.iter().enumerate().map(|(i, s)| (id(i), s))
@@ -296,4 +291,22 @@ impl Sources {
 fn id(index: usize) -> SourceId {
     // A configuration lists a handful; 65,536 would not fit in memory as sources anyway.
     SourceId(u16::try_from(index).expect("fewer than 65,536 sources"))
+}
+
+/// Why a configuration's access settings cannot be used: its sources, or their access.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfiguredAccessError {
+    #[error(transparent)]
+    Sources(#[from] SourcesError),
+    #[error(transparent)]
+    Access(#[from] crate::upstream::AccessError),
+}
+
+/// The access of each source `config` names, read now (secrets from the environment and files,
+/// CA bundles from disk). Empty when no source has access settings.
+pub fn resolve_access(
+    config: &wheelgate_config::ServeConfig,
+) -> Result<Vec<crate::upstream::OriginAccess>, ConfiguredAccessError> {
+    let sources = Sources::configured(config)?;
+    Ok(crate::upstream::resolve_sources(sources.access_settings())?)
 }

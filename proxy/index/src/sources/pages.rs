@@ -15,17 +15,10 @@ use wheelgate_resolver::Backend;
 use wheelgate_resolver::index::IndexFile;
 
 use super::counters::{PageResult, SourceCounters};
-use super::merge::{MergedPage, merge};
+use super::merge::{MergedPage, SourcePage, merge};
 use super::{SourceId, SourceKind, Sources};
 use crate::cache::index::{CachedPage, IndexCache, IndexError, Revalidation};
 use crate::upstream::UpstreamClient;
-
-/// One owner's page.
-#[derive(Debug, Clone)]
-pub struct SourcePage {
-    pub source: SourceId,
-    pub cached: Arc<CachedPage>,
-}
 
 /// The pages of a project's owners that answered, in priority order, and those that failed.
 #[derive(Debug)]

@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Certificate, Url};
 
-use crate::sources::{Sources, SourcesError};
+use wheelgate_config::UpstreamAccessConfig;
 use wheelgate_config::secrets::SecretError;
-use wheelgate_config::{ServeConfig, UpstreamAccessConfig};
 
 /// What requests to some origins carry: credentials and headers (marked sensitive, so they
 /// never show in `Debug` output), and CA certificates trusted besides the system's.
@@ -89,29 +88,53 @@ pub enum AccessError {
         second: String,
         origin: String,
     },
-    #[error(transparent)]
-    Sources(#[from] SourcesError),
 }
 
-/// The access of each configured source, read now (secrets from the environment and files,
-/// CA bundles from disk). Empty when no source has access settings.
-pub fn resolve(config: &ServeConfig) -> Result<Vec<OriginAccess>, AccessError> {
-    resolve_sources(&Sources::configured(config)?)
+/// One source's access settings, as [`resolve_sources`] reads them
+/// (`wheelgate_index::sources::Sources::access_settings`).
+#[derive(Debug, Clone, Copy)]
+pub struct SourceAccess<'a> {
+    /// Its configuration section, for messages (`[upstreams.pypi]`, `[[sources]] internal`).
+    pub section: &'a str,
+    pub access: &'a UpstreamAccessConfig,
+    /// Its URL, without credentials: the origin its settings apply to.
+    pub url: &'a str,
+    /// `user:password@` its configured URL carried.
+    pub url_credentials: Option<&'a UrlCredentials>,
 }
 
-/// [`resolve`] for any set of sources (the server's, a mirror's): each source's URL gives the
-/// origin its settings apply to.
-pub fn resolve_sources(sources: &Sources) -> Result<Vec<OriginAccess>, AccessError> {
+/// Credentials written into a source's URL, decoded; never shown.
+#[derive(Clone, PartialEq, Eq)]
+pub struct UrlCredentials {
+    pub user: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for UrlCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "UrlCredentials {{ user: {:?}, password: *** }}",
+            self.user
+        )
+    }
+}
+
+/// The access of every source (the server's, a mirror's): each source's URL gives the origin
+/// its settings apply to.
+pub fn resolve_sources<'a>(
+    sources: impl IntoIterator<Item = SourceAccess<'a>>,
+) -> Result<Vec<OriginAccess>, AccessError> {
     let mut all: Vec<OriginAccess> = Vec::new();
-    for (_, source) in sources.iter() {
+    for source in sources {
         if source.access.is_empty() && source.url_credentials.is_none() {
             continue;
         }
         let resolved = resolve_one(
-            &source.section,
-            &source.access,
-            &source.url,
-            source.url_credentials.as_ref(),
+            source.section,
+            source.access,
+            source.url,
+            source.url_credentials,
         )?;
         if let Some((other, shared)) = all.iter().find_map(|other| {
             other
@@ -144,7 +167,7 @@ fn resolve_one(
     section: &str,
     access: &UpstreamAccessConfig,
     root: &str,
-    url_credentials: Option<&crate::sources::UrlCredentials>,
+    url_credentials: Option<&UrlCredentials>,
 ) -> Result<OriginAccess, AccessError> {
     let mut origins = vec![http_origin(section, root)?];
     let authorizes = access.token.is_some()
@@ -212,7 +235,7 @@ fn parse_origin(text: &str) -> Option<String> {
 fn headers(
     section: &str,
     access: &UpstreamAccessConfig,
-    url_credentials: Option<&crate::sources::UrlCredentials>,
+    url_credentials: Option<&UrlCredentials>,
 ) -> Result<HeaderMap, AccessError> {
     let secret = |what: String, source: &wheelgate_config::SecretSource| {
         source.read(&what).map_err(|source| AccessError::Secret {
@@ -320,6 +343,9 @@ fn encode_base64(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    // The whole path from a configuration, as `serve` and `select` take it.
+    use crate::sources::resolve_access as resolve;
+    use wheelgate_config::ServeConfig;
 
     fn config(section: &str) -> ServeConfig {
         let mut config: ServeConfig = toml::from_str(section).unwrap();

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::metrics::upstream_label;
+use crate::metrics::{BreakerView, RequestKind, upstream_label};
 
 /// When a breaker opens and how long it stays open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,22 +32,6 @@ impl Default for BreakerSettings {
     }
 }
 
-/// The kind of request a breaker guards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum RequestKind {
-    Pages,
-    Files,
-}
-
-impl RequestKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RequestKind::Pages => "pages",
-            RequestKind::Files => "files",
-        }
-    }
-}
-
 /// Whether a request may go to its upstream now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
@@ -57,20 +41,6 @@ pub enum Admission {
     Probe,
     /// The breaker is open: fail at once.
     Refused { retry_in: Duration },
-}
-
-/// One upstream's breaker, as shown in `/metrics` and on the status page.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BreakerView {
-    /// `host:port`.
-    pub upstream: String,
-    pub requests: RequestKind,
-    pub open: bool,
-    pub consecutive_failures: u32,
-    /// How many times it opened since the server started.
-    pub opened_total: u64,
-    /// Requests failed at once because it was open.
-    pub refused_total: u64,
 }
 
 #[derive(Debug, Default)]

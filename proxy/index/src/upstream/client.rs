@@ -21,8 +21,9 @@ use tracing::{debug, warn};
 
 use super::access::OriginAccess;
 use super::arriving_text::ArrivingText;
-use super::breaker::{Admission, BreakerSettings, Breakers, RequestKind};
+use super::breaker::{Admission, BreakerSettings, Breakers};
 use super::transport::Transport;
+use crate::metrics::RequestKind;
 use crate::metrics::{Metrics, UpstreamOutcome, upstream_label};
 
 /// Timeouts, retries and limits of the upstream client.
@@ -42,7 +43,7 @@ pub struct ClientSettings {
     pub breaker: BreakerSettings,
     pub user_agent: String,
     /// Credentials, headers and CA bundles of private upstreams, each for its origins
-    /// (`[upstreams.*]`, read by [`super::resolve_access`]).
+    /// (`[upstreams.*]`, read by [`super::resolve_sources`]).
     pub access: Vec<OriginAccess>,
 }
 

@@ -1,5 +1,5 @@
 //! The upstream indexes: the HTTP client, its circuit breakers and the access settings of
-//! private upstreams (which source owns which project is `crate::sources`).
+//! private upstreams (which source owns which project is `crate::sources`, which reads its access here).
 
 mod access;
 mod arriving_text;
@@ -9,9 +9,10 @@ mod breaker;
 mod client;
 mod transport;
 
-pub use access::{AccessError, OriginAccess, resolve as resolve_access, resolve_sources};
+pub use access::{AccessError, OriginAccess, SourceAccess, UrlCredentials, resolve_sources};
 
-pub use breaker::{Admission, BreakerSettings, BreakerView, Breakers, RequestKind};
+pub use crate::metrics::{BreakerView, RequestKind};
+pub use breaker::{Admission, BreakerSettings, Breakers};
 pub use client::{
     BodyReader, ClientSettings, PageBody, PageResponse, UpstreamClient, UpstreamError, Validators,
     redact,
