@@ -236,10 +236,16 @@ async fn explain_pages(
         explanation.dropped = dropped;
         let listing = super::listing::Listing::of(&merged);
         explain_device_extras(state, &machine, &page, listing, &mut explanation).await;
+        super::plain_version::explain(&mut explanation);
         super::variants::explain(state, &machine, policy, &page, listing, &mut explanation).await;
         explanation.counts = Some(FileCounts {
             listed: whole.files.len(),
             kept: explanation.versions.iter().map(|v| v.kept.len()).sum(),
+            plain_aliases: explanation
+                .versions
+                .iter()
+                .map(|v| v.plain_aliases.len())
+                .sum(),
             other_builds,
             other_reasons: 0,
         });
@@ -539,6 +545,7 @@ fn explain_version(
                 notes: choice.decision.notes.clone(),
             })
             .collect(),
+        plain_aliases: Vec::new(),
     }
 }
 

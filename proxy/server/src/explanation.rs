@@ -60,6 +60,10 @@ pub struct VersionExplanation {
     /// accelerators there.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub platforms: Vec<PlatformExplanation>,
+    /// Kept files the page also lists under the plain version, by those names
+    /// (`server/plain_version.rs`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plain_aliases: Vec<String>,
 }
 
 /// One version's choice on a platform other than the machine's own.
@@ -81,8 +85,11 @@ pub struct PlatformExplanation {
 pub struct FileCounts {
     /// Files on the (merged) upstream page.
     pub listed: usize,
-    /// Files the rewritten page serves.
+    /// Files of the upstream page the rewritten page serves.
     pub kept: usize,
+    /// Kept files the page lists a second time, under the plain version
+    /// ([`VersionExplanation::plain_aliases`]).
+    pub plain_aliases: usize,
     /// Files left off because another build of their version was chosen for their platform,
     /// per platform.
     pub other_builds: std::collections::BTreeMap<String, usize>,

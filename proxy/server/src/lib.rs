@@ -21,6 +21,7 @@ pub mod negotiate;
 pub mod observe;
 pub mod offline;
 pub mod ops;
+pub mod plain_version;
 pub mod precompressed;
 pub mod ranges;
 pub mod rendered;
@@ -49,6 +50,7 @@ pub fn app(state: AppState) -> Router {
         .merge(files::routes())
         .merge(binding::files::routes())
         .merge(variants::routes())
+        .merge(plain_version::routes())
         .merge(ops::routes())
         .merge(observe::routes())
         .merge(status::routes());

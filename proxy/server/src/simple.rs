@@ -513,6 +513,7 @@ async fn rewritten<'p>(
     let origins = merged.origins.reindexed(&whole, &offered);
     let mut complete = true;
     let mut inferred = false;
+    let mut aliases = Vec::new();
     let mut page = if select {
         let mut selection = select_files(state.catalog(), machine, policy, project, &offered);
         inferred = rests_on_inference(&selection);
@@ -524,6 +525,8 @@ async fn rewritten<'p>(
             };
             complete = binding::bind(state, machine, policy, bound, torch, &mut selection).await;
         }
+        let files: Vec<&wheelgate_resolver::index::IndexFile> = offered.files.iter().collect();
+        aliases = super::plain_version::needed(&selection, &files);
         rewrite_selected(project, &offered, &origins, &selection)
     } else {
         rewrite_page(
@@ -559,6 +562,14 @@ async fn rewritten<'p>(
             &mut page,
         )
         .await;
+        let files: Vec<&wheelgate_resolver::index::IndexFile> = offered.files.iter().collect();
+        super::plain_version::apply(
+            state,
+            project,
+            (&files, &offered, super::listing::Listing::of(&merged)),
+            aliases,
+            &mut page,
+        );
     }
     (!page.files.is_empty() || pages.failed.is_empty()).then_some((
         Rewritten::Copied(page),
@@ -592,20 +603,35 @@ async fn selected_in_place<'p>(
         &merged.origins,
         &selection,
     );
-    if binding::extras::machine_extras(machine).is_empty() {
+    let aliases = super::plain_version::needed(&selection, &merged.files);
+    let extras = !binding::extras::machine_extras(machine).is_empty();
+    if !extras && aliases.is_empty() {
         return (Rewritten::Linked(linked), inferred);
     }
     let mut page = linked.to_page();
-    let whole = merged.page();
-    binding::extras::apply(
+    if extras {
+        let whole = merged.page();
+        binding::extras::apply(
+            state,
+            machine,
+            project,
+            &whole,
+            super::listing::Listing::of(merged),
+            &mut page,
+        )
+        .await;
+    }
+    super::plain_version::apply(
         state,
-        machine,
         project,
-        &whole,
-        super::listing::Listing::of(merged),
+        (
+            &merged.files,
+            merged.first(),
+            super::listing::Listing::of(merged),
+        ),
+        aliases,
         &mut page,
-    )
-    .await;
+    );
     (Rewritten::Copied(page), inferred)
 }
 

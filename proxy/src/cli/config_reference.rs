@@ -316,6 +316,10 @@ impl<'a> Page<'a> {
                 bytes(wheelgate_files::derive::MAX_DIRECTORY),
             ),
             (
+                "the other `.dist-info` and `.data` members a wheel served under the plain version renames, inflated, together",
+                bytes(wheelgate_files::derive::rename::MAX_MOVED),
+            ),
+            (
                 "a `*-variants.json` file read",
                 usize_bytes(wheelgate_server::variants::VARIANTS_JSON_LIMIT),
             ),

@@ -10,6 +10,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
+use wheelgate_resolver::select::plain_aliases::labelled_upstream_name;
 
 use axum::http::{HeaderMap, StatusCode, header};
 use serde_json::Value;
@@ -117,7 +118,9 @@ impl Proxy {
         }
     }
 
-    /// The filenames `<prefix>/simple/torch/` lists with `headers`, and its `Vary`.
+    /// The builds `<prefix>/simple/torch/` lists with `headers`, by their upstream filenames (a
+    /// build listed under the plain version too, `/p/<label>/`, is read with its label), and
+    /// its `Vary`.
     async fn files(&self, prefix: &str, headers: &[(&str, &str)]) -> (BTreeSet<String>, String) {
         let mut all = vec![("accept", PIP_ACCEPT)];
         all.extend_from_slice(headers);
@@ -129,7 +132,16 @@ impl Proxy {
             .as_array()
             .unwrap()
             .iter()
-            .map(|f| f["filename"].as_str().unwrap().to_string())
+            .map(|f| {
+                let name = f["filename"].as_str().unwrap();
+                match f["url"].as_str().unwrap().split_once("/p/") {
+                    Some((_, rest)) => {
+                        labelled_upstream_name(name, rest.split('/').next().unwrap())
+                            .unwrap_or_else(|| panic!("{name} under {rest}"))
+                    }
+                    None => name.to_string(),
+                }
+            })
             .collect();
         (names, vary(&response))
     }

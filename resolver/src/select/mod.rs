@@ -6,6 +6,7 @@ mod check;
 mod decide;
 mod group;
 mod page;
+pub mod plain_aliases;
 mod reason;
 mod release;
 mod signals;

@@ -32,15 +32,30 @@ async fn pdm(project: &Project, args: &[&str], env: &[(&str, &str)]) -> Outcome 
 }
 
 /// Whether `pdm.lock` holds `machine`'s torch wheel for each platform, and no other build: PDM
-/// locks a public version with every file the page lists for it, one build per platform.
+/// locks a public version with every file the page lists for it, one build per platform, and
+/// the builds whose label differs from the highest version's also under the plain version
+/// (`server/plain_version.rs`): the same builds under a second name.
 fn assert_locked(project: &Project, machine: TestMachine) {
     let lock = project.read("pdm.lock");
-    for wheel in machine.torch_wheels() {
-        assert!(lock.contains(&wheel), "`{wheel}` is not locked:\n{lock}");
+    let wheels = machine.torch_wheels();
+    let lead = format!("torch-{}-", machine.torch());
+    let aliases: Vec<String> = wheels
+        .iter()
+        .filter(|wheel| wheel.contains('+') && !wheel.starts_with(&lead))
+        .map(|wheel| {
+            let (head, tail) = wheel.split_once('+').unwrap();
+            format!("{head}{}", &tail[tail.find('-').unwrap()..])
+        })
+        .collect();
+    for wheel in wheels.iter().chain(&aliases) {
+        assert!(
+            lock.contains(wheel.as_str()),
+            "`{wheel}` is not locked:\n{lock}"
+        );
     }
     assert_eq!(
         lock.matches("{file = \"torch-2.9.0").count(),
-        4,
+        wheels.len() + aliases.len(),
         "another build is locked too:\n{lock}"
     );
 }

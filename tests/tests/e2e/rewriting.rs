@@ -112,11 +112,12 @@ async fn check_files(
         assert_headers_clean(&bytes, upstreams, link.as_str());
         assert_eq!(bytes.status(), 200, "{link}");
         let bytes = bytes.bytes().await.unwrap();
-        assert_eq!(
-            sha256_hex(&bytes),
-            file["hashes"]["sha256"].as_str().unwrap(),
-            "{link}"
-        );
+        match file["hashes"]["sha256"].as_str() {
+            Some(sha256) => assert_eq!(sha256_hex(&bytes), sha256, "{link}"),
+            // Only a derived wheel is listed without a hash, until a download here has
+            // computed it: a build under the plain version (`server/plain_version.rs`).
+            None => assert!(link.path().contains("/p/"), "{link} has no sha256"),
+        }
         if let Some(size) = file.get("size").and_then(serde_json::Value::as_u64) {
             assert_eq!(size, bytes.len() as u64, "{link}");
         }

@@ -5,15 +5,19 @@
 //! Observed with uv 0.13.9 and PDM against the fake index (torch 2.9.0: cu130, cu128 and cpu on
 //! Linux x86_64, Linux aarch64 and Windows, cu126 and XPU without aarch64, ROCm on Linux x86_64
 //! only, and one unlabelled macOS wheel), for an MI300X:
-//! - uv takes one version per fork of its resolution. By default it forks only where the plain
-//!   version (`2.9.0`, the macOS wheel) has a wheel the labelled one lacks, so the lock holds
-//!   ROCm for Linux x86_64 and the macOS wheel, and nothing for Linux aarch64 or Windows. With
-//!   `[tool.uv] required-environments` naming the four platforms it forks per platform and locks
-//!   each platform's build: ROCm, CPU, CPU, macOS.
-//! - PDM locks the public version with every file the page lists for it: each platform's build.
+//! - uv takes one version per fork of its resolution: the highest version, and for a platform it
+//!   has no wheel for, the plain version (`2.9.0`) when that has one there. The page lists each
+//!   platform's build the highest version lacks under the plain version too
+//!   (`server/plain_version.rs`), so a default lock holds ROCm for Linux x86_64, CPU for Linux
+//!   aarch64 and Windows (as `2.9.0`) and the macOS wheel. With `[tool.uv]
+//!   required-environments` naming the four platforms it forks per platform and locks each
+//!   platform's labelled build: ROCm, CPU, CPU, macOS.
+//! - PDM locks the public version with every file the page lists for it: each platform's build,
+//!   under the plain version too.
 //! - Poetry locks one version for every platform: the labelled build uv would take by default,
 //!   with its files only.
 
+use wheelgate_e2e::installers::imported_version;
 use wheelgate_e2e::installers::project::{Project, Tool, locked_versions, pyproject};
 use wheelgate_e2e::machines::{self, TestMachine};
 use wheelgate_e2e::proxy::Proxy;
@@ -104,27 +108,123 @@ async fn uv_lock_with_required_environments_holds_each_platforms_build() {
     assert_routing_safe(&upstreams);
 }
 
+/// `wheel` (`torch-2.9.0+cpu-py3-none-...`) under its plain version (`torch-2.9.0-py3-none-...`).
+fn unlabelled(wheel: &str) -> String {
+    match wheel.split_once('+') {
+        Some((head, tail)) => format!("{head}{}", &tail[tail.find('-').expect("tags follow")..]),
+        None => wheel.to_string(),
+    }
+}
+
+/// What a default universal lock holds for `machine`: the highest version's wheels (its Linux
+/// x86_64 build, for the machines asked) as they are, and every other platform's build under
+/// the plain version (`server/plain_version.rs`).
+fn default_lock_wheels(machine: TestMachine, wheels: [String; 4]) -> Vec<String> {
+    let lead = wheels[0].clone();
+    let lead_version = format!("{}-", lead.split('-').take(2).collect::<Vec<_>>().join("-"));
+    assert!(lead_version.ends_with(&format!("+{}-", machine.backend)));
+    sorted(wheels.into_iter().map(|wheel| {
+        if wheel.starts_with(&lead_version) {
+            wheel
+        } else {
+            unlabelled(&wheel)
+        }
+    }))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn uv_lock_by_default_forks_only_where_the_plain_version_has_a_wheel() {
+async fn uv_lock_by_default_holds_each_platforms_build() {
     let upstreams = Upstreams::start().await;
     let proxy = Proxy::start(&upstreams, &machines::CPU_ONLY.machine()).await;
-    let machine = machines::MI300X;
-    let project = uv_project(&proxy.machine_url(&machine.machine()), "");
-    project.uv(&["lock"], &[]).await.assert_success();
-    let lock = project.read("uv.lock");
-    // One labelled build for every platform but macOS (the highest local version), and the
-    // plain macOS wheel in a fork of its own: why the docs ask for `required-environments`.
-    assert_eq!(
-        sorted(locked_versions(&lock, "torch")),
-        ["2.9.0", "2.9.0+rocm6.4"],
-        "{lock}"
-    );
-    let [x86_64, _, _, macos] = machine.torch_wheels();
-    assert_eq!(
-        locked_wheels(&lock, "torch"),
-        sorted([x86_64, macos]),
-        "{lock}"
-    );
+    // Linux x86_64's build is the highest version for both; the other platforms' builds differ
+    // from it (MI300X: CPU on Linux aarch64 and Windows; V100: CPU and cu126).
+    for machine in [machines::MI300X, machines::V100] {
+        let project = uv_project(&proxy.machine_url(&machine.machine()), "");
+        project.uv(&["lock"], &[]).await.assert_success();
+        let lock = project.read("uv.lock");
+        // uv forks where the plain version has a wheel for a platform the highest one lacks:
+        // the page lists each such platform's build under the plain version.
+        assert_eq!(
+            sorted(locked_versions(&lock, "torch")),
+            ["2.9.0".to_string(), machine.torch()],
+            "{}:\n{lock}",
+            machine.name
+        );
+        assert_eq!(
+            locked_wheels(&lock, "torch"),
+            default_lock_wheels(machine, machine.torch_wheels()),
+            "{}:\n{lock}",
+            machine.name
+        );
+        let torchvision = machine
+            .torch_wheels()
+            .map(|torch| torch.replacen("torch-2.9.0", "torchvision-0.24.0", 1));
+        assert_eq!(
+            locked_wheels(&lock, "torchvision"),
+            default_lock_wheels(machine, torchvision),
+            "{}:\n{lock}",
+            machine.name
+        );
+        // `uv sync` for another platform installs that platform's build from the lock: the
+        // derived wheel installs as the plain version (its METADATA and `.dist-info` renamed),
+        // and what it holds is the build (its module says `2.9.0+cpu`); a second sync finds it
+        // installed as locked.
+        let [_, aarch64, ..] = machine.torch_wheels();
+        let build = aarch64
+            .trim_start_matches("torch-")
+            .split("-py3")
+            .next()
+            .unwrap()
+            .to_string();
+        project
+            .uv(
+                &[
+                    "sync",
+                    "--locked",
+                    "--python-platform",
+                    "aarch64-manylinux_2_28",
+                ],
+                &[],
+            )
+            .await
+            .assert_success();
+        let dists = project.installed();
+        assert_eq!(
+            dists.get("torch").map(String::as_str),
+            Some("2.9.0"),
+            "{dists:?}"
+        );
+        assert_eq!(
+            imported_version(Some(&project.venv_python()), None, "torch").await,
+            build,
+            "{}",
+            machine.name
+        );
+        let again = project
+            .uv(
+                &[
+                    "sync",
+                    "--locked",
+                    "--python-platform",
+                    "aarch64-manylinux_2_28",
+                ],
+                &[],
+            )
+            .await;
+        again.assert_success();
+        assert!(
+            !again.stderr.contains("Uninstalled"),
+            "{}: the second sync reinstalled:\n{again}",
+            machine.name
+        );
+        // On this host (Linux x86_64), the lock's build for it.
+        project
+            .uv(&["sync", "--locked"], &[])
+            .await
+            .assert_success();
+        assert_venv_has(&project, machine).await;
+    }
+    assert_routing_safe(&upstreams);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

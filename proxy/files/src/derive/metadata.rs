@@ -1,4 +1,5 @@
-//! Core metadata with requirements added: the text a derived wheel's `METADATA` and its served
+//! Core metadata rewritten (requirements added or made unconditional, the version replaced): the
+//! text a derived wheel's `METADATA` and its served
 //! `.metadata` file both carry, byte for byte, so installers that compare the two (pip 26.2 and
 //! later) find them equal. Everything else is kept as the upstream wrote it.
 //!
@@ -111,6 +112,44 @@ fn required_marker(marker: &str, extras: &[String]) -> Required {
     Required::Untouched
 }
 
+/// `metadata` with the value of its `Version` header (the first, among the headers only: the
+/// description may quote one) replaced by `version`: `Version: 2.9.0+cpu` becomes
+/// `Version: 2.9.0`. The spaces around the value and the line ending are kept; without a
+/// `Version` header, `metadata` is returned as it is.
+pub fn with_version(metadata: &[u8], version: &str) -> Vec<u8> {
+    let end = header_end(metadata);
+    let mut at = 0;
+    while at < end {
+        let line_end = metadata[at..end]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(end, |i| at + i + 1);
+        let line = &metadata[at..line_end];
+        let is_version = line
+            .iter()
+            .position(|&b| b == b':')
+            .filter(|&colon| line[..colon].eq_ignore_ascii_case(b"version"));
+        if let Some(colon) = is_version {
+            let value_start = at
+                + colon
+                + 1
+                + line[colon + 1..]
+                    .iter()
+                    .take_while(|&&b| b == b' ' || b == b'\t')
+                    .count();
+            let ending = line.len() - line.trim_ascii_end().len();
+            let value_end = (line_end - ending).max(value_start);
+            let mut out = Vec::with_capacity(metadata.len() + version.len());
+            out.extend_from_slice(&metadata[..value_start]);
+            out.extend_from_slice(version.as_bytes());
+            out.extend_from_slice(&metadata[value_end..]);
+            return out;
+        }
+        at = line_end;
+    }
+    metadata.to_vec()
+}
+
 /// Where the header section ends: the start of the first empty line, else the end.
 fn header_end(metadata: &[u8]) -> usize {
     let mut at = 0;
@@ -164,5 +203,41 @@ mod tests {
             out,
             b"Name: a\nVersion: 1\nRequires-Dist: b\nRequires-Dist: c\n"
         );
+    }
+
+    #[test]
+    fn the_version_header_gets_the_new_version_and_nothing_else_changes() {
+        let metadata = b"Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0+cpu\nRequires-Dist: filelock\n\nVersion: 2.9.0+cpu in the description\n";
+        assert_eq!(
+            String::from_utf8(with_version(metadata, "2.9.0")).unwrap(),
+            "Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0\nRequires-Dist: filelock\n\nVersion: 2.9.0+cpu in the description\n"
+        );
+        // CRLF, the header's name in another case, trailing spaces, an unterminated file.
+        assert_eq!(
+            with_version(b"Name: a\r\nversion:  1.0+cu128  \r\nSummary: s\r\n", "1.0"),
+            b"Name: a\r\nversion:  1.0  \r\nSummary: s\r\n"
+        );
+        assert_eq!(
+            with_version(b"Name: a\nVersion: 1+x", "1"),
+            b"Name: a\nVersion: 1"
+        );
+        assert_eq!(
+            with_version(b"Name: a\nVersion:\n", "1"),
+            b"Name: a\nVersion:1\n"
+        );
+    }
+
+    #[test]
+    fn metadata_without_a_version_header_is_unchanged() {
+        let cases: [&[u8]; 4] = [
+            b"Metadata-Version: 2.1\nName: a\n\nVersion: 1.0+cpu\n",
+            b"Metadata-Version: 2.1\r\nName: a\r\n\r\nVersion: 1.0+cpu\r\n",
+            // A folded line of another header is not a header.
+            b"Name: a\nSummary: s\n Version: 1.0+cpu\n",
+            b"",
+        ];
+        for metadata in cases {
+            assert_eq!(with_version(metadata, "1.0"), metadata);
+        }
     }
 }

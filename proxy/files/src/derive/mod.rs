@@ -5,7 +5,9 @@
 //!
 //! - **Planned by ranges**: the upstream wheel's central directory, `METADATA` and `RECORD`
 //!   are read with a few ranged requests; the new `METADATA` ([`metadata`]) and `RECORD` (its
-//!   `METADATA` line re-hashed) give a layout ([`wheel`]).
+//!   `METADATA` line re-hashed: [`record`]) give a layout ([`wheel`]). A new version
+//!   ([`Change::PlainVersion`]) also renames the `.dist-info` and `.data` directories, whose
+//!   members are read and written under their new names ([`rename`]).
 //! - **Streamed**: the file cache downloads the upstream wheel once, verifies it against the
 //!   page's sha256, and writes the derived bytes as they arrive (a splice), so the first
 //!   client is served at the upstream's pace. The derived file is its own cache entry.
@@ -18,22 +20,26 @@
 //!   Concurrent requests for one derivation share one plan.
 
 pub mod metadata;
+mod range_reader;
+pub mod record;
+pub mod rename;
 pub mod wheel;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use base64::Engine as _;
 use bytes::Bytes;
-use sha2::{Digest, Sha256};
 
 use crate::cache::splice::{Segment, Splice};
 use crate::cache::{FileCache, FileSpec};
-use crate::wheel_metadata::{Ranged, Span, get_range, inflate_exact};
+use crate::wheel_metadata::Span;
 use wheelgate_index::upstream::UpstreamClient;
 
-use self::wheel::{CentralEntry, EndRecord};
+use self::range_reader::RangeReader;
+use self::record::{with_paths_moved, with_record_line};
+use self::rename::Moves;
+use self::wheel::{CentralEntry, EndRecord, Replacement};
 
 /// The tail read first: the end record and, for most wheels, the whole central directory.
 const TAIL: u64 = 256 * 1024;
@@ -106,6 +112,12 @@ pub enum Change {
     DecideVariantLabel(String),
     /// The requirements behind these extras (`device-gfx942`) made unconditional.
     RequireExtras(Vec<String>),
+    /// The version in the wheel renamed to this one (its local label dropped: `2.9.0+cpu`
+    /// served as `2.9.0`), so a universal lock finds each platform's build under the plain
+    /// version: `METADATA`'s `Version`, and the `.dist-info` and `.data` directories' names
+    /// (uv checks the first against the file's name and reads the installed version from the
+    /// second).
+    PlainVersion(String),
 }
 
 impl Change {
@@ -123,6 +135,7 @@ impl Change {
                 .into_bytes()
             }
             Change::RequireExtras(extras) => metadata::with_extras_required(metadata, extras),
+            Change::PlainVersion(version) => metadata::with_version(metadata, version),
         }
     }
 
@@ -131,6 +144,7 @@ impl Change {
             Change::AddRequirements(requirements) => format!("+{}", requirements.join(";")),
             Change::DecideVariantLabel(label) => format!("variant_label={label}"),
             Change::RequireExtras(extras) => format!("extras={}", extras.join("+")),
+            Change::PlainVersion(version) => format!("version={version}"),
         }
     }
 }
@@ -329,14 +343,12 @@ pub async fn derive(
         file: filename.to_string(),
         problem,
     };
-    let mut reader = RangeReader {
+    let mut reader = RangeReader::new(
         source,
-        url: &upstream.url,
-        listed_on: upstream.listed_on.as_deref(),
-        file: filename,
-        whole: None,
-        read: Vec::new(),
-    };
+        &upstream.url,
+        upstream.listed_on.as_deref(),
+        filename,
+    );
     let (tail, tail_start) = reader.read(Span::Suffix(TAIL)).await?;
     let end = wheel::end_record(&tail).map_err(zip_error)?;
     if end.directory_size > MAX_DIRECTORY {
@@ -375,16 +387,23 @@ pub async fn derive(
             changed: false,
         });
     }
-    let mut replaced = BTreeMap::new();
-    if let Some(record_name) = record_name {
-        let record = reader
-            .member(&entries, &end, &record_name, MAX_RECORD)
-            .await?;
-        let record = with_record_line(&record, &metadata_name, &metadata)
-            .map_err(|problem| zip_error(format!("`{record_name}` {problem}")))?;
-        replaced.insert(record_name, record);
+    let moves = match change {
+        Change::PlainVersion(version) => {
+            Moves::of(&entries, &metadata_name, version).map_err(zip_error)?
+        }
+        _ => Moves::default(),
+    };
+    if !moves.is_empty() {
+        reader.hold(tail_start, tail.clone());
     }
-    replaced.insert(metadata_name, metadata.clone());
+    let replaced = replacements(
+        &mut reader,
+        (&entries, &end),
+        (metadata_name, &metadata),
+        record_name,
+        &moves,
+    )
+    .await?;
     let layout = wheel::plan(&entries, &end, &replaced).map_err(zip_error)?;
     Ok(Derivation {
         spec: FileSpec {
@@ -400,263 +419,61 @@ pub async fn derive(
     })
 }
 
-/// `record` with the row of `name` naming `content`'s hash and size (PEP 376/427: urlsafe
-/// base64 of the sha256, unpadded). RECORD is CSV: a row's path may be quoted
-/// (`"pkg-1.0.dist-info/METADATA",sha256=...,10`, as Python's `csv` module writes a path with a
-/// comma), so rows are compared by their first field as CSV reads it. Refused when several rows
-/// name `name`, or a row is not CSV: a RECORD left with the upstream's hash would make
-/// the installed wheel fail its own check.
-fn with_record_line(record: &[u8], name: &str, content: &[u8]) -> Result<Vec<u8>, String> {
-    let hash = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(content));
-    let line = format!("{},sha256={hash},{}", csv_field(name), content.len());
-    let text = std::str::from_utf8(record).map_err(|_| "is not UTF-8".to_string())?;
-    let mut out = String::with_capacity(text.len() + 64);
-    let mut rows = 0;
-    for piece in text.split_inclusive('\n') {
-        let body = piece.trim_end_matches(['\r', '\n']);
-        let first = first_csv_field(body)
-            .ok_or_else(|| format!("has a row that is not CSV: `{}`", body.escape_default()))?;
-        if first == name {
-            rows += 1;
-            out.push_str(&line);
-            out.push_str(&piece[body.len()..]);
-        } else {
-            out.push_str(piece);
+/// What the plan writes in place of the upstream's members, by their upstream names: `METADATA`
+/// (as `metadata`), `RECORD` with its row of `METADATA` re-hashed, and every member `moves`
+/// moves, under its new name (`RECORD`'s rows of them moved too).
+async fn replacements(
+    reader: &mut RangeReader<'_>,
+    (entries, end): (&[CentralEntry], &EndRecord),
+    (metadata_name, metadata): (String, &[u8]),
+    record_name: Option<String>,
+    moves: &Moves,
+) -> Result<BTreeMap<String, Replacement>, DeriveError> {
+    let mut replaced = BTreeMap::new();
+    if !moves.is_empty() {
+        let rewritten: Vec<&str> = [Some(&metadata_name), record_name.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        replaced = rename::moved_members(reader, (entries, end), moves, &rewritten).await?;
+    }
+    if let Some(record_name) = record_name {
+        let mut record = reader
+            .member(entries, end, &record_name, MAX_RECORD)
+            .await?;
+        let record_error = |problem| DeriveError::Zip {
+            file: reader.file.to_string(),
+            problem: format!("`{record_name}` {problem}"),
+        };
+        if !moves.is_empty() {
+            record = with_paths_moved(&record, moves.dirs()).map_err(record_error)?;
         }
+        let record = with_record_line(&record, &moves.name_after(&metadata_name), metadata)
+            .map_err(record_error)?;
+        let replacement = Replacement {
+            name: moves.name_after(&record_name),
+            content: record,
+        };
+        replaced.insert(record_name, replacement);
     }
-    // No row: nothing to re-hash (PEP 376 lists every file, but an installer checks only the
-    // rows there are).
-    match rows {
-        0 | 1 => Ok(out.into_bytes()),
-        _ => Err(format!("has {rows} rows for `{name}`")),
-    }
-}
-
-/// The first field of a CSV row (RFC 4180: a field in quotes holds commas, and `""` for a
-/// quote); `None` for a quoted field not closed, or followed by anything but a comma.
-fn first_csv_field(row: &str) -> Option<std::borrow::Cow<'_, str>> {
-    let Some(quoted) = row.strip_prefix('"') else {
-        return Some(row.split(',').next().unwrap_or_default().into());
+    let replacement = Replacement {
+        name: moves.name_after(&metadata_name),
+        content: metadata.to_vec(),
     };
-    let mut field = String::new();
-    let mut chars = quoted.chars();
-    while let Some(c) = chars.next() {
-        if c != '"' {
-            field.push(c);
-            continue;
-        }
-        let mut rest = chars.clone();
-        match rest.next() {
-            Some('"') => {
-                field.push('"');
-                chars = rest;
-            }
-            None | Some(',') => return Some(field.into()),
-            Some(_) => return None,
-        }
-    }
-    None
-}
-
-/// `value` as a CSV field, quoted only where it must be (as Python's `csv` module writes).
-fn csv_field(value: &str) -> std::borrow::Cow<'_, str> {
-    if value.contains([',', '"', '\r', '\n']) {
-        format!("\"{}\"", value.replace('"', "\"\"")).into()
-    } else {
-        value.into()
-    }
-}
-
-/// Ranged reads of one upstream file, or slices of it once a server answered a range with
-/// the whole file.
-struct RangeReader<'a> {
-    source: Source<'a>,
-    url: &'a str,
-    /// The page that lists it, whose source's access the reads carry.
-    listed_on: Option<&'a str>,
-    file: &'a str,
-    /// The whole file, once its server answered a range with it (a small file: see
-    /// [`crate::wheel_metadata::WHOLE_LIMIT`]).
-    whole: Option<Bytes>,
-    /// Every byte read from the upstream, by offset: the plan is checked against the verified
-    /// file as it streams ([`Splice::checked`]).
-    read: Vec<(u64, Bytes)>,
-}
-
-impl RangeReader<'_> {
-    /// The bytes of `span` and where they start.
-    async fn read(&mut self, span: Span) -> Result<(Bytes, u64), DeriveError> {
-        if let Some(whole) = &self.whole {
-            return Ok((whole.clone(), 0));
-        }
-        let client = match &self.source {
-            Source::Upstream(client) => *client,
-            Source::Local(path) => {
-                return read_local(path.clone(), span)
-                    .await
-                    .map(|(bytes, start)| (Bytes::from(bytes), start))
-                    .map_err(|source| DeriveError::Local {
-                        file: self.file.to_string(),
-                        source,
-                    });
-            }
-        };
-        match get_range(client, (self.url, self.listed_on), span)
-            .await
-            .map_err(|source| DeriveError::Read {
-                file: self.file.to_string(),
-                source,
-            })? {
-            Ranged::Part { bytes, start } => {
-                self.read.push((start, bytes.clone()));
-                Ok((bytes, start))
-            }
-            Ranged::Whole(bytes) => {
-                self.read.push((0, bytes.clone()));
-                self.whole = Some(bytes.clone());
-                Ok((bytes, 0))
-            }
-        }
-    }
-
-    /// `len` bytes at `offset`: from `held` (read from `held_start`) when it has them.
-    async fn slice_or_read(
-        &mut self,
-        held: &[u8],
-        held_start: u64,
-        offset: u64,
-        len: u64,
-    ) -> Result<Vec<u8>, DeriveError> {
-        if let Some(bytes) = slice(held, held_start, offset, len) {
-            return Ok(bytes.to_vec());
-        }
-        if len == 0 {
-            return Ok(Vec::new());
-        }
-        let (bytes, start) = self.read(Span::At { offset, len }).await?;
-        slice(&bytes, start, offset, len)
-            .map(<[u8]>::to_vec)
-            .ok_or_else(|| DeriveError::Zip {
-                file: self.file.to_string(),
-                problem: format!(
-                    "the upstream answered a range of {} bytes at {start}",
-                    bytes.len()
-                ),
-            })
-    }
-
-    /// The inflated content of the member `name`, at most `limit` bytes: a member its central
-    /// directory says is larger is refused before it is read, and one that does not inflate to
-    /// exactly the size and CRC-32 its central directory says is refused, never truncated.
-    async fn member(
-        &mut self,
-        entries: &[CentralEntry],
-        end: &EndRecord,
-        name: &str,
-        limit: u64,
-    ) -> Result<Vec<u8>, DeriveError> {
-        let zip_error = |problem: String| DeriveError::Zip {
-            file: self.file.to_string(),
-            problem,
-        };
-        let entry = entries
-            .iter()
-            .find(|e| e.name == name)
-            .expect("a member of the directory");
-        for (what, size) in [("", entry.size()), (" compressed", entry.compressed_size())] {
-            if size > limit {
-                return Err(zip_error(format!(
-                    "`{name}` is{what} {size} bytes, over the limit of {limit} bytes"
-                )));
-            }
-        }
-        // Its local header and data: never more, whatever lies between it and the next member.
-        let span = (wheel::member_end(entries, entry, end).saturating_sub(entry.local_offset))
-            .min(MAX_LOCAL_HEADER + entry.compressed_size());
-        let bytes = self.slice_or_read(&[], 0, entry.local_offset, span).await?;
-        let start = wheel::local_data_offset(&bytes)
-            .and_then(|at| usize::try_from(at).ok())
-            .ok_or_else(|| zip_error(format!("a bad local header for `{name}`")))?;
-        let data = usize::try_from(entry.compressed_size())
-            .ok()
-            .and_then(|len| bytes.get(start..start + len))
-            .ok_or_else(|| zip_error(format!("`{name}` runs past its member")))?;
-        let size = usize::try_from(entry.size()).expect("at most the limit");
-        let content = match entry.method() {
-            0 if data.len() == size => data.to_vec(),
-            0 => {
-                return Err(zip_error(format!(
-                    "`{name}` is stored in {} bytes where its central directory says {size}",
-                    data.len()
-                )));
-            }
-            8 => inflate_exact(data, size)
-                .map_err(|problem| zip_error(format!("`{name}` {problem}")))?,
-            method => {
-                return Err(zip_error(format!(
-                    "`{name}` uses compression method {method} (only stored and deflate are read)"
-                )));
-            }
-        };
-        if crc32fast::hash(&content) != entry.crc32() {
-            return Err(zip_error(format!(
-                "`{name}` does not match the CRC-32 its central directory gives"
-            )));
-        }
-        Ok(content)
-    }
-}
-
-/// `span` of the file at `path` and where it starts, read in place.
-async fn read_local(path: PathBuf, span: Span) -> std::io::Result<(Vec<u8>, u64)> {
-    tokio::task::spawn_blocking(move || {
-        use std::os::unix::fs::FileExt as _;
-        let file = std::fs::File::open(&path)?;
-        let size = file.metadata()?.len();
-        let (offset, len) = match span {
-            Span::Suffix(len) => (size.saturating_sub(len), len.min(size)),
-            Span::At { offset, len } => (offset, len),
-        };
-        if offset.checked_add(len).is_none_or(|end| end > size) {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                format!("{len} bytes at {offset} of a {size}-byte file"),
-            ));
-        }
-        let mut bytes = vec![0; usize::try_from(len).map_err(std::io::Error::other)?];
-        file.read_exact_at(&mut bytes, offset)?;
-        Ok((bytes, offset))
-    })
-    .await
-    .map_err(std::io::Error::other)?
-}
-
-fn slice(held: &[u8], held_start: u64, offset: u64, len: u64) -> Option<&[u8]> {
-    let from = usize::try_from(offset.checked_sub(held_start)?).ok()?;
-    let to = from.checked_add(usize::try_from(len).ok()?)?;
-    held.get(from..to)
+    replaced.insert(metadata_name, replacement);
+    Ok(replaced)
 }
 
 #[cfg(test)]
 mod tests {
+    use base64::Engine as _;
+    use sha2::{Digest, Sha256};
+
     use super::*;
 
-    #[test]
-    fn the_record_line_of_metadata_is_rehashed() {
-        let record = b"pkg/__init__.py,sha256=abc,3\r\npkg-1.0.dist-info/METADATA,sha256=old,10\r\npkg-1.0.dist-info/RECORD,,\r\n";
-        let out = with_record_line(record, "pkg-1.0.dist-info/METADATA", b"new").unwrap();
-        let text = String::from_utf8(out).unwrap();
-        let hash = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(b"new"));
-        assert_eq!(
-            text,
-            format!(
-                "pkg/__init__.py,sha256=abc,3\r\npkg-1.0.dist-info/METADATA,sha256={hash},3\r\npkg-1.0.dist-info/RECORD,,\r\n"
-            )
-        );
-    }
-
     /// A stored wheel of `members`, each `(name, content)`.
-    fn zipped(members: &[(&str, &[u8])]) -> Vec<u8> {
+    pub(in crate::derive) fn zipped(members: &[(&str, &[u8])]) -> Vec<u8> {
         use std::io::Write as _;
         let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
         let stored = zip::write::SimpleFileOptions::default()
@@ -670,6 +487,18 @@ mod tests {
 
     /// The derivation (a torch pin added) of `wheel`, planned from a local copy.
     async fn derived(wheel: &[u8]) -> Result<Derivation, DeriveError> {
+        derived_with(
+            wheel,
+            &Change::AddRequirements(vec!["torch==2.10.*".to_string()]),
+        )
+        .await
+    }
+
+    /// The derivation of `wheel` with `change`, planned from a local copy.
+    pub(in crate::derive) async fn derived_with(
+        wheel: &[u8],
+        change: &Change,
+    ) -> Result<Derivation, DeriveError> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("xpkg-1.0-py3-none-any.whl");
         std::fs::write(&path, wheel).unwrap();
@@ -684,43 +513,12 @@ mod tests {
             Source::Local(path),
             &spec,
             "xpkg-1.0-py3-none-any.whl",
-            &Change::AddRequirements(vec!["torch==2.10.*".to_string()]),
+            change,
         )
         .await
     }
 
     const METADATA: &[u8] = b"Metadata-Version: 2.1\nName: xpkg\nVersion: 1.0\n\n";
-
-    #[test]
-    fn a_quoted_record_row_is_rehashed_and_an_ambiguous_record_refused() {
-        let name = "pkg-1.0.dist-info/METADATA";
-        let hash = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(b"new"));
-        // As Python's `csv` module writes with `quoting=csv.QUOTE_ALL`.
-        let quoted = b"\"pkg/__init__.py\",\"sha256=abc\",\"3\"\n\"pkg-1.0.dist-info/METADATA\",\"sha256=old\",\"10\"\n";
-        let out = String::from_utf8(with_record_line(quoted, name, b"new").unwrap()).unwrap();
-        assert_eq!(
-            out,
-            format!("\"pkg/__init__.py\",\"sha256=abc\",\"3\"\n{name},sha256={hash},3\n")
-        );
-        let comma = "pkg-1.0.dist-info/ME,TA";
-        let out = String::from_utf8(
-            with_record_line(b"\"pkg-1.0.dist-info/ME,TA\",sha256=old,1\n", comma, b"new").unwrap(),
-        )
-        .unwrap();
-        assert_eq!(out, format!("\"{comma}\",sha256={hash},3\n"));
-        let twice = b"pkg-1.0.dist-info/METADATA,,\n\"pkg-1.0.dist-info/METADATA\",,\n";
-        assert!(
-            with_record_line(twice, name, b"new")
-                .unwrap_err()
-                .contains("2 rows")
-        );
-        let unclosed = b"\"pkg-1.0.dist-info/METADATA,sha256=old,10\n";
-        assert!(
-            with_record_line(unclosed, name, b"new")
-                .unwrap_err()
-                .contains("not CSV")
-        );
-    }
 
     #[tokio::test]
     async fn a_wheel_derived_with_a_quoted_record_row_lists_the_new_metadata_hash() {

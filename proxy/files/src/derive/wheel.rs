@@ -1,7 +1,8 @@
 //! A derived wheel's layout, planned from the upstream wheel's central directory alone: every
 //! member's bytes copied as they are, in place, except the members replaced (`METADATA`,
-//! `RECORD`), which are written stored (uncompressed) where the originals were; then a new
-//! central directory with the shifted offsets. The result is a plain ZIP with one entry per name
+//! `RECORD`, and the members of a renamed directory), which are written stored (uncompressed)
+//! where the originals were, under their new names; then a new central directory with the
+//! shifted offsets and names. The result is a plain ZIP with one entry per name
 //! (no dead members a streaming reader such as uv's would trip over), and the same input always
 //! gives the same bytes.
 //!
@@ -61,6 +62,11 @@ pub struct CentralEntry {
 }
 
 impl CentralEntry {
+    /// The name as the record holds it (`name` is these bytes read as UTF-8, lossily).
+    pub fn raw_name(&self) -> &[u8] {
+        &self.raw[46..46 + usize::from(u16_at(&self.raw, 28).unwrap_or(0))]
+    }
+
     fn flags(&self) -> u16 {
         u16_at(&self.raw, 8).unwrap_or(0)
     }
@@ -176,12 +182,32 @@ pub struct Layout {
     pub len: u64,
 }
 
+/// What a replaced member becomes: its new content, under its name in the derived wheel (the
+/// upstream's, or the one a renamed directory gives it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replacement {
+    pub name: String,
+    pub content: Vec<u8>,
+}
+
+impl Replacement {
+    /// The name's bytes for `entry`, the member replaced: the upstream's own bytes when the name
+    /// is kept (whatever their encoding), else the new name's.
+    fn name_for<'a>(&'a self, entry: &'a CentralEntry) -> &'a [u8] {
+        if self.name == entry.name {
+            entry.raw_name()
+        } else {
+            self.name.as_bytes()
+        }
+    }
+}
+
 /// Plans the derived wheel: `entries` (the central directory at `end.directory_offset`) with
-/// the members named in `replaced` given new contents.
+/// the members named in `replaced` (by their upstream names) given new contents and names.
 pub fn plan(
     entries: &[CentralEntry],
     end: &EndRecord,
-    replaced: &BTreeMap<String, Vec<u8>>,
+    replaced: &BTreeMap<String, Replacement>,
 ) -> Result<Layout, PlanError> {
     for name in replaced.keys() {
         if !entries.iter().any(|e| &e.name == name) {
@@ -208,8 +234,9 @@ pub fn plan(
             return Err(format!("`{}` overlaps another member", entry.name));
         }
         new_offsets[index] = out;
-        if let Some(content) = replaced.get(&entry.name) {
-            let header = local_header(entry, content)?;
+        if let Some(replacement) = replaced.get(&entry.name) {
+            let content = &replacement.content;
+            let header = local_header(entry, replacement.name_for(entry), content)?;
             out += len_u64(header.len()) + len_u64(content.len());
             let mut bytes = header;
             bytes.extend_from_slice(content);
@@ -222,12 +249,16 @@ pub fn plan(
     let directory_offset = out;
     let mut directory = Vec::with_capacity(usize::try_from(end.directory_size).unwrap_or(0));
     for (index, entry) in entries.iter().enumerate() {
-        let mut raw = entry.raw.clone();
+        let replacement = replaced.get(&entry.name);
+        let mut raw = match replacement {
+            Some(replacement) => renamed_record(entry, replacement.name_for(entry))?,
+            None => entry.raw.clone(),
+        };
         let offset = u32::try_from(new_offsets[index])
             .map_err(|_| "the derived wheel would pass 4 GiB (ZIP64 is not supported)")?;
         raw[42..46].copy_from_slice(&offset.to_le_bytes());
-        if let Some(content) = replaced.get(&entry.name) {
-            let (crc, size) = crc_and_size(content)?;
+        if let Some(replacement) = replacement {
+            let (crc, size) = crc_and_size(&replacement.content)?;
             raw[8..10].copy_from_slice(&(entry.flags() & !DATA_DESCRIPTOR).to_le_bytes());
             raw[10..12].copy_from_slice(&0u16.to_le_bytes());
             raw[16..20].copy_from_slice(&crc.to_le_bytes());
@@ -256,11 +287,27 @@ pub fn plan(
     Ok(Layout { segments, len: out })
 }
 
-/// A local header (APPNOTE 4.3.7) for `content` written stored, with the entry's name, flags
-/// (no data descriptor) and modification time.
-fn local_header(entry: &CentralEntry, content: &[u8]) -> Result<Vec<u8>, PlanError> {
+/// `entry`'s central record under `name`: its name length and name changed, everything else
+/// (its extra field and comment too) kept. An Info-ZIP Unicode Path field (APPNOTE 4.6.9) in
+/// the extra field, if any, carries the CRC-32 of the old name, so readers ignore it.
+fn renamed_record(entry: &CentralEntry, name: &[u8]) -> Result<Vec<u8>, PlanError> {
+    let old = entry.raw_name();
+    if name == old {
+        return Ok(entry.raw.clone());
+    }
+    let name_len = u16::try_from(name.len()).map_err(|_| "a member name past 64 KiB")?;
+    let mut raw = Vec::with_capacity(entry.raw.len() + name.len());
+    raw.extend_from_slice(&entry.raw[..46]);
+    raw[28..30].copy_from_slice(&name_len.to_le_bytes());
+    raw.extend_from_slice(name);
+    raw.extend_from_slice(&entry.raw[46 + old.len()..]);
+    Ok(raw)
+}
+
+/// A local header (APPNOTE 4.3.7) for `content` written stored under `name`, with the entry's
+/// flags (no data descriptor) and modification time.
+fn local_header(entry: &CentralEntry, name: &[u8], content: &[u8]) -> Result<Vec<u8>, PlanError> {
     let (crc, size) = crc_and_size(content)?;
-    let name = &entry.raw[46..46 + usize::from(u16_at(&entry.raw, 28).unwrap_or(0))];
     let mut header = Vec::with_capacity(30 + name.len());
     header.extend_from_slice(&LOCAL_SIGNATURE);
     header.extend_from_slice(&20u16.to_le_bytes());
@@ -273,7 +320,7 @@ fn local_header(entry: &CentralEntry, content: &[u8]) -> Result<Vec<u8>, PlanErr
     header.extend_from_slice(&size.to_le_bytes());
     header.extend_from_slice(
         &u16::try_from(name.len())
-            .expect("a name read with a u16 length")
+            .map_err(|_| "a member name past 64 KiB")?
             .to_le_bytes(),
     );
     header.extend_from_slice(&0u16.to_le_bytes());
@@ -340,7 +387,18 @@ mod tests {
         out.into_inner()
     }
 
-    fn derive(bytes: &[u8], replaced: &BTreeMap<String, Vec<u8>>, chunk: usize) -> Vec<u8> {
+    /// Replacements of `contents` that keep each member's name.
+    fn kept_names<const N: usize>(contents: [(&str, Vec<u8>); N]) -> BTreeMap<String, Replacement> {
+        contents
+            .into_iter()
+            .map(|(name, content)| {
+                let name = name.to_string();
+                (name.clone(), Replacement { name, content })
+            })
+            .collect()
+    }
+
+    fn derive(bytes: &[u8], replaced: &BTreeMap<String, Replacement>, chunk: usize) -> Vec<u8> {
         let end = end_record(bytes).unwrap();
         let from = usize::try_from(end.directory_offset).unwrap();
         let to = from + usize::try_from(end.directory_size).unwrap();
@@ -359,16 +417,13 @@ mod tests {
     #[test]
     fn replaced_members_read_back_and_the_rest_is_untouched() {
         let original = wheel();
-        let replaced = BTreeMap::from([
+        let replaced = kept_names([
             (
-                "pkg-1.0.dist-info/METADATA".to_string(),
+                "pkg-1.0.dist-info/METADATA",
                 b"Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\nRequires-Dist: torch==2.10.*\n"
                     .to_vec(),
             ),
-            (
-                "pkg-1.0.dist-info/RECORD".to_string(),
-                b"pkg/__init__.py,,\n".to_vec(),
-            ),
+            ("pkg-1.0.dist-info/RECORD", b"pkg/__init__.py,,\n".to_vec()),
         ]);
         let whole = derive(&original, &replaced, usize::MAX);
         for chunk in [1, 7, 4096, 65_536] {
@@ -385,8 +440,8 @@ mod tests {
                 .unwrap();
             text
         };
-        for (name, content) in &replaced {
-            assert_eq!(&read(&mut archive, name), content);
+        for (name, replacement) in &replaced {
+            assert_eq!(read(&mut archive, name), replacement.content);
         }
         assert_eq!(read(&mut archive, "pkg/__init__.py"), vec![b'#'; 100_000]);
         assert_eq!(
@@ -404,7 +459,66 @@ mod tests {
         let from = usize::try_from(end.directory_offset).unwrap();
         let to = from + usize::try_from(end.directory_size).unwrap();
         let entries = central_entries(&original[from..to]).unwrap();
-        let missing = BTreeMap::from([("x/METADATA".to_string(), Vec::new())]);
+        let missing = kept_names([("x/METADATA", Vec::new())]);
         assert!(plan(&entries, &end, &missing).is_err());
+    }
+
+    #[test]
+    fn renamed_members_carry_their_new_name_in_both_headers() {
+        let original = wheel();
+        let renamed = |from: &str, to: &str, content: &[u8]| {
+            (
+                from.to_string(),
+                Replacement {
+                    name: to.to_string(),
+                    content: content.to_vec(),
+                },
+            )
+        };
+        let replaced = BTreeMap::from([
+            renamed(
+                "pkg-1.0.dist-info/WHEEL",
+                "pkg-1.0.post1.dist-info/WHEEL",
+                b"Wheel-Version: 1.0\n",
+            ),
+            renamed(
+                "pkg-1.0.dist-info/RECORD",
+                "pkg-1.0.dist-info/RENAMED-BUT-LONGER",
+                b"pkg/__init__.py,,\n",
+            ),
+        ]);
+        let whole = derive(&original, &replaced, usize::MAX);
+        assert_eq!(derive(&original, &replaced, 7), whole);
+        let mut archive = zip::ZipArchive::new(std::io::Cursor::new(whole.clone())).unwrap();
+        let names: Vec<String> = archive
+            .file_names()
+            .map(|name| name.unwrap().into_owned())
+            .collect();
+        assert_eq!(names.len(), 4);
+        for name in [
+            "pkg/__init__.py",
+            "pkg-1.0.dist-info/METADATA",
+            "pkg-1.0.post1.dist-info/WHEEL",
+            "pkg-1.0.dist-info/RENAMED-BUT-LONGER",
+        ] {
+            assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+        }
+        let mut text = Vec::new();
+        archive
+            .by_name("pkg-1.0.post1.dist-info/WHEEL")
+            .unwrap()
+            .read_to_end(&mut text)
+            .unwrap();
+        assert_eq!(text, b"Wheel-Version: 1.0\n");
+        // Named in the local header too (a streaming reader, as uv's, reads those), and the old
+        // name nowhere.
+        let occurrences = |name: &str| {
+            whole
+                .windows(name.len())
+                .filter(|w| *w == name.as_bytes())
+                .count()
+        };
+        assert_eq!(occurrences("pkg-1.0.post1.dist-info/WHEEL"), 2);
+        assert_eq!(occurrences("pkg-1.0.dist-info/WHEEL"), 0);
     }
 }

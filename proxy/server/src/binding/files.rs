@@ -98,7 +98,7 @@ async fn serve_extras(
 }
 
 /// The wheel's name and whether its `.metadata` is asked for.
-fn split_metadata(filename: &str) -> (&str, bool) {
+pub(crate) fn split_metadata(filename: &str) -> (&str, bool) {
     match filename.strip_suffix(".metadata") {
         Some(wheel) => (wheel, true),
         None => (filename, false),
@@ -106,7 +106,7 @@ fn split_metadata(filename: &str) -> (&str, bool) {
 }
 
 /// Refuses what is not a wheel of `project`.
-fn check_wheel_of(wheel: &str, project: &str) -> Result<(), ApiError> {
+pub(crate) fn check_wheel_of(wheel: &str, project: &str) -> Result<(), ApiError> {
     let is_wheel = matches!(
         wheel.parse::<DistFilename>(),
         Ok(parsed @ DistFilename::Wheel(_)) if normalize_name(parsed.name()) == project
@@ -124,7 +124,7 @@ fn check_wheel_of(wheel: &str, project: &str) -> Result<(), ApiError> {
 
 /// The `.metadata` (`metadata`) or the wheel of `upstream` (the wheel `wheel`) with `change`:
 /// derived, or the upstream's own where the change changes nothing.
-async fn derived_response(
+pub(crate) async fn derived_response(
     state: &AppState,
     method: &Method,
     headers: &HeaderMap,
