@@ -81,8 +81,11 @@ impl FromStr for Platform {
     }
 }
 
-impl fmt::Display for Platform {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Platform {
+    /// The operating system's and the architecture's names as the platform is written
+    /// (`linux`, `x86_64`). Compared as a pair they order platforms as their written names do
+    /// (no OS name is a prefix of another), without writing them out.
+    pub fn names(self) -> (&'static str, &'static str) {
         let os = match self.os {
             Os::Linux => "linux",
             Os::Windows => "windows",
@@ -94,6 +97,13 @@ impl fmt::Display for Platform {
             (_, Arch::X86_64) => "x86_64",
             (_, Arch::S390x) => "s390x",
         };
+        (os, arch)
+    }
+}
+
+impl fmt::Display for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (os, arch) = self.names();
         write!(f, "{os}-{arch}")
     }
 }

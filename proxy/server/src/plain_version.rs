@@ -134,6 +134,12 @@ pub fn apply(
             listed_on: listing.page_of(upstream),
         };
         let change = Change::PlainVersion(alias.version.clone());
+        // One that cannot be derived (ZIP64: past 4 GiB) is left off once its plan was refused;
+        // until then it is listed and answers 404 with why.
+        if state.derivations.refused(&spec, &change) {
+            tracing::debug!(file = %upstream.filename, "not listed under the plain version: its derivation was refused");
+            continue;
+        }
         let sha256 = state
             .derivations
             .known(&spec, &change)

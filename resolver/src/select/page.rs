@@ -467,7 +467,7 @@ fn platforms_of(wheel_platforms: &[Vec<Option<Platform>>], own: Platform) -> Vec
             platforms.push(*platform);
         }
     }
-    platforms.sort_by_cached_key(ToString::to_string);
+    platforms.sort_by_key(|platform| platform.names());
     platforms
 }
 

@@ -307,3 +307,41 @@ async fn poetry_locks_one_build_for_every_platform() {
     let [x86_64, ..] = machine.torch_wheels();
     assert_eq!(locked_wheels(&lock, "torch"), [x86_64], "{lock}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_version_link_serves_only_a_listed_labelled_wheel() {
+    let upstreams = Upstreams::start().await;
+    let proxy = Proxy::start(&upstreams, &machines::CPU_ONLY.machine()).await;
+    let base = proxy.base();
+    let client = reqwest::Client::new();
+    let status = |path: String| {
+        let client = client.clone();
+        let url = format!("{base}{path}");
+        async move {
+            let response = client.get(&url).send().await.unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    let plain = "torch-2.9.0-py3-none-manylinux_2_28_aarch64.whl";
+    // The CPU build, renamed: the wheel and its `.metadata` say the plain version.
+    let (code, _) = status(format!("/files/torch/p/cpu/{plain}")).await;
+    assert_eq!(code, 200);
+    let (code, metadata) = status(format!("/files/torch/p/cpu/{plain}.metadata")).await;
+    assert_eq!(code, 200);
+    assert!(metadata.contains("\nVersion: 2.9.0\n"), "{metadata}");
+    // A label no listed wheel carries, one that is no local label, a labelled name, a file of
+    // another project: refused, nothing derived.
+    for (path, expected) in [
+        (format!("/files/torch/p/cu999/{plain}"), 404),
+        (format!("/files/torch/p/cu-128/{plain}"), 400),
+        (
+            "/files/torch/p/cpu/torch-2.9.0+cpu-py3-none-manylinux_2_28_aarch64.whl".to_string(),
+            400,
+        ),
+        (format!("/files/torchvision/p/cpu/{plain}"), 404),
+    ] {
+        let (code, body) = status(path.clone()).await;
+        assert_eq!(code, expected, "{path}: {body}");
+    }
+    assert_routing_safe(&upstreams);
+}

@@ -239,6 +239,12 @@ impl Derivations {
         self.memo().map.get(&memo_key(upstream, change)).cloned()
     }
 
+    /// Whether the derivation of `upstream` with `change` was refused within [`REFUSED_FOR`]
+    /// (a page need not list what would answer 404).
+    pub fn refused(&self, upstream: &FileSpec, change: &Change) -> bool {
+        self.refusal(&memo_key(upstream, change)).is_some()
+    }
+
     /// Why the wheel of `key` was refused, within [`REFUSED_FOR`].
     fn refusal(&self, key: &str) -> Option<Arc<DeriveError>> {
         let refused = self
