@@ -19,7 +19,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use wheelgate_resolver::index::{CoreMetadata, Hashes, IndexFile, ProjectPage};
+use wheelgate_resolver::index::{CoreMetadata, Hashes, IndexFile, LinkedPage, ProjectPage};
 use wheelgate_resolver::select::PageSelection;
 use wheelgate_resolver::select::plain_aliases::{
     PlainAlias, labelled_upstream_name, plain_aliases, version_aliases,
@@ -107,23 +107,65 @@ fn plain_version(plain: &str) -> Option<String> {
 }
 
 /// `aliases` (of a selection made from `files`, listed as `listing` says) added to `page`
-/// (rewritten from it): one per kept wheel the page links as it is (a file the page serves
-/// derived already, bound or with extras, gets none), each named once.
+/// (rewritten from it): see [`alias_files`].
 pub fn apply(
+    state: &AppState,
+    project: &str,
+    source: (&[&IndexFile], &ProjectPage, Listing<'_>),
+    aliases: Vec<PlainAlias>,
+    page: &mut ProjectPage,
+) {
+    let listed = page
+        .files
+        .iter()
+        .map(|f| (f.filename.as_str(), f.url.as_str()));
+    let added = alias_files(state, project, source, aliases, listed);
+    page.files.extend(added);
+}
+
+/// [`apply`] for a page of kept files linked where they lie: the aliases are held by the page,
+/// the kept files still not copied.
+pub fn apply_linked(
+    state: &AppState,
+    project: &str,
+    source: (&[&IndexFile], &ProjectPage, Listing<'_>),
+    aliases: Vec<PlainAlias>,
+    page: &mut LinkedPage<'_>,
+) {
+    let listed = page
+        .files()
+        .map(|(file, link)| (file.filename.as_str(), link));
+    let added = alias_files(state, project, source, aliases, listed);
+    for file in added {
+        page.push_owned(file);
+    }
+}
+
+/// The files of `aliases` for a page that lists `listed` (filename and link): one per kept
+/// wheel the page links as it is (a file the page serves derived already, bound or with
+/// extras, gets none), each named once.
+fn alias_files<'l>(
     state: &AppState,
     project: &str,
     (files, first, listing): (&[&IndexFile], &ProjectPage, Listing<'_>),
     aliases: Vec<PlainAlias>,
-    page: &mut ProjectPage,
-) {
-    let mut named: std::collections::BTreeSet<String> =
-        page.files.iter().map(|f| f.filename.clone()).collect();
+    listed: impl Iterator<Item = (&'l str, &'l str)>,
+) -> Vec<IndexFile> {
+    if aliases.is_empty() {
+        return Vec::new();
+    }
+    let listed: std::collections::HashMap<&str, &str> = listed.collect();
+    let mut named: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut added = Vec::with_capacity(aliases.len());
     for alias in aliases {
         let upstream = files[alias.index];
-        let linked_as_is = page.files.iter().any(|f| {
-            f.filename == upstream.filename && f.url == file_link(project, &upstream.filename)
-        });
-        if !linked_as_is || !named.insert(alias.filename.clone()) {
+        let linked_as_is = listed
+            .get(upstream.filename.as_str())
+            .is_some_and(|link| *link == file_link(project, &upstream.filename));
+        if !linked_as_is
+            || listed.contains_key(alias.filename.as_str())
+            || !named.insert(alias.filename.clone())
+        {
             continue;
         }
         let spec = FileSpec {
@@ -153,8 +195,9 @@ pub fn apply(
         file.size = None;
         file.provenance = None;
         file.core_metadata = CoreMetadata::Present;
-        page.files.push(file);
+        added.push(file);
     }
+    added
 }
 
 /// The aliases of `selection` over `files`.

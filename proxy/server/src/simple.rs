@@ -604,34 +604,28 @@ async fn selected_in_place<'p>(
         &selection,
     );
     let aliases = super::plain_version::needed(&selection, &merged.files);
-    let extras = !binding::extras::machine_extras(machine).is_empty();
-    if !extras && aliases.is_empty() {
+    let source = (
+        &merged.files[..],
+        merged.first(),
+        super::listing::Listing::of(merged),
+    );
+    if binding::extras::machine_extras(machine).is_empty() {
+        let mut linked = linked;
+        super::plain_version::apply_linked(state, project, source, aliases, &mut linked);
         return (Rewritten::Linked(linked), inferred);
     }
     let mut page = linked.to_page();
-    if extras {
-        let whole = merged.page();
-        binding::extras::apply(
-            state,
-            machine,
-            project,
-            &whole,
-            super::listing::Listing::of(merged),
-            &mut page,
-        )
-        .await;
-    }
-    super::plain_version::apply(
+    let whole = merged.page();
+    binding::extras::apply(
         state,
+        machine,
         project,
-        (
-            &merged.files,
-            merged.first(),
-            super::listing::Listing::of(merged),
-        ),
-        aliases,
+        &whole,
+        super::listing::Listing::of(merged),
         &mut page,
-    );
+    )
+    .await;
+    super::plain_version::apply(state, project, source, aliases, &mut page);
     (Rewritten::Copied(page), inferred)
 }
 

@@ -38,6 +38,9 @@ pub struct LinkedPage<'a> {
     files: Vec<(&'a IndexFile, Range<usize>)>,
     /// The files' links, one after another.
     links: String,
+    /// Files the page holds itself, after the borrowed ones, each linked by its own `url`: a
+    /// few the proxy adds (a build listed a second time, under the plain version).
+    owned: Vec<IndexFile>,
 }
 
 impl<'a> LinkedPage<'a> {
@@ -56,6 +59,7 @@ impl<'a> LinkedPage<'a> {
             derived_metadata: false,
             files: Vec::new(),
             links: String::new(),
+            owned: Vec::new(),
         }
     }
 
@@ -72,21 +76,34 @@ impl<'a> LinkedPage<'a> {
         self.files.push((file, start..self.links.len()));
     }
 
+    /// Adds `file`, held by the page, linked by its `url`: listed after the borrowed files.
+    pub fn push_owned(&mut self, file: IndexFile) {
+        self.owned.push(file);
+    }
+
     /// How many files the page lists.
     pub fn len(&self) -> usize {
-        self.files.len()
+        self.files.len() + self.owned.len()
     }
 
     /// Whether the page lists no file.
     pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
+        self.len() == 0
     }
 
-    /// Each file with its link, in page order.
-    pub fn files(&self) -> impl ExactSizeIterator<Item = (&'a IndexFile, &str)> + '_ {
-        self.files
+    /// Each file with its link, in page order: the borrowed ones, then those the page holds.
+    pub fn files<'s>(&'s self) -> impl ExactSizeIterator<Item = (&'s IndexFile, &'s str)> + 's {
+        let borrowed = self
+            .files
             .iter()
-            .map(|(file, link)| (*file, self.links.get(link.clone()).unwrap_or_default()))
+            .map(|(file, link)| -> (&'s IndexFile, &'s str) {
+                (*file, self.links.get(link.clone()).unwrap_or_default())
+            });
+        let owned = self.owned.iter().map(|file| (file, file.url.as_str()));
+        Counted {
+            inner: borrowed.chain(owned),
+            left: self.len(),
+        }
     }
 
     /// What the page says of `file`'s PEP 658 metadata: the page's own word, or offered when
@@ -129,3 +146,25 @@ impl<'a> LinkedPage<'a> {
         }
     }
 }
+
+/// An iterator that knows how many items are left: a chain of two whose lengths are known.
+struct Counted<I> {
+    inner: I,
+    left: usize,
+}
+
+impl<I: Iterator> Iterator for Counted<I> {
+    type Item = I::Item;
+
+    fn next(&mut self) -> Option<I::Item> {
+        let item = self.inner.next()?;
+        self.left -= 1;
+        Some(item)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<I: Iterator> ExactSizeIterator for Counted<I> {}

@@ -98,3 +98,25 @@ fn a_linked_page_without_files_renders_as_an_empty_page() {
         render_project_html(&linked.to_page())
     );
 }
+
+/// Files the page holds itself follow the borrowed ones, linked by their own `url`, and render
+/// as the copy holds them.
+#[test]
+fn owned_files_follow_the_borrowed_ones_in_every_rendering() {
+    let page = parse_project_json(JSON_PAGE).unwrap();
+    let (mut linked, _) = linked_and_copied(&page);
+    let mut alias = page.files[0].clone();
+    alias.filename = "torch-2.9.0-cp312-cp312-manylinux_2_28_aarch64.whl".to_string();
+    alias.url = "/files/torch/p/cpu/torch-2.9.0-cp312-cp312-manylinux_2_28_aarch64.whl".to_string();
+    alias.hashes = wheelgate_resolver::index::Hashes::new();
+    linked.push_owned(alias.clone());
+    assert_eq!(linked.len(), page.files.len() + 1);
+    assert_eq!(linked.files().len(), page.files.len() + 1);
+    let (last, link) = linked.files().last().unwrap();
+    assert_eq!(last, &alias);
+    assert_eq!(link, alias.url);
+    let copied = linked.to_page();
+    assert_eq!(copied.files.last(), Some(&alias));
+    assert_eq!(render_linked_json(&linked), render_project_json(&copied));
+    assert_eq!(render_linked_html(&linked), render_project_html(&copied));
+}
