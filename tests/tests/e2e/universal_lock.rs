@@ -345,3 +345,82 @@ async fn a_plain_version_link_serves_only_a_listed_labelled_wheel() {
     }
     assert_routing_safe(&upstreams);
 }
+
+/// An H100 under driver 575: CUDA 12.9 runs, and the index has `cu129` on Linux only, so torch
+/// and the torch-bound xformers are `+cu129` on Linux and `+cu128` on Windows.
+const H100_DRIVER_575: &str = r#"{"platform":"linux-x86_64","glibc":"2.36","nvidia":{"driver_version":"575.57.08","gpus":[{"name":"NVIDIA H100 80GB HBM3","compute_capability":"9.0"}]}}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uv_lock_by_default_holds_a_torch_bound_package_for_each_platform() {
+    use wheelgate_e2e::simple_index::SimpleIndex;
+    use wheelgate_e2e::wheels::WheelSpec;
+    const LINUX: &str = "py3-none-manylinux_2_28_x86_64";
+    const WINDOWS: &str = "py3-none-win_amd64";
+    let mut wheels = Vec::new();
+    for (backend, tags) in [
+        ("cu129", &[LINUX][..]),
+        ("cu128", &[LINUX, WINDOWS][..]),
+        ("cpu", &[LINUX, WINDOWS][..]),
+    ] {
+        for tags in tags {
+            wheels.push(WheelSpec::new("torch", &format!("2.9.0+{backend}"), tags).build());
+            if backend != "cpu" {
+                wheels.push(
+                    WheelSpec::new("xformers", &format!("0.0.33+{backend}"), tags)
+                        .requires("torch==2.9.0")
+                        .build(),
+                );
+            }
+        }
+    }
+    let pytorch = SimpleIndex::start(wheels).await;
+    let upstreams = Upstreams::start().await;
+    let pytorch_url = pytorch.url();
+    let proxy = Proxy::start_with(&upstreams, move |config| {
+        config.machine = Some(serde_json::from_str(H100_DRIVER_575).unwrap());
+        config.pytorch_url = pytorch_url;
+    })
+    .await;
+    let project = Project::new(&pyproject(
+        &["torch", "xformers"],
+        &format!(
+            "[[tool.uv.index]]\nname = \"wheelgate\"\nurl = \"{}\"\ndefault = true\n",
+            proxy.simple_url()
+        ),
+    ));
+    project.uv(&["lock"], &[]).await.assert_success();
+    let lock = project.read("uv.lock");
+    // Linux's `+cu129` as published; Windows' `+cu128` under the plain version, where uv's
+    // fork for the platform the highest version lacks finds it.
+    for name in ["torch", "xformers"] {
+        let version = if name == "torch" { "2.9.0" } else { "0.0.33" };
+        assert_eq!(
+            locked_wheels(&lock, name),
+            [
+                format!("{name}-{version}+cu129-{LINUX}.whl"),
+                format!("{name}-{version}-{WINDOWS}.whl"),
+            ],
+            "{lock}"
+        );
+    }
+    project
+        .uv(
+            &[
+                "sync",
+                "--locked",
+                "--python-platform",
+                "x86_64-pc-windows-msvc",
+            ],
+            &[],
+        )
+        .await
+        .assert_success();
+    assert_eq!(
+        imported_version(Some(&project.venv_python()), None, "xformers").await,
+        "0.0.33+cu128"
+    );
+    assert_eq!(
+        imported_version(Some(&project.venv_python()), None, "torch").await,
+        "2.9.0+cu128"
+    );
+}
