@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use wheelgate_resolver::index::IndexFile;
+use wheelgate_files::cache::FileSpec;
+use wheelgate_resolver::index::{IndexFile, ProjectPage};
 
 use wheelgate_index::sources::SourcePage;
 use wheelgate_index::sources::merge::MergedPage;
@@ -35,6 +36,18 @@ impl<'a> Listing<'a> {
         match self {
             Listing::Page(url) => url,
             Listing::Merged(_) => "",
+        }
+    }
+
+    /// What the file cache fetches `file` (a file of `page`, listed as this says) as: its
+    /// absolute URL, the page's sha256 and size, and the page that lists it.
+    pub fn upstream_spec(&self, page: &ProjectPage, file: &IndexFile) -> FileSpec {
+        FileSpec {
+            url: page.file_url(file, self.base_url()),
+            sha256: file.sha256().map(str::to_ascii_lowercase),
+            size: file.size,
+            splice: None,
+            listed_on: self.page_of(file),
         }
     }
 

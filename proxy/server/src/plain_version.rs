@@ -168,13 +168,7 @@ fn alias_files<'l>(
         {
             continue;
         }
-        let spec = FileSpec {
-            url: first.file_url(upstream, listing.base_url()),
-            sha256: upstream.sha256().map(str::to_ascii_lowercase),
-            size: upstream.size,
-            splice: None,
-            listed_on: listing.page_of(upstream),
-        };
+        let spec = listing.upstream_spec(first, upstream);
         let change = Change::PlainVersion(alias.version.clone());
         // One that cannot be derived (ZIP64: past 4 GiB) is left off once its plan was refused;
         // until then it is listed and answers 404 with why.

@@ -213,13 +213,7 @@ async fn plan_wheels(
                 .files
                 .iter()
                 .find(|f| f.filename == file.filename)?;
-            let spec = FileSpec {
-                url: upstream.file_url(upstream_file, listing.base_url()),
-                sha256: upstream_file.sha256().map(str::to_ascii_lowercase),
-                size: upstream_file.size,
-                splice: None,
-                listed_on: listing.page_of(upstream_file),
-            };
+            let spec = listing.upstream_spec(upstream, upstream_file);
             Some((index, spec, file.filename.clone()))
         })
         .collect();

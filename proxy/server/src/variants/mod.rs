@@ -414,13 +414,7 @@ fn derived_hash(
     let Some(file) = upstream.files.get(index) else {
         return Served::Unknown;
     };
-    let spec = FileSpec {
-        url: upstream.file_url(file, listing.base_url()),
-        sha256: file.sha256().map(str::to_ascii_lowercase),
-        size: file.size,
-        splice: None,
-        listed_on: listing.page_of(file),
-    };
+    let spec = listing.upstream_spec(upstream, file);
     let Some(derivation) = state
         .derivations
         .known(&spec, &Change::DecideVariantLabel(pick.label.clone()))
@@ -553,13 +547,7 @@ pub async fn read_variants_files_within(
     let refs: Vec<FileRef<'_>> = upstream.files.iter().map(FileRef::from).collect();
     let reads = variants_json_indices(&refs).into_iter().map(|index| {
         let file = &upstream.files[index];
-        let spec = FileSpec {
-            url: upstream.file_url(file, listing.base_url()),
-            sha256: file.sha256().map(str::to_ascii_lowercase),
-            size: file.size,
-            splice: None,
-            listed_on: listing.page_of(file),
-        };
+        let spec = listing.upstream_spec(upstream, file);
         async move {
             // A download another request started and waited for in vain is not waited for
             // again: one request pays the wait, not every request while the file drips.
