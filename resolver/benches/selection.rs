@@ -6,6 +6,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
+use wheelgate_resolver::select::plain_aliases::plain_aliases;
 use wheelgate_resolver::select::{
     FileGroups, FileRef, select_grouped, select_grouped_kept, select_page,
 };
@@ -64,6 +65,17 @@ fn bench_selection(c: &mut Criterion) {
             });
         },
     );
+    // What a rewritten page adds for universal locks: each platform's build the highest version
+    // lacks, found among the kept files (`select/plain_aliases.rs`).
+    for (name, machine) in [("H100 + A100", &h100), ("no GPU", &cpu)] {
+        let selection = select_page(catalog, machine, &policy, "torch", &refs);
+        group.bench_function(
+            format!("plain-version aliases of the selection, {name}"),
+            |b| {
+                b.iter(|| plain_aliases(black_box(&selection), |index| refs[index].filename));
+            },
+        );
+    }
     group.finish();
 }
 

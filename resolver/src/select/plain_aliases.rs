@@ -17,8 +17,6 @@
 //!
 //! The aliases change no choice: each is a file the page keeps, under a second name.
 
-use pep440_rs::Version;
-
 use super::PageSelection;
 use super::group::wheel_platform;
 use crate::filename::WheelParts;
@@ -56,18 +54,44 @@ pub fn plain_aliases<'a>(
         .collect()
 }
 
-/// The aliases of one version whose kept files are `kept` (index and filename).
-pub fn version_aliases<'a>(kept: impl Iterator<Item = (usize, &'a str)>) -> Vec<PlainAlias> {
+/// The aliases of one version whose kept files are `kept` (index and filename): all of one
+/// public version, so only their local labels are compared, never a version parsed (a page's
+/// kept files are hundreds, and this runs for every rendering).
+pub fn version_aliases<'a>(
+    kept: impl Iterator<Item = (usize, &'a str)> + Clone,
+) -> Vec<PlainAlias> {
+    // Most versions keep one label on every platform but macOS, whose wheels have none: told
+    // by a glance at each name (the version is a wheel name's second field, PEP 427 escaping
+    // any `-` of the project's name), before any name is split and checked.
+    let mut labels = kept.clone().filter_map(|(_, filename)| {
+        let (dashes, count) = dashes(filename);
+        let version = filename
+            .get(dashes[0] + 1..dashes[1])
+            .filter(|_| count >= 2)?;
+        version.split_once('+').map(|(_, label)| label)
+    });
+    let first = labels.next();
+    if labels.all(|label| Some(label) == first) {
+        return Vec::new();
+    }
     let wheels: Vec<KeptWheel<'a>> = kept
         .filter_map(|(index, filename)| KeptWheel::read(index, filename))
         .collect();
-    let Some(lead) = wheels.iter().map(|w| &w.version).max() else {
+    let Some(lead) = wheels
+        .iter()
+        .map(KeptWheel::label)
+        .max_by(|a, b| compare_labels(*a, *b))
+    else {
         return Vec::new();
     };
+    // One build on every platform (or none labelled): nothing for uv to miss.
+    if wheels.iter().all(|w| w.label() == lead) || lead.is_none() {
+        return Vec::new();
+    }
     // Platforms an installer taking the lead, or the plain version, already finds.
     let covered: Vec<Platform> = wheels
         .iter()
-        .filter(|w| &w.version == lead || w.label().is_none())
+        .filter(|w| compare_labels(w.label(), lead).is_eq() || w.label().is_none())
         .filter_map(|w| w.platform)
         .collect();
     let mut aliases = Vec::new();
@@ -78,58 +102,131 @@ pub fn version_aliases<'a>(kept: impl Iterator<Item = (usize, &'a str)>) -> Vec<
         if covered.contains(&platform) {
             continue;
         }
-        let plain = wheel.version.clone().without_local().to_string();
+        let plain = wheel.public_version();
         aliases.push(PlainAlias {
             index: wheel.index,
-            label,
-            filename: format!(
-                "{}-{plain}-{}",
-                wheel.parts.name,
-                wheel.rest_after_version()
-            ),
-            version: plain,
+            label: label.to_string(),
+            filename: format!("{}-{plain}-{}", wheel.name, wheel.rest_after_version()),
+            version: plain.to_string(),
         });
     }
     aliases
+}
+
+/// PEP 440's order of local labels (`None`: no label, below every label): segment by segment
+/// (split at `.`), a numeric one above a lexical one, numbers by value, words without regard
+/// to case; a label that runs on past another's last segment above it.
+fn compare_labels(a: Option<&str>, b: Option<&str>) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (a, b) = match (a, b) {
+        (None, None) => return Ordering::Equal,
+        (None, Some(_)) => return Ordering::Less,
+        (Some(_), None) => return Ordering::Greater,
+        // The common case: one spelling.
+        (Some(a), Some(b)) if a == b => return Ordering::Equal,
+        (Some(a), Some(b)) => (a, b),
+    };
+    let mut a_segments = a.split(['.', '-', '_']);
+    let mut b_segments = b.split(['.', '-', '_']);
+    loop {
+        let (x, y) = match (a_segments.next(), b_segments.next()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(x), Some(y)) => (x, y),
+        };
+        let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        let order = match (numeric(x), numeric(y)) {
+            (true, true) => {
+                let (x, y) = (x.trim_start_matches('0'), y.trim_start_matches('0'));
+                x.len().cmp(&y.len()).then_with(|| x.cmp(y))
+            }
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            (false, false) => x
+                .bytes()
+                .map(|b| b.to_ascii_lowercase())
+                .cmp(y.bytes().map(|b| b.to_ascii_lowercase())),
+        };
+        if order.is_ne() {
+            return order;
+        }
+    }
+}
+
+/// Where the first five `-` of `text` are, and how many it has (counted up to six): a byte
+/// scan, for the hundreds of kept names a rendering reads.
+fn dashes(text: &str) -> ([usize; 5], usize) {
+    let mut at = [0; 5];
+    let mut count = 0;
+    for (position, &byte) in text.as_bytes().iter().enumerate() {
+        if byte == b'-' {
+            if count < at.len() {
+                at[count] = position;
+            }
+            count += 1;
+            if count > at.len() {
+                break;
+            }
+        }
+    }
+    (at, count)
 }
 
 /// A kept wheel, read for [`plain_aliases`].
 struct KeptWheel<'a> {
     index: usize,
     filename: &'a str,
-    parts: WheelParts<'a>,
-    version: Version,
+    /// The name and version as written.
+    name: &'a str,
+    version: &'a str,
     platform: Option<Platform>,
 }
 
 impl<'a> KeptWheel<'a> {
-    /// `None` for what is not a plain (non-variant) wheel with a readable version.
+    /// `None` for what is not a plain (non-variant) wheel. A kept file's name was checked where
+    /// the page was grouped: the common one of five fields is split here without checking it
+    /// again; one with a build tag or a variant label the full way.
     fn read(index: usize, filename: &'a str) -> Option<Self> {
-        let parts = WheelParts::split(filename).ok()?;
-        if parts.variant_label.is_some() {
-            return None;
-        }
+        let stem = filename.strip_suffix(".whl")?;
+        let (dashes, count) = dashes(stem);
+        let (name, version, platform) = if count == 4 {
+            (
+                &stem[..dashes[0]],
+                &stem[dashes[0] + 1..dashes[1]],
+                &stem[dashes[3] + 1..],
+            )
+        } else {
+            let parts = WheelParts::split(filename).ok()?;
+            if parts.variant_label.is_some() {
+                return None;
+            }
+            (parts.name, parts.version, parts.platform)
+        };
         Some(KeptWheel {
             index,
             filename,
-            version: parts.version.parse().ok()?,
-            platform: wheel_platform(parts.platform),
-            parts,
+            name,
+            version,
+            platform: wheel_platform(platform),
         })
     }
 
     /// The local label as written in the filename (`cpu`, `rocm6.4`).
-    fn label(&self) -> Option<String> {
-        self.parts
-            .version
+    fn label(&self) -> Option<&'a str> {
+        self.version.split_once('+').map(|(_, label)| label)
+    }
+
+    /// The version as written, without its label (`2.9.0`).
+    fn public_version(&self) -> &'a str {
+        self.version
             .split_once('+')
-            .map(|(_, label)| label.to_string())
+            .map_or(self.version, |(public, _)| public)
     }
 
     /// The filename after `<name>-<version>-`.
     fn rest_after_version(&self) -> &'a str {
-        let prefix = self.parts.name.len() + 1 + self.parts.version.len() + 1;
-        &self.filename[prefix..]
+        &self.filename[self.name.len() + 1 + self.version.len() + 1..]
     }
 }
 
@@ -222,6 +319,36 @@ mod tests {
             "torch-2.9.0-cp312-cp312-manylinux_2_28_aarch64.whl",
         ];
         assert!(plain_aliases(&selection(&[0, 1]), |i| files[i]).is_empty());
+    }
+
+    #[test]
+    fn local_labels_order_as_pep_440_orders_them() {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        let cases = [
+            (None, Some("cpu"), Less),
+            (Some("rocm6.4"), Some("cpu"), Greater),
+            (Some("cu128"), Some("cu126"), Greater),
+            (Some("cu128"), Some("cu1280"), Less),
+            (Some("rocm6.10"), Some("rocm6.4"), Greater),
+            (Some("rocm6.4"), Some("rocm6.4.1"), Less),
+            (Some("1"), Some("abc"), Greater),
+            (Some("CPU"), Some("cpu"), Equal),
+            (Some("cpu.01"), Some("cpu.1"), Equal),
+        ];
+        for (a, b, expected) in cases {
+            assert_eq!(compare_labels(a, b), expected, "{a:?} vs {b:?}");
+            assert_eq!(compare_labels(b, a), expected.reverse(), "{b:?} vs {a:?}");
+            // As pep440_rs orders the versions.
+            let version = |label: Option<&str>| {
+                format!(
+                    "2.9.0{}",
+                    label.map(|l| format!("+{l}")).unwrap_or_default()
+                )
+                .parse::<pep440_rs::Version>()
+                .unwrap()
+            };
+            assert_eq!(version(a).cmp(&version(b)), expected, "{a:?} vs {b:?}");
+        }
     }
 
     #[test]
