@@ -424,3 +424,44 @@ async fn uv_lock_by_default_holds_a_torch_bound_package_for_each_platform() {
         "2.9.0+cu128"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pip_installs_a_build_listed_under_the_plain_version() {
+    use wheelgate_e2e::installers::{Destination, Installer, install, installed};
+    let upstreams = Upstreams::start().await;
+    let proxy = Proxy::start(&upstreams, &machines::CPU_ONLY.machine()).await;
+    let url = proxy.machine_url(&machines::MI300X.machine());
+    let dir = tempfile::tempdir().unwrap();
+    // `===` takes the plain version alone (`==2.9.0` would take the higher `2.9.0+cpu`): the
+    // CPU build renamed, as a universal lock holds it for Linux aarch64.
+    let outcome = install(
+        Installer::Pip,
+        &url,
+        &[
+            "--platform",
+            "manylinux_2_28_aarch64",
+            "--no-deps",
+            "torch===2.9.0",
+        ],
+        &Destination::Target(dir.path().to_path_buf()),
+    )
+    .await;
+    outcome.assert_success();
+    assert!(
+        outcome
+            .stdout
+            .contains("torch-2.9.0-py3-none-manylinux_2_28_aarch64.whl"),
+        "{outcome}"
+    );
+    let dists = installed(dir.path());
+    assert_eq!(
+        dists.get("torch").map(String::as_str),
+        Some("2.9.0"),
+        "{dists:?}"
+    );
+    assert_eq!(
+        imported_version(None, Some(dir.path()), "torch").await,
+        "2.9.0+cpu"
+    );
+    assert_routing_safe(&upstreams);
+}
