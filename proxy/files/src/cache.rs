@@ -27,6 +27,7 @@
 //!   bucket and a local miss looks there before the upstream, so replicas share one cache; local
 //!   disk stays a bounded LRU in front of it.
 
+mod direct_write;
 mod download;
 pub mod range_checks;
 mod reader;

@@ -69,11 +69,24 @@ async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_clients_share_one_download_and_get_identical_bytes() {
     logs();
+    share_one_download(3 * 1024 * 1024 + 17, Duration::from_millis(5)).await;
+}
+
+/// Past 16 MiB the download is written past the page cache (`O_DIRECT` on Linux), in aligned
+/// blocks, the unaligned end last: readers following it must see the same bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn clients_of_a_file_written_past_the_page_cache_get_identical_bytes() {
+    logs();
+    share_one_download(24 * 1024 * 1024 + 17, Duration::from_micros(200)).await;
+}
+
+/// Twenty clients fetch one file of `len` bytes, sent a chunk every `delay`.
+async fn share_one_download(len: usize, delay: Duration) {
     let fake = Fake::start().await;
-    let bytes = content(3 * 1024 * 1024 + 17, 1);
+    let bytes = content(len, 1);
     let spec = fake.add_file("/f/big-1.0-py3-none-any.whl", &bytes);
     // Slow enough that every client arrives while the download is running.
-    fake.set(Behaviour::Slow(Duration::from_millis(5)));
+    fake.set(Behaviour::Slow(delay));
     let dir = tempfile::tempdir().unwrap();
     let cache = FileCache::open(dir.path().to_path_buf(), u64::MAX).unwrap();
     let client = client(Duration::from_secs(10));
@@ -83,10 +96,7 @@ async fn concurrent_clients_share_one_download_and_get_identical_bytes() {
         let (cache, client, spec) = (cache.clone(), client.clone(), spec.clone());
         tasks.push(tokio::spawn(async move {
             let file = cache.fetch(&client, &spec, false).await.unwrap();
-            assert_eq!(
-                file.known_len(),
-                Some(u64::try_from(3 * 1024 * 1024 + 17).unwrap())
-            );
+            assert_eq!(file.known_len(), Some(u64::try_from(len).unwrap()));
             read_all(&file).await.unwrap()
         }));
     }
@@ -117,8 +127,16 @@ async fn concurrent_clients_share_one_download_and_get_identical_bytes() {
 /// Fetches `spec` while the upstream misbehaves: the client must see an error, nothing may be
 /// kept, and once the upstream heals the next request must succeed.
 async fn assert_failure_then_recovery(behaviour: Behaviour, read_timeout: Duration) {
+    assert_failure_of_len_then_recovery(behaviour, read_timeout, 1024 * 1024).await;
+}
+
+async fn assert_failure_of_len_then_recovery(
+    behaviour: Behaviour,
+    read_timeout: Duration,
+    len: usize,
+) {
     let fake = Fake::start().await;
-    let bytes = content(1024 * 1024, 2);
+    let bytes = content(len, 2);
     let path = "/f/demo-1.0-py3-none-any.whl";
     let spec = fake.add_file(path, &bytes);
     fake.set(behaviour);
@@ -171,6 +189,22 @@ async fn assert_failure_then_recovery(behaviour: Behaviour, read_timeout: Durati
 async fn hash_mismatch_is_an_error_and_nothing_is_kept() {
     logs();
     assert_failure_then_recovery(Behaviour::WrongBytes, Duration::from_secs(10)).await;
+}
+
+/// A file written past the page cache
+/// ([`clients_of_a_file_written_past_the_page_cache_get_identical_bytes`]) is verified the same
+/// way.
+#[tokio::test]
+async fn a_large_file_with_a_wrong_byte_or_cut_short_is_an_error_and_nothing_is_kept() {
+    logs();
+    let len = 20 * 1024 * 1024 + 5;
+    assert_failure_of_len_then_recovery(Behaviour::WrongBytes, Duration::from_secs(10), len).await;
+    assert_failure_of_len_then_recovery(
+        Behaviour::TruncateAfter(len - 4097),
+        Duration::from_secs(10),
+        len,
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -18,6 +18,7 @@ use tracing::{info, warn};
 
 use wheelgate_index::upstream::{UpstreamClient, redact};
 
+use super::direct_write::{DIRECT_FROM, FileWriter, open_direct};
 use super::range_checks::{StreamChecks, run_checks};
 use super::recent::{Recent, Window};
 use super::splice::Splicer;
@@ -114,8 +115,9 @@ struct WriteState {
     splicer: Option<Splicer>,
     /// Input bytes consumed.
     read: u64,
-    /// Bytes written to the `*.part` file.
+    /// Bytes of the output made (in `writer`'s file, or staged for it).
     written: u64,
+    writer: FileWriter,
     /// A spliced file's plan, whose ranged reads the input is compared with as it passes.
     checked: Option<Arc<super::splice::Splice>>,
     /// The first input offset that differed from what the plan read by ranges.
@@ -125,8 +127,8 @@ struct WriteState {
 }
 
 impl WriteState {
-    /// Nothing read or written yet of `spec`'s file.
-    fn for_spec(spec: &FileSpec) -> WriteState {
+    /// Nothing read or written yet of `spec`'s file, to be written by `writer`.
+    fn for_spec(spec: &FileSpec, writer: FileWriter) -> WriteState {
         let splicer = spec
             .splice
             .as_ref()
@@ -139,6 +141,7 @@ impl WriteState {
             splicer,
             read: 0,
             written: 0,
+            writer,
             checked: spec
                 .splice
                 .clone()
@@ -404,7 +407,7 @@ impl Download {
             recent: Recent::default(),
         });
 
-        let mut state = WriteState::for_spec(&self.spec);
+        let mut state = WriteState::for_spec(&self.spec, self.writer(total).await);
         if origin != Origin::Local {
             state.facts =
                 StreamChecks::new(self.cache.range_checks.take(self.input_key()?.as_str()));
@@ -430,7 +433,7 @@ impl Download {
                     if pending.len >= len_u64(WRITE_CHUNK) {
                         self.make_room(state.written + pending.len, &keep).await;
                         state = self.write(&mut pending, state, &mut window, false).await?;
-                        self.publish(state.written, total, &window);
+                        self.publish(state.writer.on_disk(), total, &window);
                         self.check_readers(&mut unread_since, state.written, total)?;
                     }
                 }
@@ -461,9 +464,24 @@ impl Download {
         self.make_room(state.written + pending.len, &keep).await;
         state = self.write(&mut pending, state, &mut window, true).await?;
         // Everything but the last byte, while the file is verified and made durable.
-        self.publish(state.written, total, &window);
+        self.publish(state.writer.on_disk(), total, &window);
         let written = self.verify(state, input_total)?;
         Ok((written, origin, keep))
+    }
+
+    /// The writer of the `*.part` file: past the page cache for a large file
+    /// ([`super::direct_write`]).
+    async fn writer(&self, total: Option<u64>) -> FileWriter {
+        let direct = if total.is_some_and(|total| total >= DIRECT_FROM) {
+            let part = self.part.clone();
+            tokio::task::spawn_blocking(move || open_direct(&part))
+                .await
+                .ok()
+                .flatten()
+        } else {
+            None
+        };
+        FileWriter::new(Arc::clone(&self.file), direct)
     }
 
     /// The key of the upstream file this download reads (its own, unless it is derived).
@@ -588,7 +606,6 @@ impl Download {
         last: bool,
     ) -> Result<(WriteState, Vec<Bytes>), FileCacheError> {
         let chunks = std::mem::take(pending).chunks;
-        let file = Arc::clone(&self.file);
         let input_len = len_u64(chunks.iter().map(Bytes::len).sum());
         let result = tokio::task::spawn_blocking(move || {
             let mut splicer = state.splicer.take();
@@ -604,8 +621,11 @@ impl Download {
             }
             let Some(mut out) = out else {
                 // The upstream's own bytes, written as they arrived: no copy into one buffer.
-                write_chunks_at(&file, &chunks, state.written)?;
+                state.writer.append_chunks(&chunks)?;
                 state.written += input_len;
+                if last {
+                    state.writer.finish()?;
+                }
                 return Ok::<_, io::Error>((state, chunks));
             };
             if last && let Some(splicer) = &mut splicer {
@@ -618,8 +638,11 @@ impl Download {
                 let skip = usize::try_from(skip).unwrap_or(usize::MAX).min(out.len());
                 output.update(&out[skip..]);
             }
-            write_all_at(&file, &out, state.written)?;
+            state.writer.append(&out)?;
             state.written += len_u64(out.len());
+            if last {
+                state.writer.finish()?;
+            }
             Ok::<_, io::Error>((state, vec![Bytes::from(out)]))
         })
         .await
@@ -693,90 +716,4 @@ impl Download {
 
 fn len_u64(len: usize) -> u64 {
     u64::try_from(len).expect("a buffer length fits in u64")
-}
-
-// Positioned writes leave the file offset alone, so readers and the writer share one handle.
-#[cfg(unix)]
-fn write_all_at(file: &File, data: &[u8], offset: u64) -> io::Result<()> {
-    std::os::unix::fs::FileExt::write_all_at(file, data, offset)
-}
-
-/// Writes `chunks` one after the other from `offset`: one vectored system call for many chunks.
-#[cfg(unix)]
-fn write_chunks_at(file: &File, chunks: &[Bytes], mut offset: u64) -> io::Result<()> {
-    // Below every system's IOV_MAX (1,024 on Linux).
-    const MOST_SLICES: usize = 512;
-    let mut next = 0;
-    // Bytes of `chunks[next]` already written.
-    let mut done = 0;
-    while next < chunks.len() {
-        let slices: Vec<io::IoSlice<'_>> = chunks[next..]
-            .iter()
-            .take(MOST_SLICES)
-            .enumerate()
-            .map(|(at, chunk)| io::IoSlice::new(if at == 0 { &chunk[done..] } else { chunk }))
-            .collect();
-        let mut written = match rustix::io::pwritev(file, &slices, offset) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(written) => written,
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(errno) => return Err(errno.into()),
-        };
-        offset += len_u64(written);
-        while next < chunks.len() && written >= chunks[next].len() - done {
-            written -= chunks[next].len() - done;
-            next += 1;
-            done = 0;
-        }
-        done += written;
-    }
-    Ok(())
-}
-
-#[cfg(windows)]
-fn write_chunks_at(file: &File, chunks: &[Bytes], mut offset: u64) -> io::Result<()> {
-    for chunk in chunks {
-        write_all_at(file, chunk, offset)?;
-        offset += len_u64(chunk.len());
-    }
-    Ok(())
-}
-
-#[cfg(windows)]
-fn write_all_at(file: &File, mut data: &[u8], mut offset: u64) -> io::Result<()> {
-    while !data.is_empty() {
-        let n = std::os::windows::fs::FileExt::seek_write(file, data, offset)?;
-        if n == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
-        }
-        data = &data[n..];
-        offset += len_u64(n);
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn chunks_are_written_in_order_past_one_vectored_call() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out");
-        let file = File::create(&path).unwrap();
-        // More chunks than one call takes, of sizes that do not line up with anything.
-        let chunks: Vec<Bytes> = (0..1500_u32)
-            .map(|i| {
-                let len = usize::try_from(1 + (i * 7919) % 3001).unwrap();
-                Bytes::from(vec![u8::try_from(i % 251).unwrap(); len])
-            })
-            .collect();
-        write_all_at(&file, b"head", 0).unwrap();
-        write_chunks_at(&file, &chunks, 4).unwrap();
-        let mut expected = b"head".to_vec();
-        for chunk in &chunks {
-            expected.extend_from_slice(chunk);
-        }
-        assert_eq!(std::fs::read(&path).unwrap(), expected);
-    }
 }
