@@ -35,6 +35,7 @@ mod recent;
 pub mod slots;
 pub mod splice;
 mod store;
+pub mod writers;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -232,6 +233,8 @@ struct Inner {
     pub(super) slots: self::slots::DownloadSlots,
     /// Facts read from files by ranges, waiting for the files' verified bytes.
     range_checks: self::range_checks::WaitingChecks,
+    /// Where downloads are hashed and written ([`writers`]); tokio's blocking pool without.
+    writers: Option<wheelgate_index::cpu_pool::CpuPool>,
 }
 
 // Bounded so a file deleted behind the cache's back cannot make a request loop.
@@ -267,8 +270,23 @@ impl FileCache {
                 part_counter: AtomicU64::new(0),
                 slots: self::slots::DownloadSlots::new(slots),
                 range_checks: self::range_checks::WaitingChecks::default(),
+                writers: None,
             }),
         })
+    }
+
+    /// Hashes and writes downloads on `writers` ([`writers::start`]) instead of tokio's
+    /// blocking pool. Given before the cache is shared: a cache already cloned keeps the pool.
+    #[must_use]
+    pub fn with_writers(mut self, writers: wheelgate_index::cpu_pool::CpuPool) -> FileCache {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.writers = Some(writers);
+        } else {
+            warn!(
+                "the file cache was shared before its writers were given: downloads are written on the blocking pool"
+            );
+        }
+        self
     }
 
     /// The directory files are stored in (`<root>/files`).

@@ -73,6 +73,10 @@ pub enum StartError {
         "cannot start the thread that writes index pages to disk; is the process out of threads?"
     )]
     PageWriter(#[source] std::io::Error),
+    #[error(
+        "cannot start the threads that write downloads to disk; is the process out of threads?"
+    )]
+    FileWriters(#[source] std::io::Error),
 }
 
 /// The machine and policy the server resolves `/simple/` for: the configured machine, else this
@@ -176,12 +180,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, StartError> {
         None => None,
     };
     let index = index_cache(&config, bucket.clone())?;
-    let files = FileCache::open_with_bucket(
-        config.cache_dir.clone(),
-        config.cache_max_bytes,
-        bucket,
-        config.limits.download_slots(),
-    )?;
+    let files = file_cache(&config, bucket)?;
     let derived_metadata = wheelgate_files::derived_metadata::MetadataStore::open(
         &config.cache_dir,
     )
@@ -239,6 +238,19 @@ fn index_cache(
     .with_memory(config.limits.parsed_page_memory())
     .with_parsers(start_parsers()?)
     .with_writer(background::start_page_writer().map_err(StartError::PageWriter)?))
+}
+
+/// The file cache, its downloads written on threads of their own below normal priority.
+fn file_cache(config: &ServeConfig, bucket: Option<Arc<Bucket>>) -> Result<FileCache, StartError> {
+    let writers = wheelgate_files::cache::writers::start(per_core::cores())
+        .map_err(StartError::FileWriters)?;
+    Ok(FileCache::open_with_bucket(
+        config.cache_dir.clone(),
+        config.cache_max_bytes,
+        bucket,
+        config.limits.download_slots(),
+    )?
+    .with_writers(writers))
 }
 
 /// One thread per core that parses upstream pages (`cpu_pool.rs`), each kept on a core of its

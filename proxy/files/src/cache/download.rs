@@ -607,7 +607,7 @@ impl Download {
     ) -> Result<(WriteState, Vec<Bytes>), FileCacheError> {
         let chunks = std::mem::take(pending).chunks;
         let input_len = len_u64(chunks.iter().map(Bytes::len).sum());
-        let result = tokio::task::spawn_blocking(move || {
+        let job = move || {
             let mut splicer = state.splicer.take();
             let mut out = splicer
                 .as_ref()
@@ -644,10 +644,14 @@ impl Download {
                 state.writer.finish()?;
             }
             Ok::<_, io::Error>((state, vec![Bytes::from(out)]))
-        })
-        .await
-        .map_err(io::Error::other)
-        .flatten();
+        };
+        let result = match &self.cache.writers {
+            Some(writers) => writers.run(job).await,
+            None => tokio::task::spawn_blocking(job)
+                .await
+                .map_err(io::Error::other)
+                .flatten(),
+        };
         result.map_err(|source| FileCacheError::Io {
             path: self.part.clone(),
             source,
