@@ -6,6 +6,9 @@
                                           wheel's libraries are), its PEP 503 page under
                                           DIR/simple/<project>/; prints one requirement a line.
                                           Made once: wheels already there are kept.
+  cold_install.py pages DIR               for each wheel already under DIR/files (real wheels, copied
+                                          from a registry), its PEP 503 page under
+                                          DIR/simple/<project>/; prints one requirement a line
   cold_install.py summary FILE            per mode, the runs' min, median and max seconds from
                                           FILE's `mode seconds` lines, and the proxy's median
                                           against the direct median
@@ -64,6 +67,27 @@ def wheel(directory, index, size_mb):
     return project
 
 
+def pages(directory):
+    """Writes a page for each wheel in `directory`/files; returns the requirements."""
+    import re
+
+    requirements = []
+    for filename in sorted(os.listdir(os.path.join(directory, "files"))):
+        if not filename.endswith(".whl"):
+            continue
+        name, version = filename.split("-")[:2]
+        project = re.sub(r"[-_.]+", "-", name).lower()
+        page = os.path.join(directory, "simple", project, "index.html")
+        os.makedirs(os.path.dirname(page), exist_ok=True)
+        sha256 = file_sha256(os.path.join(directory, "files", filename))
+        with open(page, "w") as out:
+            out.write(
+                f'<!DOCTYPE html>\n<html><body>\n<a href="/files/{filename}#sha256={sha256}">{filename}</a>\n</body></html>\n'
+            )
+        requirements.append(f"{project}=={version}")
+    return requirements
+
+
 def urlsafe(digest):
     import base64
 
@@ -98,6 +122,9 @@ def main(argv):
     if len(argv) >= 3 and argv[1] == "wheels":
         for index, size in enumerate(argv[3:]):
             print(wheel(argv[2], index, int(size)))
+    elif len(argv) == 3 and argv[1] == "pages":
+        for requirement in pages(argv[2]):
+            print(requirement)
     elif len(argv) == 3 and argv[1] == "summary":
         summary(argv[2])
     else:
