@@ -104,10 +104,12 @@ def file_sha256(path):
 
 def summary(path):
     runs = {}
+    order = []
     with open(path) as lines:
         for line in lines:
             mode, seconds = line.split()
             runs.setdefault(mode, []).append(float(seconds))
+            order.append((mode, float(seconds)))
     for mode, times in runs.items():
         print(
             f"{mode:<12} runs {len(times)}  min {min(times):6.2f} s  median {statistics.median(times):6.2f} s  max {max(times):6.2f} s"
@@ -116,6 +118,13 @@ def summary(path):
         direct = statistics.median(runs["direct"])
         proxy = statistics.median(runs["proxy-cold"])
         print(f"cold proxy against direct (medians): {100 * (proxy - direct) / direct:+.1f} % (target: under +10 %)")
+        # Each round's two runs are next to each other in time: their ratio leaves out a drift
+        # of the machine or the upstream between rounds.
+        rounds = [dict(order[at : at + 2]) for at in range(0, len(order) - 1, 2)]
+        ratios = [r["proxy-cold"] / r["direct"] for r in rounds if {"proxy-cold", "direct"} <= r.keys()]
+        if ratios:
+            added = ", ".join(f"{100 * (ratio - 1):+.1f}" for ratio in ratios)
+            print(f"each round, proxy against direct: {added} %; median {100 * (statistics.median(ratios) - 1):+.1f} %")
 
 
 def main(argv):
