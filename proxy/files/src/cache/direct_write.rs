@@ -272,19 +272,23 @@ mod tests {
             .collect()
     }
 
+    /// A new, empty `*.part` file in `dir` and its shared handle.
+    fn new_part(dir: &tempfile::TempDir) -> (std::path::PathBuf, Arc<File>) {
+        let path = dir.path().join("out.part");
+        let shared = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap();
+        (path, Arc::new(shared))
+    }
+
     /// `pieces` appended (as chunks when `chunked`), then finished; returns the file and the
     /// readable length seen after each piece.
     fn write(pieces: &[Vec<u8>], direct: bool, chunked: bool) -> (Vec<u8>, Vec<u64>) {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out.part");
-        let shared = Arc::new(
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .unwrap(),
-        );
+        let (path, shared) = new_part(&dir);
         let direct = direct.then(|| open_direct(&path)).flatten();
         let mut writer = FileWriter::new(shared, direct);
         let mut readable = Vec::new();
@@ -353,15 +357,7 @@ mod tests {
     #[test]
     fn a_write_refused_as_direct_goes_through_the_page_cache_instead() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out.part");
-        let shared = Arc::new(
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .unwrap(),
-        );
+        let (path, shared) = new_part(&dir);
         let Some(direct) = open_direct(&path) else {
             // This file system has no direct I/O: nothing to refuse.
             return;
