@@ -10,8 +10,9 @@
                                           from a registry), its PEP 503 page under
                                           DIR/simple/<project>/; prints one requirement a line
   cold_install.py summary FILE            per mode, the runs' min, median and max seconds from
-                                          FILE's `mode seconds` lines, and the proxy's median
-                                          against the direct median
+                                          FILE's `mode seconds uv-cpu proxy-cpu` lines (`-`: no
+                                          proxy), the proxy's median against the direct median,
+                                          and the medians of the CPU-seconds
 """
 
 import hashlib
@@ -104,16 +105,23 @@ def file_sha256(path):
 
 def summary(path):
     runs = {}
+    cpu = {}
     order = []
     with open(path) as lines:
         for line in lines:
-            mode, seconds = line.split()
+            mode, seconds, uv_cpu, proxy_cpu = line.split()
             runs.setdefault(mode, []).append(float(seconds))
+            cpu.setdefault(mode, []).append((float(uv_cpu), None if proxy_cpu == "-" else float(proxy_cpu)))
             order.append((mode, float(seconds)))
     for mode, times in runs.items():
         print(
             f"{mode:<12} runs {len(times)}  min {min(times):6.2f} s  median {statistics.median(times):6.2f} s  max {max(times):6.2f} s"
         )
+    for mode, pairs in cpu.items():
+        uv = statistics.median(u for u, _ in pairs)
+        proxies = [p for _, p in pairs if p is not None]
+        proxy = f", the proxy {statistics.median(proxies):.2f}" if proxies else ""
+        print(f"{mode:<12} CPU-seconds (medians): uv {uv:.2f}{proxy}")
     if "direct" in runs and "proxy-cold" in runs:
         direct = statistics.median(runs["direct"])
         proxy = statistics.median(runs["proxy-cold"])
