@@ -10,9 +10,9 @@
                                           from a registry), its PEP 503 page under
                                           DIR/simple/<project>/; prints one requirement a line
   cold_install.py summary FILE            per mode, the runs' min, median and max seconds from
-                                          FILE's `mode seconds uv-cpu proxy-cpu` lines (`-`: no
-                                          proxy), the proxy's median against the direct median,
-                                          and the medians of the CPU-seconds
+                                          FILE's `round mode seconds uv-cpu proxy-cpu` lines (`-`:
+                                          no proxy), each proxy's median against the direct
+                                          median and each round's, and the CPU-seconds' medians
 """
 
 import hashlib
@@ -106,33 +106,36 @@ def file_sha256(path):
 def summary(path):
     runs = {}
     cpu = {}
-    order = []
+    rounds = {}
     with open(path) as lines:
         for line in lines:
-            mode, seconds, uv_cpu, proxy_cpu = line.split()
+            number, mode, seconds, uv_cpu, proxy_cpu = line.split()
             runs.setdefault(mode, []).append(float(seconds))
             cpu.setdefault(mode, []).append((float(uv_cpu), None if proxy_cpu == "-" else float(proxy_cpu)))
-            order.append((mode, float(seconds)))
+            rounds.setdefault(number, {})[mode] = float(seconds)
     for mode, times in runs.items():
         print(
-            f"{mode:<12} runs {len(times)}  min {min(times):6.2f} s  median {statistics.median(times):6.2f} s  max {max(times):6.2f} s"
+            f"{mode:<14} runs {len(times)}  min {min(times):6.2f} s  median {statistics.median(times):6.2f} s  max {max(times):6.2f} s"
         )
     for mode, pairs in cpu.items():
         uv = statistics.median(u for u, _ in pairs)
         proxies = [p for _, p in pairs if p is not None]
         proxy = f", the proxy {statistics.median(proxies):.2f}" if proxies else ""
-        print(f"{mode:<12} CPU-seconds (medians): uv {uv:.2f}{proxy}")
-    if "direct" in runs and "proxy-cold" in runs:
-        direct = statistics.median(runs["direct"])
-        proxy = statistics.median(runs["proxy-cold"])
-        print(f"cold proxy against direct (medians): {100 * (proxy - direct) / direct:+.1f} % (target: under +10 %)")
-        # Each round's two runs are next to each other in time: their ratio leaves out a drift
-        # of the machine or the upstream between rounds.
-        rounds = [dict(order[at : at + 2]) for at in range(0, len(order) - 1, 2)]
-        ratios = [r["proxy-cold"] / r["direct"] for r in rounds if {"proxy-cold", "direct"} <= r.keys()]
-        if ratios:
-            added = ", ".join(f"{100 * (ratio - 1):+.1f}" for ratio in ratios)
-            print(f"each round, proxy against direct: {added} %; median {100 * (statistics.median(ratios) - 1):+.1f} %")
+        print(f"{mode:<14} CPU-seconds (medians): uv {uv:.2f}{proxy}")
+    if "direct" not in runs:
+        return
+    direct = statistics.median(runs["direct"])
+    for mode in ("proxy-cold", "reference-cold"):
+        if mode not in runs:
+            continue
+        added = statistics.median(runs[mode])
+        target = " (target: under +10 %)" if mode == "proxy-cold" else ""
+        print(f"{mode} against direct (medians): {100 * (added - direct) / direct:+.1f} %{target}")
+        # A round's runs are next to each other in time: their ratio leaves out a drift of the
+        # machine or the upstream between rounds.
+        ratios = [r[mode] / r["direct"] for r in rounds.values() if {mode, "direct"} <= r.keys()]
+        each = ", ".join(f"{100 * (ratio - 1):+.1f}" for ratio in ratios)
+        print(f"  each round, {mode} against direct: {each} %; median {100 * (statistics.median(ratios) - 1):+.1f} %")
 
 
 def main(argv):
