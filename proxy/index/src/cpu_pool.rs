@@ -100,6 +100,14 @@ impl CpuPool {
     }
 }
 
+/// Lowers the calling thread's priority to `nice` (a pool's `init`, for work that must yield to
+/// the threads beside it). On Linux a thread has a nice value of its own: `setpriority` with no
+/// id changes only the caller's, and lowering it needs no privilege.
+#[cfg(target_os = "linux")]
+pub fn lower_this_thread(nice: i32) -> std::io::Result<()> {
+    rustix::process::setpriority_process(None, nice).map_err(std::io::Error::from)
+}
+
 fn work(queue: &Mutex<Receiver<Job>>) {
     loop {
         // The lock is held only to take one job; the next thread waits for the one after.

@@ -26,12 +26,11 @@ pub fn start(cores: usize) -> std::io::Result<CpuPool> {
     CpuPool::start("wheelgate-write", 2 * cores.max(1), lower_this_thread)
 }
 
-/// Lowers the calling thread's priority to [`NICE`]. On Linux a thread has a nice value of its
-/// own: `setpriority` with no id changes only the caller's. A refusal (a sandbox) leaves it as
-/// it was, which is only slower for the installers beside it.
+/// Lowers the calling thread's priority to [`NICE`]. A refusal (a sandbox) leaves it as it was,
+/// which is only slower for the installers beside it.
 #[cfg(target_os = "linux")]
 fn lower_this_thread() {
-    if let Err(err) = rustix::process::setpriority_process(None, NICE) {
+    if let Err(err) = wheelgate_index::cpu_pool::lower_this_thread(NICE) {
         tracing::debug!(error = %err, "the download writers stay at normal priority");
     }
 }

@@ -35,15 +35,10 @@ fn lower_this_thread() {
     if idle == 0 {
         return;
     }
-    // SAFETY: setpriority takes two integers and an id and touches no memory of ours; lowering
-    // one's own priority needs no privilege. A failure leaves the thread at normal priority,
-    // which is only slower for the requests beside it.
-    let result = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
-    if result != 0 {
-        tracing::debug!(
-            error = %std::io::Error::last_os_error(),
-            "the page writer stays at normal priority"
-        );
+    // A failure leaves the thread at normal priority, which is only slower for the requests
+    // beside it.
+    if let Err(err) = wheelgate_index::cpu_pool::lower_this_thread(19) {
+        tracing::debug!(error = %err, "the page writer stays at normal priority");
     }
 }
 
